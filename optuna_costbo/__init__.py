@@ -1,0 +1,17 @@
+"""optuna-costbo: cost-aware, budget-constrained Bayesian optimization for Optuna.
+
+The public API is :class:`CostRolloutSampler`, :class:`CostBudgetPruner`, :func:`report_cost`
+and :class:`Ledger`.
+"""
+
+from __future__ import annotations
+
+from optuna_costbo.budget import CostBudgetPruner
+from optuna_costbo.budget import Ledger
+from optuna_costbo.budget import report_cost
+from optuna_costbo.sampler import CostRolloutSampler
+
+
+__version__ = "0.1.0"
+
+__all__ = ["CostBudgetPruner", "CostRolloutSampler", "Ledger", "__version__", "report_cost"]

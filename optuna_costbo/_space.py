@@ -1,0 +1,101 @@
+"""Bridge between Optuna distributions and the numerical codec in :mod:`search_space`.
+
+The codec knows nothing of Optuna; this module translates an Optuna search space into codec
+parameter specs and trial parameters into "internal" values (numbers for numeric parameters,
+choice indices for categoricals, as Optuna's ``to_internal_repr`` defines them) and back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from optuna.distributions import BaseDistribution
+from optuna.distributions import CategoricalDistribution
+from optuna.distributions import FloatDistribution
+from optuna.distributions import IntDistribution
+from optuna.trial import FrozenTrial
+
+from optuna_costbo.search_space import BoxCodec
+from optuna_costbo.search_space import CategoricalParam
+from optuna_costbo.search_space import NumericParam
+from optuna_costbo.search_space import Param
+
+
+def _to_param(distribution: BaseDistribution) -> Param:
+    if isinstance(distribution, CategoricalDistribution):
+        return CategoricalParam(n_choices=len(distribution.choices))
+    if isinstance(distribution, FloatDistribution):
+        return NumericParam(
+            low=distribution.low,
+            high=distribution.high,
+            log=distribution.log,
+            step=distribution.step,
+            integer=False,
+        )
+    if isinstance(distribution, IntDistribution):
+        return NumericParam(
+            low=float(distribution.low),
+            high=float(distribution.high),
+            log=distribution.log,
+            step=float(distribution.step),
+            integer=True,
+        )
+    raise ValueError(
+        f"unsupported distribution {type(distribution).__name__}; allowed: FloatDistribution, "
+        "IntDistribution, CategoricalDistribution"
+    )
+
+
+class SpaceBridge:
+    """An Optuna search space with its codec.
+
+    Args:
+        search_space: Parameter name to distribution, in a fixed order.
+    """
+
+    def __init__(self, search_space: Mapping[str, BaseDistribution]) -> None:
+        self.names = list(search_space)
+        self.distributions = [search_space[name] for name in self.names]
+        self.codec = BoxCodec([_to_param(d) for d in self.distributions])
+
+    def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
+        """Encode the parameters of ``trials`` (all must hold every parameter): (n, D)."""
+        values = np.array(
+            [
+                [
+                    d.to_internal_repr(t.params[name])
+                    for name, d in zip(self.names, self.distributions, strict=True)
+                ]
+                for t in trials
+            ],
+            dtype=float,
+        ).reshape(len(trials), len(self.names))  # (n, P)
+        return self.codec.encode(values)
+
+    def decode(self, z: np.ndarray) -> dict[str, Any]:
+        """One box point z (D,) to a parameter dict with Python-native values."""
+        internal = self.codec.decode(z.reshape(1, -1))[0]  # (P,)
+        params: dict[str, Any] = {}
+        for name, dist, value in zip(self.names, self.distributions, internal, strict=True):
+            if isinstance(dist, CategoricalDistribution):
+                params[name] = dist.to_external_repr(round(float(value)))
+            elif isinstance(dist, IntDistribution):
+                params[name] = round(float(value))
+            else:
+                params[name] = float(value)
+        return params
+
+    def holds(self, trial: FrozenTrial) -> bool:
+        """Whether ``trial`` has every parameter of this space, each within its distribution."""
+        for name, dist in zip(self.names, self.distributions, strict=True):
+            if name not in trial.params:
+                return False
+            try:
+                if not dist._contains(dist.to_internal_repr(trial.params[name])):
+                    return False
+            except (ValueError, TypeError):
+                return False
+        return True

@@ -1,0 +1,273 @@
+"""The cost ledger: what each trial cost, what the study has spent, and the budget pruner.
+
+Everything here is recomputed from storage on demand. A sampler object is never the only
+holder of the ledger: other processes may share the study, a crashed worker's trial may be
+failed by heartbeat, and trials may be added with :func:`optuna.study.Study.add_trial`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+import datetime
+import math
+from typing import Any
+
+import optuna
+from optuna.pruners import BasePruner
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+
+# Study user attrs (shown by optuna-dashboard in the study's attribute table).
+BUDGET_ATTR = "cost_budget"
+SPENT_ATTR = "cost_spent"
+REMAINING_ATTR = "cost_remaining"
+
+# Trial system attrs written by the sampler.
+SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
+COST_SOURCE_ATTR = "costbo:cost_source"
+INVALID_COST_ATTR = "costbo:invalid_reported_cost"
+SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
+
+FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+def validate_budget(budget: Any) -> float:
+    """Return ``budget`` as a float, or raise a ValueError saying what is allowed."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)):
+        raise ValueError(f"budget must be a positive finite number, got {budget!r}")
+    value = float(budget)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f"budget must be a positive finite number, got {budget!r}")
+    return value
+
+
+def validate_cost(cost: Any, *, name: str = "cost") -> float:
+    """Return a reported cost as a float, or raise a ValueError saying what is allowed.
+
+    A cost must be a real number, finite and strictly positive: the cost model works on
+    log(cost), and a free or negative evaluation would make the budget meaningless.
+    """
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        try:
+            import numpy as np
+
+            if isinstance(cost, np.generic) and np.issubdtype(type(cost), np.number):
+                cost = float(cost)
+            else:
+                raise TypeError
+        except TypeError:
+            raise ValueError(
+                f"{name} must be a positive finite number (int or float), got {cost!r} "
+                f"of type {type(cost).__name__}"
+            ) from None
+    value = float(cost)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be a positive finite number, got {cost!r}")
+    return value
+
+
+def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = "cost") -> None:
+    """Report the cost of ``trial`` from inside the objective (money, energy, a simulated cost).
+
+    The value is validated at once, so a bad cost fails this trial with a clear message
+    instead of reaching the ledger. Equivalent to ``trial.set_user_attr(cost_attr, cost)``.
+
+    Args:
+        trial: The running trial.
+        cost: A positive finite number, in the same units as the sampler's budget.
+        cost_attr: The user attr name the sampler reads (its ``cost_attr`` argument).
+    """
+    trial.set_user_attr(cost_attr, validate_cost(cost, name=f"the reported cost {cost_attr!r}"))
+
+
+def _seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float:
+    if start is None or end is None:
+        return 0.0
+    return max((end - start).total_seconds(), 0.0)
+
+
+def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
+    raw = trial.user_attrs.get(cost_attr)
+    if raw is None:
+        return None
+    try:
+        return validate_cost(raw)
+    except ValueError:
+        return None
+
+
+def sampler_seconds(trial: FrozenTrial) -> float:
+    """Seconds the sampler spent choosing this trial's parameters, as recorded on the trial."""
+    value = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def objective_cost(
+    trial: FrozenTrial, cost_attr: str, now: datetime.datetime | None = None
+) -> float:
+    """Cost of the objective alone for ``trial`` (the quantity the cost model learns).
+
+    In order of precedence: the valid number the trial carries as user attr ``cost_attr``
+    (reported by the objective, or recorded by the sampler after the trial); else the trial's
+    wall-clock duration less the sampler's own time (trials failed by heartbeat, trials added
+    with ``add_trial``: zero when they have no timestamps). A running trial's cost so far is
+    measured up to ``now``.
+    """
+    reported = _reported_cost(trial, cost_attr)
+    if reported is not None:
+        return reported
+    end = trial.datetime_complete
+    if end is None and trial.state == TrialState.RUNNING:
+        end = now or datetime.datetime.now()
+    return max(_seconds(trial.datetime_start, end) - sampler_seconds(trial), 0.0)
+
+
+def charged_cost(
+    trial: FrozenTrial,
+    cost_attr: str,
+    charge_sampler_time: bool,
+    now: datetime.datetime | None = None,
+) -> float:
+    """What ``trial`` costs the budget: its objective cost, plus sampler time if charged."""
+    if trial.system_attrs.get(SKIPPED_ATTR):
+        return 0.0
+    cost = objective_cost(trial, cost_attr, now)
+    if charge_sampler_time:
+        cost += sampler_seconds(trial)
+    return cost
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The state of a study's budget, recomputed from its trials.
+
+    Attributes:
+        budget: Total budget, in cost units.
+        spent: Summed cost of finished trials (COMPLETE, PRUNED and FAIL).
+        running_elapsed: Cost accrued so far by trials still running.
+        n_finished: Number of finished trials.
+        n_running: Number of running trials.
+    """
+
+    budget: float
+    spent: float
+    running_elapsed: float
+    n_finished: int
+    n_running: int
+
+    @property
+    def remaining(self) -> float:
+        """Budget minus spent (may be negative after an overrun)."""
+        return self.budget - self.spent
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether no budget is left for another trial."""
+        return self.spent >= self.budget
+
+
+def compute_ledger(
+    trials: Iterable[FrozenTrial],
+    budget: float,
+    cost_attr: str,
+    charge_sampler_time: bool = False,
+    now: datetime.datetime | None = None,
+) -> Ledger:
+    """Sum the costs of ``trials`` into a :class:`Ledger`."""
+    now = now or datetime.datetime.now()
+    spent = 0.0
+    running = 0.0
+    n_finished = 0
+    n_running = 0
+    for trial in trials:
+        if trial.state in FINISHED_STATES:
+            spent += charged_cost(trial, cost_attr, charge_sampler_time)
+            n_finished += 1
+        elif trial.state == TrialState.RUNNING:
+            running += charged_cost(trial, cost_attr, charge_sampler_time, now)
+            n_running += 1
+    return Ledger(budget, spent, running, n_finished, n_running)
+
+
+def storage_trials(study: optuna.Study) -> list[FrozenTrial]:
+    """All trials of the study from storage (works for HyperbandPruner's bracket studies)."""
+    return study._storage.get_all_trials(study._study_id, deepcopy=False)
+
+
+def study_ledger(
+    study: optuna.Study,
+    budget: float,
+    cost_attr: str,
+    charge_sampler_time: bool = False,
+) -> Ledger:
+    """The ledger of ``study`` as stored right now."""
+    return compute_ledger(storage_trials(study), budget, cost_attr, charge_sampler_time)
+
+
+def write_ledger(study: optuna.Study, ledger: Ledger) -> None:
+    """Store budget, spent and remaining as study user attrs (shown by optuna-dashboard)."""
+    storage, study_id = study._storage, study._study_id
+    storage.set_study_user_attr(study_id, BUDGET_ATTR, ledger.budget)
+    storage.set_study_user_attr(study_id, SPENT_ATTR, ledger.spent)
+    storage.set_study_user_attr(study_id, REMAINING_ATTR, max(ledger.remaining, 0.0))
+
+
+def stored_budget(study: optuna.Study) -> float | None:
+    """The budget stored on the study by a :class:`CostRolloutSampler`, if any."""
+    value = study._storage.get_study_user_attrs(study._study_id).get(BUDGET_ATTR)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+class CostBudgetPruner(BasePruner):
+    """Prune a reporting trial once the study's spent cost plus its own cost exceeds the budget.
+
+    The trial's own cost so far is the user attr ``cost_attr`` if the objective keeps it
+    up to date (for costs that are not seconds), else its wall-clock time since it started,
+    less the sampler's time. The check runs whenever the trial calls ``trial.should_prune()``.
+
+    Args:
+        budget: The budget in cost units. ``None`` reads it from the study, where
+            :class:`~optuna_costbo.CostRolloutSampler` stores it.
+        wrapped_pruner: Another pruner consulted first (for example a median pruner);
+            the trial is pruned if either says so.
+        cost_attr: Name of the trial user attr that carries reported costs.
+        charge_sampler_time: Count the sampler's own time, as the sampler option of the same name.
+
+    Example:
+
+        .. code-block:: python
+
+            import optuna
+            from optuna_costbo import CostBudgetPruner, CostRolloutSampler
+
+            study = optuna.create_study(
+                sampler=CostRolloutSampler(budget=60.0),
+                pruner=CostBudgetPruner(wrapped_pruner=optuna.pruners.MedianPruner()),
+            )
+    """
+
+    def __init__(
+        self,
+        budget: float | None = None,
+        *,
+        wrapped_pruner: BasePruner | None = None,
+        cost_attr: str = "cost",
+        charge_sampler_time: bool = False,
+    ) -> None:
+        self._budget = None if budget is None else validate_budget(budget)
+        self._wrapped = wrapped_pruner
+        self._cost_attr = cost_attr
+        self._charge_sampler_time = charge_sampler_time
+
+    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
+        if self._wrapped is not None and self._wrapped.prune(study, trial):
+            return True
+        budget = self._budget if self._budget is not None else stored_budget(study)
+        if budget is None:
+            return False
+        trials = storage_trials(study)
+        ledger = compute_ledger(trials, budget, self._cost_attr, self._charge_sampler_time)
+        own = charged_cost(trial, self._cost_attr, self._charge_sampler_time)
+        return ledger.spent + own > budget

@@ -1,0 +1,412 @@
+"""CostRolloutSampler: cost-aware Bayesian optimization under a budget, as an Optuna sampler.
+
+This module is glue: it gathers trials from storage, hands encoded arrays to
+:func:`optuna_costbo.policy.propose`, and writes costs and the ledger back to storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import datetime
+import logging
+import math
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler
+from optuna.samplers import RandomSampler
+from optuna.samplers._base import _INDEPENDENT_SAMPLING_WARNING_TEMPLATE
+from optuna.search_space import intersection_search_space
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+from optuna_costbo import budget as ledger_mod
+from optuna_costbo._space import SpaceBridge
+from optuna_costbo.policy import ACQUISITIONS
+from optuna_costbo.policy import WarmStart
+from optuna_costbo.policy import needs_cost_model
+from optuna_costbo.policy import propose
+
+
+_logger = logging.getLogger(__name__)
+
+# NOTE: the smallest cost recorded for a measured trial, so that log(cost) is always defined
+# even for an objective that returns in less than the clock's resolution.
+_MIN_MEASURED_COST = 1e-6
+
+
+class CostRolloutSampler(BaseSampler):
+    """Cost-aware Bayesian optimization that stops the study when its cost budget is spent.
+
+    Each trial's cost is the user attr ``cost_attr`` if the objective reports one (money,
+    energy, simulated seconds; see :func:`optuna_costbo.report_cost`), else the trial's
+    wall-clock duration less the sampler's own time. The ledger (budget, spent, remaining) is
+    recomputed from storage and stored as study user attrs, so several workers sharing a
+    study share one budget. Once the spent cost reaches ``budget``, ``study.optimize`` returns
+    by itself; trials that a worker starts after that are pruned at their first suggestion.
+
+    After ``n_startup_trials`` quasi-random (scrambled Sobol) trials, a Gaussian process with a
+    Matern-5/2 ARD kernel models the objective, a second one models log(cost), and the chosen
+    acquisition is maximized over the encoded search space (floats, log floats, integers,
+    steps, one-hot categoricals). Parameters outside the search space shared by all completed
+    trials (conditional or dynamic ones) are sampled by ``independent_sampler``.
+
+    Example:
+
+        .. code-block:: python
+
+            import time
+
+            import optuna
+            from optuna_costbo import CostRolloutSampler
+
+
+            def objective(trial):
+                x = trial.suggest_float("x", -1.0, 1.0)
+                time.sleep(0.01 * (1.0 + x))  # expensive on the right
+                return (x - 0.5) ** 2
+
+
+            study = optuna.create_study(sampler=CostRolloutSampler(budget=1.0, seed=0))
+            study.optimize(objective)  # no n_trials: returns once 1 s of trial time is spent
+
+    Args:
+        budget: Total budget in cost units (seconds by default). A positive finite number.
+        acquisition: ``"ei"`` (log expected improvement, ignores cost), ``"eipu"`` (EI per
+            unit predicted cost) or ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget
+            over total budget: cost-aware early, plain EI late).
+        n_startup_trials: Quasi-random trials before the models take over; ``None`` means
+            ``2 * (number of parameters + 1)``, at least 4. They count against the budget.
+        cost_attr: Name of the trial user attr holding a trial's cost. The objective may set
+            it; otherwise the sampler records the measured wall-clock cost there, where
+            optuna-dashboard shows and sorts it.
+        seed: Seed for all of the sampler's randomness.
+        independent_sampler: Sampler for parameters outside the relative search space;
+            defaults to :class:`~optuna.samplers.RandomSampler`.
+        warn_independent_sampling: Log a warning when a parameter is sampled independently
+            after the startup trials.
+        charge_sampler_time: Also charge the sampler's own computation time to the budget.
+            Turn it on when the budget is wall-clock you pay for as a whole (a job's time
+            limit, a cloud bill) and the objective is cheap enough that suggestion time
+            matters. Off by default: the budget then measures the objective alone.
+    """
+
+    def __init__(
+        self,
+        budget: float,
+        *,
+        acquisition: str = "ei",
+        n_startup_trials: int | None = None,
+        cost_attr: str = "cost",
+        seed: int | None = None,
+        independent_sampler: BaseSampler | None = None,
+        warn_independent_sampling: bool = True,
+        charge_sampler_time: bool = False,
+    ) -> None:
+        self._budget = ledger_mod.validate_budget(budget)
+        if acquisition not in ACQUISITIONS:
+            raise ValueError(
+                f"acquisition must be one of {', '.join(map(repr, ACQUISITIONS))}, "
+                f"got {acquisition!r}"
+            )
+        if n_startup_trials is not None and (
+            isinstance(n_startup_trials, bool)
+            or not isinstance(n_startup_trials, int)
+            or n_startup_trials < 0
+        ):
+            raise ValueError(
+                f"n_startup_trials must be None or a non-negative int, got {n_startup_trials!r}"
+            )
+        if not isinstance(cost_attr, str) or not cost_attr:
+            raise ValueError(f"cost_attr must be a non-empty str, got {cost_attr!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"seed must be None or an int, got {seed!r}")
+        self._acquisition = acquisition
+        self._n_startup_trials = n_startup_trials
+        self._cost_attr = cost_attr
+        self._seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._sobol_seed = int(self._rng.integers(2**31))
+        self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
+        self._warn_independent_sampling = warn_independent_sampling
+        self._charge_sampler_time = charge_sampler_time
+        self._lock = threading.RLock()
+        self._warm: dict[tuple[Any, ...], WarmStart] = {}
+        self._sampler_seconds: dict[int, float] = {}
+        self._skipped: set[int] = set()
+
+    # -- pickling: a lock cannot be pickled; caches are per process ------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def budget(self) -> float:
+        """The total budget, in cost units."""
+        return self._budget
+
+    def ledger(self, study: optuna.Study) -> ledger_mod.Ledger:
+        """The study's budget ledger, recomputed from storage now."""
+        return ledger_mod.study_ledger(
+            study, self._budget, self._cost_attr, self._charge_sampler_time
+        )
+
+    def remaining_budget(self, study: optuna.Study) -> float:
+        """Budget minus the cost of every finished trial of ``study`` (may be negative).
+
+        Under ask-and-tell there is no optimize loop to stop: check this before ``ask``.
+        """
+        return self.ledger(study).remaining
+
+    def reseed_rng(self) -> None:
+        with self._lock:
+            self._rng = np.random.default_rng()
+        self._independent_sampler.reseed_rng()
+
+    # -- BaseSampler ------------------------------------------------------------------------
+
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        space = intersection_search_space(complete)
+        return {name: dist for name, dist in space.items() if not dist.single()}
+
+    def sample_relative(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        _check_single_objective(study)
+        if not search_space:
+            return {}
+        start = time.perf_counter()
+        try:
+            self._raise_if_skipped(trial)
+            return self._sample_relative(study, trial, search_space)
+        finally:
+            self._add_sampler_seconds(trial, time.perf_counter() - start)
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        _check_single_objective(study)
+        start = time.perf_counter()
+        try:
+            self._raise_if_skipped(trial)
+            if self._warn_independent_sampling:
+                n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+                if n_complete >= self._startup_count(1):
+                    _logger.warning(
+                        _INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
+                            param_name=param_name,
+                            trial_number=trial.number,
+                            independent_sampler_name=type(self._independent_sampler).__name__,
+                            sampler_name=type(self).__name__,
+                            fallback_reason=(
+                                "the parameter is not in the search space shared by all "
+                                "completed trials (conditional or dynamic search space)"
+                            ),
+                        )
+                    )
+            return self._independent_sampler.sample_independent(
+                study, trial, param_name, param_distribution
+            )
+        finally:
+            self._add_sampler_seconds(trial, time.perf_counter() - start)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self._independent_sampler.before_trial(study, trial)
+        ledger = self.ledger(study)
+        if ledger_mod.stored_budget(study) != self._budget:
+            ledger_mod.write_ledger(study, ledger)
+        if not ledger.exhausted:
+            return
+        if study._thread_local.in_optimize_loop:
+            # Another worker (or an earlier session) spent the budget: end this optimize loop
+            # and prune the new trial at its first suggestion, before the objective's work.
+            _stop(study)
+            with self._lock:
+                self._skipped.add(trial._trial_id)
+            study._storage.set_trial_system_attr(trial._trial_id, ledger_mod.SKIPPED_ATTR, True)
+        else:
+            _logger.warning(
+                f"The cost budget of study {study.study_name!r} is spent "
+                f"({ledger.spent:.6g} of {ledger.budget:.6g}); trial {trial.number} "
+                "was asked for anyway (ask-and-tell: check sampler.remaining_budget(study))."
+            )
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self._independent_sampler.after_trial(study, trial, state, values)
+        storage, trial_id = study._storage, trial._trial_id
+        with self._lock:
+            seconds = self._sampler_seconds.pop(trial_id, 0.0)
+            skipped = trial_id in self._skipped
+            self._skipped.discard(trial_id)
+        storage.set_trial_system_attr(trial_id, ledger_mod.SAMPLER_SECONDS_ATTR, seconds)
+
+        error: ValueError | None = None
+        if not skipped:
+            error = self._record_cost(study, trial, seconds)
+
+        # The finishing trial is still RUNNING in storage: the ledger counts its recorded
+        # cost under running trials until its state is written right after this method.
+        ledger = self.ledger(study)
+        own = ledger_mod.charged_cost(
+            storage.get_trial(trial_id), self._cost_attr, self._charge_sampler_time
+        )
+        spent = ledger.spent + own
+        ledger_mod.write_ledger(
+            study, ledger_mod.Ledger(self._budget, spent, 0.0, ledger.n_finished + 1, 0)
+        )
+        if spent >= self._budget:
+            _stop(study)
+        if error is not None:
+            raise error
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _record_cost(
+        self, study: optuna.Study, trial: FrozenTrial, sampler_seconds: float
+    ) -> ValueError | None:
+        """Store the trial's cost as a numeric user attr; return an error for a bad report."""
+        storage, trial_id = study._storage, trial._trial_id
+        raw = trial.user_attrs.get(self._cost_attr)
+        if raw is not None:
+            try:
+                ledger_mod.validate_cost(raw, name=f"the reported cost {self._cost_attr!r}")
+                storage.set_trial_system_attr(trial_id, ledger_mod.COST_SOURCE_ATTR, "reported")
+                return None
+            except ValueError as exc:
+                error = ValueError(
+                    f"{exc}. Trial {trial.number} was charged its wall-clock time instead; "
+                    f"its reported value is kept in system attr "
+                    f"{ledger_mod.INVALID_COST_ATTR!r}."
+                )
+                storage.set_trial_system_attr(trial_id, ledger_mod.INVALID_COST_ATTR, repr(raw))
+        else:
+            error = None
+        start = trial.datetime_start or datetime.datetime.now()
+        elapsed = (datetime.datetime.now() - start).total_seconds()
+        cost = max(elapsed - sampler_seconds, _MIN_MEASURED_COST)
+        storage.set_trial_user_attr(trial_id, self._cost_attr, cost)
+        storage.set_trial_system_attr(trial_id, ledger_mod.COST_SOURCE_ATTR, "wall_clock")
+        return error
+
+    def _startup_count(self, n_params: int) -> int:
+        if self._n_startup_trials is not None:
+            return self._n_startup_trials
+        return max(4, 2 * (n_params + 1))
+
+    def _raise_if_skipped(self, trial: FrozenTrial) -> None:
+        with self._lock:
+            skipped = trial._trial_id in self._skipped
+        if skipped:
+            raise optuna.TrialPruned("the cost budget is spent; this trial was not run")
+
+    def _add_sampler_seconds(self, trial: FrozenTrial, seconds: float) -> None:
+        with self._lock:
+            self._sampler_seconds[trial._trial_id] = (
+                self._sampler_seconds.get(trial._trial_id, 0.0) + seconds
+            )
+
+    def _sample_relative(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        bridge = SpaceBridge(search_space)
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE and bridge.holds(t)]
+        if len(complete) < self._startup_count(len(search_space)):
+            return self._startup_params(bridge, trial.number)
+
+        sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+        X = bridge.encode_trials(complete)  # (n, D)
+        y = sign * np.array([t.value for t in complete], dtype=float)  # (n,)
+
+        X_cost = np.empty((0, bridge.codec.dim))
+        costs = np.empty(0)
+        if needs_cost_model(self._acquisition):
+            priced = [
+                t
+                for t in trials
+                if t.state in ledger_mod.FINISHED_STATES
+                and not t.system_attrs.get(ledger_mod.SKIPPED_ATTR)
+                and bridge.holds(t)
+            ]
+            cost_list = [ledger_mod.objective_cost(t, self._cost_attr) for t in priced]
+            keep = [i for i, c in enumerate(cost_list) if c > 0.0 and math.isfinite(c)]
+            if keep:
+                X_cost = bridge.encode_trials([priced[i] for i in keep])
+                costs = np.array([cost_list[i] for i in keep])
+
+        ledger = ledger_mod.compute_ledger(
+            trials, self._budget, self._cost_attr, self._charge_sampler_time
+        )
+        key = (study._study_id, tuple((n, repr(d)) for n, d in search_space.items()))
+        with self._lock:
+            proposal = propose(
+                bridge.codec,
+                X,
+                y,
+                X_cost,
+                costs,
+                acquisition=self._acquisition,
+                rng=self._rng,
+                remaining=ledger.remaining,
+                budget=self._budget,
+                warm=self._warm.get(key),
+            )
+            self._warm[key] = proposal.warm
+        return bridge.decode(proposal.z)
+
+    def _startup_params(self, bridge: SpaceBridge, trial_number: int) -> dict[str, Any]:
+        # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a
+        # study take distinct points of the same low-discrepancy design.
+        n = 1 << max(trial_number, 1).bit_length()
+        points = bridge.codec.sobol_points(n, seed=self._sobol_seed)  # (n, D)
+        return bridge.decode(points[trial_number % n])
+
+
+def _check_single_objective(study: optuna.Study) -> None:
+    if len(study.directions) > 1:
+        raise ValueError(
+            "CostRolloutSampler supports single-objective studies only; this study has "
+            f"{len(study.directions)} objectives."
+        )
+
+
+def _stop(study: optuna.Study) -> None:
+    """Stop the optimize loop if there is one (``study.stop`` raises under ask-and-tell)."""
+    if not study._thread_local.in_optimize_loop:
+        return
+    try:
+        study.stop()
+    except RuntimeError:
+        pass

@@ -1,0 +1,406 @@
+"""A codec between parameter values and the unit box [0, 1]^D.
+
+The models and the acquisition optimizer work in the unit box; Optuna works with parameter
+values. :class:`BoxCodec` maps between the two. It knows nothing of Optuna: the sampler converts
+Optuna distributions to the neutral specs :class:`NumericParam` and :class:`CategoricalParam`.
+
+Values follow Optuna's "internal" convention: a numeric parameter's value is the number itself
+(integers as floats), a categorical parameter's value is the index of its choice (as a float).
+
+Encoding, one parameter at a time:
+
+* continuous floats map ``[low, high]`` linearly (or ``[log low, log high]`` for ``log=True``)
+  onto ``[0, 1]``, one column;
+* integers and stepped floats (values ``low + k * step``) are padded by half a step on each side,
+  so that every legal value owns an equal share of the column (equal in log space for log
+  integers), and decoding rounds to the nearest legal value;
+* a categorical with ``c`` choices is a one-hot block of ``c`` columns, decoded by argmax (ties go
+  to the lowest index);
+* a parameter with a single legal value (``low == high``) encodes to 0.5.
+
+``project(z) == encode(decode(z))`` is the nearest legal point; legal points are exact fixed
+points, so a point the optimizer returns is exactly what the models see when the trial comes
+back from storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+import math
+
+import numpy as np
+from scipy.stats import qmc
+
+
+__all__ = ["BoxCodec", "CategoricalParam", "NumericParam", "Param"]
+
+
+@dataclass(frozen=True)
+class NumericParam:
+    """A float or integer parameter.
+
+    Attributes:
+        low: Lower bound (inclusive).
+        high: Upper bound (inclusive). If ``step`` is set and ``high - low`` is not a multiple of
+            it, the largest legal value is the last grid point below ``high``.
+        log: Whether to encode in log space. Needs ``low > 0``; cannot be combined with a step,
+            except ``step=1`` for integers (as in Optuna).
+        step: Grid spacing: legal values are ``low + k * step``. ``None`` means continuous for
+            floats and 1 for integers.
+        integer: Whether the parameter is an integer (``low``, ``high`` and ``step`` must then
+            be integral).
+    """
+
+    low: float
+    high: float
+    log: bool = False
+    step: float | None = None
+    integer: bool = False
+
+
+@dataclass(frozen=True)
+class CategoricalParam:
+    """A categorical parameter whose value is the index of one of ``n_choices`` choices.
+
+    Attributes:
+        n_choices: Number of choices, at least 1.
+    """
+
+    n_choices: int
+
+
+Param = NumericParam | CategoricalParam
+
+# NOTE(codec): tolerance, in units of steps, for deciding that ``high`` lies on the step grid.
+# Optuna snaps ``high`` onto the grid with decimal arithmetic, so e.g. low=0.1, step=0.1,
+# high=0.3 gives (high - low) / step = 1.9999999999999998; treat that as 2 steps and keep
+# ``high`` itself as the top value, so the top value is exactly ``high``.
+_GRID_TOL = 1e-8
+_EPS = float(np.finfo(float).eps)
+
+# NOTE(codec): for continuous floats decode(encode(w)) may differ from w by a few ulps (log/exp
+# and the affine maps round). ``_decode_continuous`` iterates w <- decode(encode(w)) until it
+# stops moving, so decoded values are exact fixed points and ``project`` is exactly idempotent.
+# The map is monotone, so the iterates are monotone and must stop; measured over 8000 random
+# linear and log ranges (1e-300 to 1e300) x 2000 points: 0 or 1 extra iterations for 99% of
+# calls, at most 12. The cap is only a guard.
+_MAX_FIX_ITERS = 100
+
+
+def _check_param(i: int, p: object) -> None:
+    where = f"params[{i}] = {p!r}"
+    if isinstance(p, CategoricalParam):
+        n = p.n_choices
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"{where}: n_choices must be an integer >= 1, got {n!r}")
+        return
+    if not isinstance(p, NumericParam):
+        raise TypeError(f"{where}: expected NumericParam or CategoricalParam")
+    low, high = float(p.low), float(p.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"{where}: low and high must be finite, got low={low}, high={high}")
+    if low > high:
+        raise ValueError(f"{where}: low must be <= high, got low={low}, high={high}")
+    if not math.isfinite(high - low):
+        raise ValueError(f"{where}: high - low must be finite, got {high - low}")
+    if p.log and low <= 0.0:
+        raise ValueError(f"{where}: log=True needs low > 0, got low={low}")
+    if p.step is not None:
+        step = float(p.step)
+        if not (math.isfinite(step) and step > 0.0):
+            raise ValueError(f"{where}: step must be a positive finite number, got {p.step}")
+        if p.log and not (p.integer and step == 1.0):
+            raise ValueError(
+                f"{where}: log=True cannot be combined with step={step} "
+                "(only integers with step=1 may be log-scaled)"
+            )
+    if p.integer:
+        for name, value in (("low", low), ("high", high), ("step", p.step)):
+            if value is not None and not float(value).is_integer():
+                raise ValueError(f"{where}: integer=True needs an integral {name}, got {value}")
+
+
+class _Numeric:
+    """Precomputed encoding of one numeric parameter (column ``col``)."""
+
+    def __init__(self, p: NumericParam, col: int) -> None:
+        self.col = col
+        self.low = float(p.low)
+        self.log = bool(p.log)
+        step = float(p.step) if p.step is not None else (1.0 if p.integer else None)
+        self.step = step
+        high = float(p.high)
+        if step is None:
+            self.top = high
+            self.n_steps = 0
+            pad = 0.0
+        else:
+            ratio = (high - self.low) / step
+            k = round(ratio)
+            if abs(ratio - k) <= max(_GRID_TOL, 4 * _EPS * ratio):
+                self.n_steps, self.top = int(k), high
+            else:
+                self.n_steps = math.floor(ratio)
+                self.top = self.low + self.n_steps * step
+            pad = 0.5 * step
+        self.constant = self.top == self.low
+        lo, hi = self.low - pad, self.top + pad
+        # NOTE(codec): log parameters work with t = log(v / ref), ref = low, rather than
+        # log(v): for a narrow range far from 1 (say [1e300, 1.000001e300]) log(v) has too few
+        # representable values inside the range, log(v / low) keeps full relative precision.
+        # ref = 1 only when hi / low overflows (the range then spans > 709 units of log).
+        self.ref = self.low if self.log and math.isfinite(hi / self.low) else 1.0
+        self.a = self._t(lo)
+        self.width = self._t(hi) - self.a
+
+    def _t(self, v: float) -> float:
+        return math.log(v / self.ref) if self.log else v
+
+    def encode(self, v: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
+        if self.constant:
+            return np.full(v.shape, 0.5)
+        t = np.log(np.maximum(v, self.low) / self.ref) if self.log else v
+        return np.clip((t - self.a) / self.width, 0.0, 1.0)
+
+    def _raw_decode(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,), before snapping
+        t = self.a + u * self.width
+        return self.ref * np.exp(t) if self.log else t
+
+    def decode(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
+        if self.constant:
+            return np.full(u.shape, self.low)
+        if self.step is None:
+            return self._decode_continuous(u)
+        k = np.clip(np.rint((self._raw_decode(u) - self.low) / self.step), 0, self.n_steps)
+        v = self.low + k * self.step
+        v[k == self.n_steps] = self.top
+        out: np.ndarray = np.minimum(v, self.top)
+        return out
+
+    def _decode_continuous(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
+        w = self._snap(u)
+        for _ in range(_MAX_FIX_ITERS):
+            w_next = self._snap(self.encode(w))
+            moved = w_next != w
+            if not moved.any():
+                break
+            w = w_next
+        return w
+
+    def _snap(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
+        w: np.ndarray = np.clip(self._raw_decode(u), self.low, self.top)
+        # The end points decode exactly (exp(log(low)) need not equal low).
+        w[u <= 0.0] = self.low
+        w[u >= 1.0] = self.top
+        return w
+
+
+class BoxCodec:
+    """Maps parameter values to the unit box [0, 1]^D and back.
+
+    Args:
+        params: The parameter specs, in order. Numeric parameters take one column each,
+            categoricals ``n_choices`` columns each, in the same order.
+
+    Raises:
+        ValueError: If a spec is invalid (``low > high``, ``log=True`` with ``low <= 0``,
+            ``step <= 0``, ``n_choices < 1``, non-integral bounds of an integer, ...).
+        TypeError: If an element is not a :class:`NumericParam` or :class:`CategoricalParam`.
+
+    Example:
+        >>> import numpy as np
+        >>> codec = BoxCodec(
+        ...     [NumericParam(1e-3, 1.0, log=True), NumericParam(1, 5, integer=True),
+        ...      CategoricalParam(3)]
+        ... )
+        >>> codec.dim, codec.n_params
+        (5, 3)
+        >>> z = codec.encode(np.array([[1e-2, 3.0, 2.0]]))  # (1, 5)
+        >>> codec.decode(z).round(12).tolist()  # floats round-trip up to an ulp or so
+        [[0.01, 3.0, 2.0]]
+        >>> p = codec.project(np.full((1, 5), 0.3))  # nearest legal point
+        >>> codec.decode(p)[0, 1:].tolist()  # integer 2, first choice (ties -> lowest index)
+        [2.0, 0.0]
+        >>> bool(np.array_equal(codec.project(p), p))  # legal points are exact fixed points
+        True
+    """
+
+    def __init__(self, params: Sequence[Param]) -> None:
+        params = list(params)
+        for i, p in enumerate(params):
+            _check_param(i, p)
+        self.params: tuple[Param, ...] = tuple(params)
+        self.n_params: int = len(params)
+        self._numeric: list[tuple[int, _Numeric]] = []  # (param index, encoding)
+        self._categorical: list[tuple[int, np.ndarray]] = []  # (param index, block columns)
+        col = 0
+        for i, p in enumerate(params):
+            if isinstance(p, NumericParam):
+                self._numeric.append((i, _Numeric(p, col)))
+                col += 1
+            else:
+                self._categorical.append((i, np.arange(col, col + p.n_choices)))
+                col += p.n_choices
+        self.dim: int = col
+        """D, the number of columns of the box."""
+        self.continuous_columns: np.ndarray = np.array(
+            [num.col for _, num in self._numeric], dtype=np.intp
+        )
+        """Columns of the numeric parameters (one each), shape (n_numeric,)."""
+        self.discrete_columns: np.ndarray = np.array(
+            [num.col for _, num in self._numeric if num.step is not None and not num.constant],
+            dtype=np.intp,
+        )
+        """Columns of numeric parameters on a step grid (integers, stepped floats)."""
+        self.constant_columns: np.ndarray = np.array(
+            [num.col for _, num in self._numeric if num.constant], dtype=np.intp
+        )
+        """Columns of numeric parameters with a single legal value (always 0.5)."""
+        self.categorical_blocks: list[np.ndarray] = [cols for _, cols in self._categorical]
+        """Columns of each categorical's one-hot block, in parameter order."""
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        """Encode internal values into the box.
+
+        Args:
+            values: Internal values, shape (n, P): numbers for numeric parameters (clipped into
+                ``[low, high]``), choice indices for categoricals.
+
+        Returns:
+            Box points, shape (n, D), in [0, 1].
+
+        Raises:
+            ValueError: On a wrong shape, a non-finite value or an invalid choice index.
+        """
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 2 or values.shape[1] != self.n_params:
+            raise ValueError(f"values must have shape (n, {self.n_params}), got {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("values must be finite")
+        n = values.shape[0]
+        z = np.zeros((n, self.dim))  # (n, D)
+        for i, num in self._numeric:
+            z[:, num.col] = num.encode(values[:, i])
+        for i, cols in self._categorical:
+            idx = values[:, i]
+            k = np.rint(idx)
+            if np.any(np.abs(idx - k) > 1e-9) or np.any(k < 0) or np.any(k >= len(cols)):
+                raise ValueError(
+                    f"values[:, {i}] must hold choice indices in [0, {len(cols) - 1}], "
+                    f"got {idx[(np.abs(idx - k) > 1e-9) | (k < 0) | (k >= len(cols))][:3]}"
+                )
+            z[np.arange(n), cols[k.astype(np.intp)]] = 1.0
+        return z
+
+    def decode(self, z: np.ndarray) -> np.ndarray:
+        """Decode box points into legal internal values.
+
+        Args:
+            z: Box points, shape (n, D). Coordinates outside [0, 1] are clipped; NaN numeric
+                coordinates decode as 0.5.
+
+        Returns:
+            Internal values, shape (n, P): each within its bounds and on its grid (integral for
+            integers), and a valid choice index for categoricals.
+        """
+        z = self._check_z(z)
+        out = np.empty((z.shape[0], self.n_params))  # (n, P)
+        for i, num in self._numeric:
+            out[:, i] = num.decode(z[:, num.col])
+        for i, cols in self._categorical:
+            # NOTE(codec): np.argmax returns the first maximum, so ties go to the lowest index.
+            out[:, i] = np.argmax(z[:, cols], axis=1)
+        return out
+
+    def project(self, z: np.ndarray) -> np.ndarray:
+        """The nearest legal point, ``encode(decode(z))``: (n, D) -> (n, D).
+
+        Legal points are exact fixed points: ``project(project(z)) == project(z)``.
+        """
+        return self.encode(self.decode(z))
+
+    def discrete_neighbors(self, z: np.ndarray) -> np.ndarray:
+        """Legal points that differ from ``project(z)`` in one discrete parameter.
+
+        For each categorical every other choice, and for each integer or stepped parameter the
+        adjacent grid values (one step down and up, where legal).
+
+        Args:
+            z: One box point, shape (D,).
+
+        Returns:
+            Legal box points, shape (k, D); k may be 0.
+        """
+        v = self.decode(np.asarray(z, dtype=float).reshape(1, self.dim))[0]  # (P,)
+        rows: list[np.ndarray] = []
+        for i, num in self._numeric:
+            if num.step is None or num.constant:
+                continue
+            k = round((v[i] - num.low) / num.step) if v[i] != num.top else num.n_steps
+            for kk in (k - 1, k + 1):
+                if 0 <= kk <= num.n_steps:
+                    row = v.copy()
+                    row[i] = num.top if kk == num.n_steps else num.low + kk * num.step
+                    rows.append(row)
+        for i, cols in self._categorical:
+            for c in range(len(cols)):
+                if c != v[i]:
+                    row = v.copy()
+                    row[i] = c
+                    rows.append(row)
+        if not rows:
+            return np.empty((0, self.dim))
+        return self.encode(np.array(rows))
+
+    def random_points(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` i.i.d. legal points, uniform over each parameter's encoded range: (n, D).
+
+        Integers and categorical choices are uniform over their legal values (log integers
+        uniform in log space).
+        """
+        return self._from_unit(rng.random((n, self.n_params)))
+
+    def sobol_points(self, n: int, seed: int) -> np.ndarray:
+        """The first ``n`` points of a scrambled Sobol sequence, made legal: (n, D).
+
+        One Sobol dimension per parameter; a categorical maps its uniform coordinate ``u`` to
+        choice ``floor(u * n_choices)``.
+
+        Args:
+            n: Number of points.
+            seed: Seed of the scrambling.
+        """
+        if n <= 0 or self.n_params == 0:
+            return self._from_unit(np.zeros((max(n, 0), self.n_params)))
+        # NOTE(codec): draw a power of two and keep the first n, which keeps scipy from warning
+        # about broken balance properties (the first n of a Sobol sequence are still well
+        # spread). ``seed=`` is accepted by scipy 1.10 through 1.17.
+        engine = qmc.Sobol(self.n_params, scramble=True, seed=seed)
+        u = engine.random_base2(max(0, math.ceil(math.log2(n))))[:n]  # (n, P)
+        return self._from_unit(u)
+
+    def latin_hypercube_points(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` Latin hypercube points (one LHS dimension per parameter), made legal: (n, D)."""
+        if n <= 0 or self.n_params == 0:
+            return self._from_unit(np.zeros((max(n, 0), self.n_params)))
+        u = qmc.LatinHypercube(self.n_params, seed=rng).random(n)  # (n, P)
+        return self._from_unit(u)
+
+    def _from_unit(self, u: np.ndarray) -> np.ndarray:
+        """Uniform coordinates, one per parameter (n, P), to legal box points (n, D)."""
+        n = u.shape[0]
+        z = np.zeros((n, self.dim))  # (n, D)
+        for i, num in self._numeric:
+            z[:, num.col] = num.encode(num.decode(u[:, i]))
+        for i, cols in self._categorical:
+            k = np.minimum(np.floor(u[:, i] * len(cols)), len(cols) - 1).astype(np.intp)
+            z[np.arange(n), cols[k]] = 1.0
+        return z
+
+    def _check_z(self, z: np.ndarray) -> np.ndarray:
+        z = np.asarray(z, dtype=float)
+        if z.ndim != 2 or z.shape[1] != self.dim:
+            raise ValueError(f"z must have shape (n, {self.dim}), got {z.shape}")
+        out: np.ndarray = np.clip(np.nan_to_num(z, nan=0.5), 0.0, 1.0)
+        return out

@@ -1,0 +1,172 @@
+"""The ledger, cost validation and the budget pruner."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostBudgetPruner
+from optuna_costbo import budget as b
+from optuna_costbo import report_cost
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
+
+
+def _trial(
+    state: TrialState, seconds: float | None, **user_attrs: object
+) -> optuna.trial.FrozenTrial:
+    finished = seconds is not None and state != TrialState.RUNNING
+    return optuna.trial.FrozenTrial(
+        number=0,
+        state=state,
+        value=1.0 if state == TrialState.COMPLETE else None,
+        datetime_start=T0,
+        datetime_complete=T0 + datetime.timedelta(seconds=seconds) if finished else None,
+        params={"x": 0.5},
+        distributions={"x": FloatDistribution(0, 1)},
+        user_attrs=dict(user_attrs),
+        system_attrs={},
+        intermediate_values={},
+        trial_id=0,
+    )
+
+
+@pytest.mark.parametrize(
+    "bad", [0, -1.0, float("nan"), float("inf"), -float("inf"), "3", None, True, [1.0]]
+)
+def test_validate_cost_rejects_bad_values(bad: object) -> None:
+    with pytest.raises(ValueError, match="positive finite number"):
+        b.validate_cost(bad)
+
+
+@pytest.mark.parametrize("good", [1e-9, 1, 2.5, np.float32(0.5), np.int64(3), 1e12])
+def test_validate_cost_accepts_positive_numbers(good: object) -> None:
+    assert b.validate_cost(good) == pytest.approx(float(good))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -3, float("nan"), float("inf"), "10", None, True])
+def test_validate_budget_message_names_argument(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"budget must be a positive finite number, got"):
+        b.validate_budget(bad)
+
+
+def test_ledger_counts_complete_pruned_and_failed_and_separates_running() -> None:
+    trials = [
+        _trial(TrialState.COMPLETE, 2.0),
+        _trial(TrialState.PRUNED, 3.0),
+        _trial(TrialState.FAIL, 4.0),
+        _trial(TrialState.COMPLETE, 100.0, cost=0.5),  # a reported cost wins over duration
+        _trial(TrialState.RUNNING, None),
+        _trial(TrialState.WAITING, None),
+    ]
+    now = T0 + datetime.timedelta(seconds=7.0)
+    ledger = b.compute_ledger(trials, budget=20.0, cost_attr="cost", now=now)
+    assert ledger.spent == pytest.approx(2.0 + 3.0 + 4.0 + 0.5)
+    assert ledger.running_elapsed == pytest.approx(7.0)
+    assert (ledger.n_finished, ledger.n_running) == (4, 1)
+    assert ledger.remaining == pytest.approx(20.0 - 9.5)
+    assert not ledger.exhausted
+    assert b.compute_ledger(trials, budget=9.5, cost_attr="cost", now=now).exhausted
+
+
+def test_ledger_ignores_invalid_reported_cost_and_uses_duration() -> None:
+    trials = [
+        _trial(TrialState.COMPLETE, 2.0, cost="oops"),
+        _trial(TrialState.COMPLETE, 1.0, cost=-5.0),
+    ]
+    ledger = b.compute_ledger(trials, budget=10.0, cost_attr="cost")
+    assert ledger.spent == pytest.approx(3.0)
+    assert math.isfinite(ledger.spent)
+
+
+def test_sampler_time_subtracted_from_duration_and_charged_on_request() -> None:
+    t = _trial(TrialState.COMPLETE, 5.0)
+    t.system_attrs[b.SAMPLER_SECONDS_ATTR] = 1.5
+    assert b.objective_cost(t, "cost") == pytest.approx(3.5)
+    assert b.charged_cost(t, "cost", charge_sampler_time=False) == pytest.approx(3.5)
+    assert b.charged_cost(t, "cost", charge_sampler_time=True) == pytest.approx(5.0)
+
+
+def test_skipped_trial_costs_nothing() -> None:
+    t = _trial(TrialState.PRUNED, 5.0)
+    t.system_attrs[b.SKIPPED_ATTR] = True
+    assert b.charged_cost(t, "cost", charge_sampler_time=True) == 0.0
+
+
+def test_ledger_from_storage_sees_add_trial_and_heartbeat_style_failures() -> None:
+    study = optuna.create_study()
+    # add_trial: start == complete, so duration 0 unless a cost is given
+    study.add_trial(optuna.create_trial(value=1.0, params={}, distributions={}))
+    study.add_trial(
+        optuna.create_trial(value=1.0, params={}, distributions={}, user_attrs={"cost": 4.0})
+    )
+    # a FAIL trial written directly to storage (as fail_stale_trials does), with timestamps
+    trial = study.ask()
+    study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    ledger = b.study_ledger(study, budget=10.0, cost_attr="cost")
+    assert ledger.n_finished == 3
+    assert ledger.spent >= 4.0
+    assert ledger.spent < 4.0 + 5.0  # the failed trial lasted well under 5 s
+
+
+def test_report_cost_validates_inside_objective() -> None:
+    study = optuna.create_study()
+
+    def objective(trial: optuna.Trial) -> float:
+        report_cost(trial, -1.0)
+        return 0.0
+
+    study.optimize(objective, n_trials=1, catch=(ValueError,))
+    assert study.trials[0].state == TrialState.FAIL
+    assert "cost" not in study.trials[0].user_attrs
+
+    study.optimize(lambda t: report_cost(t, 2.0) or 0.0, n_trials=1)  # type: ignore[func-returns-value]
+    assert study.trials[1].user_attrs["cost"] == 2.0
+
+
+def test_budget_pruner_prunes_when_spent_plus_own_cost_exceeds_budget() -> None:
+    study = optuna.create_study(pruner=CostBudgetPruner(budget=10.0))
+    study.add_trial(
+        optuna.create_trial(value=1.0, params={}, distributions={}, user_attrs={"cost": 8.0})
+    )
+    pruned_at = []
+
+    def objective(trial: optuna.Trial) -> float:
+        for step in range(10):
+            report_cost(trial, 0.5 * (step + 1))  # running cost so far, in money
+            trial.report(1.0, step)
+            if trial.should_prune():
+                pruned_at.append(step)
+                raise optuna.TrialPruned()
+        return 1.0
+
+    study.optimize(objective, n_trials=1)
+    # 8 + 0.5 * (step + 1) > 10 first at step 4 (cost 2.5)
+    assert pruned_at == [4]
+    assert study.trials[-1].state == TrialState.PRUNED
+
+
+def test_budget_pruner_reads_budget_from_study_and_wraps_another_pruner() -> None:
+    class Always(optuna.pruners.BasePruner):
+        def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+            return True
+
+    study = optuna.create_study(pruner=CostBudgetPruner())
+    trial = study.ask()
+    trial.report(1.0, 0)
+    assert not study.pruner.prune(
+        study, study._storage.get_trial(trial._trial_id)
+    )  # no budget stored
+    study.set_user_attr(b.BUDGET_ATTR, 1e-9)
+    assert study.pruner.prune(study, study._storage.get_trial(trial._trial_id))
+    wrapped = CostBudgetPruner(budget=1e9, wrapped_pruner=Always())
+    assert wrapped.prune(study, study._storage.get_trial(trial._trial_id))

@@ -1,0 +1,254 @@
+"""End-to-end behaviour of CostRolloutSampler: budget, costs, determinism, pickling."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+import pickle
+import time
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import budget as b
+from optuna_costbo import report_cost
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+def synthetic(trial: optuna.Trial) -> float:
+    """The paper's synthetic problem: the global minimum sits where cost is highest."""
+    x = np.array([trial.suggest_float("x0", -1.0, 1.0), trial.suggest_float("x1", -1.0, 1.0)])
+    r = float(np.linalg.norm(x))
+    report_cost(trial, 10.0 - 5.0 * r)
+    return 10.0 * r * math.sin(2.0 * math.pi * r)
+
+
+@pytest.mark.parametrize("acquisition", ["ei", "eipu", "ei-cool"])
+def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> None:
+    sampler = CostRolloutSampler(budget=150.0, acquisition=acquisition, seed=1)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(synthetic)  # neither n_trials nor timeout
+
+    costs = [t.user_attrs["cost"] for t in study.trials]
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+    assert sum(costs) >= 150.0  # it ran until the budget was spent ...
+    assert sum(costs[:-1]) < 150.0  # ... and started no trial after that
+    assert sampler.remaining_budget(study) == pytest.approx(150.0 - sum(costs))
+    attrs = study.user_attrs
+    assert attrs[b.BUDGET_ATTR] == 150.0
+    assert attrs[b.SPENT_ATTR] == pytest.approx(sum(costs))
+    assert attrs[b.REMAINING_ATTR] == 0.0
+    # The models did something: better than the best of the startup design alone.
+    assert study.best_value < -3.0
+
+    # Calling optimize again on a spent study runs no objective: the trial it had to create is
+    # pruned at its first suggestion and costs nothing.
+    calls = []
+
+    def counting(trial: optuna.Trial) -> float:
+        calls.append(1)
+        return synthetic(trial)
+
+    n_before = len(study.trials)
+    study.optimize(counting)
+    assert len(study.trials) == n_before + 1
+    assert study.trials[-1].state == TrialState.PRUNED
+    assert study.trials[-1].system_attrs[b.SKIPPED_ATTR] is True
+    assert sampler.remaining_budget(study) == pytest.approx(150.0 - sum(costs))
+    # counting() entered, but its first suggestion raised before any cost was reported
+    assert "cost" not in study.trials[-1].user_attrs
+
+
+def test_wall_clock_costs_with_short_sleeps() -> None:
+    budget = 0.6
+    sampler = CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        time.sleep(0.02 + 0.04 * x)
+        return (x - 0.3) ** 2
+
+    study.optimize(objective)
+    costs = np.array([t.user_attrs["cost"] for t in study.trials])
+    sleeps = np.array([0.02 + 0.04 * t.params["x"] for t in study.trials])
+    assert np.all(costs >= sleeps)  # measured time covers the objective's sleep
+    assert np.all(costs < sleeps + 0.05)  # and excludes the sampler's own time
+    assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock" for t in study.trials)
+    assert costs.sum() >= budget
+    assert costs[:-1].sum() < budget
+
+
+def test_charge_sampler_time_adds_sampler_seconds_to_the_ledger() -> None:
+    sampler = CostRolloutSampler(budget=1e6, seed=0, n_startup_trials=2, charge_sampler_time=True)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: t.suggest_float("x", 0, 1) ** 2, n_trials=6)
+    objective_costs = sum(t.user_attrs["cost"] for t in study.trials)
+    sampler_secs = sum(t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials)
+    assert sampler_secs > 0.0
+    assert sampler.ledger(study).spent == pytest.approx(objective_costs + sampler_secs)
+    off = CostRolloutSampler(budget=1e6)
+    assert off.ledger(study).spent == pytest.approx(objective_costs)
+
+
+def _params_of_run(seed: int, acquisition: str) -> list[dict[str, object]]:
+    sampler = CostRolloutSampler(
+        budget=1e9, acquisition=acquisition, seed=seed, n_startup_trials=4
+    )
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", -2.0, 2.0)
+        n = trial.suggest_int("n", 1, 64, log=True)
+        kind = trial.suggest_categorical("kind", ["a", "b", None])
+        report_cost(trial, 1.0 + n / 10.0)
+        return (x - 1.0) ** 2 + abs(math.log(n) - 2.0) + (0.5 if kind == "a" else 0.0)
+
+    study.optimize(objective, n_trials=12)
+    return [t.params for t in study.trials]
+
+
+@pytest.mark.parametrize("acquisition", ["ei", "eipu"])
+def test_same_seed_same_suggestions(acquisition: str) -> None:
+    first = _params_of_run(3, acquisition)
+    assert first == _params_of_run(3, acquisition)
+    assert first != _params_of_run(4, acquisition)
+
+
+def test_maximize_direction() -> None:
+    sampler = CostRolloutSampler(budget=1e9, seed=0, n_startup_trials=5)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.optimize(lambda t: -((t.suggest_float("x", -3, 3) - 1.2) ** 2), n_trials=20)
+    assert study.best_params["x"] == pytest.approx(1.2, abs=0.05)
+
+
+def test_sampler_pickles_and_keeps_working() -> None:
+    sampler = CostRolloutSampler(budget=1e9, acquisition="eipu", seed=0, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: t.suggest_float("x", 0, 1) ** 2, n_trials=5)
+    clone = pickle.loads(pickle.dumps(study.sampler))
+    assert isinstance(clone, CostRolloutSampler)
+    assert clone.budget == 1e9
+    study.sampler = clone
+    study.optimize(lambda t: t.suggest_float("x", 0, 1) ** 2, n_trials=2)
+    assert len(study.trials) == 7
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"budget": 0}, "budget must be a positive finite number"),
+        ({"budget": -3.0}, "budget must be a positive finite number, got -3.0"),
+        ({"budget": float("nan")}, "budget must be a positive finite number"),
+        ({"budget": float("inf")}, "budget must be a positive finite number"),
+        ({"budget": "100"}, "budget must be a positive finite number"),
+        ({"budget": 1.0, "acquisition": "ucb"}, "acquisition must be one of"),
+        ({"budget": 1.0, "n_startup_trials": -1}, "n_startup_trials must be"),
+        ({"budget": 1.0, "cost_attr": ""}, "cost_attr must be"),
+        ({"budget": 1.0, "seed": 1.5}, "seed must be"),
+    ],
+)
+def test_bad_constructor_arguments(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CostRolloutSampler(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.0, float("nan"), float("inf"), "expensive"])
+def test_bad_reported_cost_raises_and_never_corrupts_the_ledger(bad: object) -> None:
+    sampler = CostRolloutSampler(budget=100.0, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1), n_trials=2)  # type: ignore[func-returns-value]
+
+    def objective(trial: optuna.Trial) -> float:
+        trial.set_user_attr("cost", bad)  # bypasses report_cost's own validation
+        return trial.suggest_float("x", 0, 1)
+
+    with pytest.raises(ValueError, match="reported cost 'cost' must be a positive finite number"):
+        study.optimize(objective, n_trials=1)
+    last = study.trials[-1]
+    assert last.state == TrialState.COMPLETE  # the trial's result is kept
+    assert last.system_attrs[b.INVALID_COST_ATTR] == repr(bad)
+    assert 0.0 < last.user_attrs["cost"] < 1.0  # charged its (short) wall-clock time instead
+    spent = sampler.ledger(study).spent
+    assert math.isfinite(spent)
+    assert spent == pytest.approx(2.0 + last.user_attrs["cost"])
+    # and the study goes on
+    study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1), n_trials=1)  # type: ignore[func-returns-value]
+    assert sampler.ledger(study).n_finished == 4
+
+
+def test_failed_and_pruned_trials_are_charged() -> None:
+    sampler = CostRolloutSampler(budget=10.0, seed=0)
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        report_cost(trial, 1.0)
+        if trial.number % 3 == 1:
+            raise RuntimeError("boom")
+        if trial.number % 3 == 2:
+            raise optuna.TrialPruned()
+        return x
+
+    study.optimize(objective, catch=(RuntimeError,))
+    states = [t.state for t in study.trials]
+    assert len(study.trials) == 10  # 10 trials of cost 1 spend a budget of 10, whatever the state
+    assert TrialState.FAIL in states and TrialState.PRUNED in states
+    assert sampler.remaining_budget(study) == pytest.approx(0.0)
+
+
+def test_ask_and_tell_never_raises_and_exposes_the_budget() -> None:
+    sampler = CostRolloutSampler(budget=3.0, seed=0, n_startup_trials=2)
+    study = optuna.create_study(sampler=sampler)
+    for _ in range(5):
+        trial = study.ask()
+        x = trial.suggest_float("x", 0, 1)
+        report_cost(trial, 1.0)
+        study.tell(trial, x)
+    assert sampler.remaining_budget(study) == pytest.approx(-2.0)
+    assert study.user_attrs[b.REMAINING_ATTR] == 0.0
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+
+
+def test_reopened_study_continues_from_the_stored_ledger(tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(
+        study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0, seed=0)
+    )
+    study.optimize(synthetic, n_trials=1)
+    spent_first = sum(t.user_attrs["cost"] for t in study.trials)
+
+    again = optuna.load_study(
+        study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0)
+    )
+    assert again.sampler.remaining_budget(again) == pytest.approx(20.0 - spent_first)  # type: ignore[attr-defined]
+    again.optimize(synthetic)
+    costs = [t.user_attrs["cost"] for t in again.trials]
+    assert sum(costs) >= 20.0 and sum(costs[:-1]) < 20.0
+
+
+def test_conditional_parameters_go_to_the_independent_sampler(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sampler = CostRolloutSampler(budget=1e9, seed=0, n_startup_trials=2)
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        if trial.suggest_categorical("branch", ["a", "b"]) == "a":
+            return x + trial.suggest_float("ya", 0, 1)
+        return x - trial.suggest_int("yb", 0, 3)
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study.optimize(objective, n_trials=12)
+    finally:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+    assert len(study.trials) == 12
+    assert set(sampler.infer_relative_search_space(study, study.trials[-1])) == {"x", "branch"}
+    assert any("sampled independently" in r.getMessage() for r in caplog.records)
