@@ -77,7 +77,13 @@ class SpaceBridge:
 
     def decode(self, z: np.ndarray) -> dict[str, Any]:
         """One box point z (D,) to a parameter dict with Python-native values."""
-        internal = self.codec.decode(z.reshape(1, -1))[0]  # (P,)
+        return self.decode_many(z.reshape(1, -1))[0]
+
+    def decode_many(self, Z: np.ndarray) -> list[dict[str, Any]]:
+        """Box points Z (m, D) to parameter dicts with Python-native values."""
+        return [self._to_params(row) for row in self.codec.decode(Z)]  # rows (P,)
+
+    def _to_params(self, internal: np.ndarray) -> dict[str, Any]:
         params: dict[str, Any] = {}
         for name, dist, value in zip(self.names, self.distributions, internal, strict=True):
             if isinstance(dist, CategoricalDistribution):

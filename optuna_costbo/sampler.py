@@ -6,8 +6,10 @@ This module is glue: it gathers trials from storage, hands encoded arrays to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 import datetime
+import inspect
 import logging
 import math
 import threading
@@ -28,6 +30,8 @@ from optuna.trial import TrialState
 from optuna_costbo import budget as ledger_mod
 from optuna_costbo._space import SpaceBridge
 from optuna_costbo.policy import ACQUISITIONS
+from optuna_costbo.policy import KnownCost
+from optuna_costbo.policy import RolloutSettings
 from optuna_costbo.policy import WarmStart
 from optuna_costbo.policy import needs_cost_model
 from optuna_costbo.policy import propose
@@ -100,7 +104,10 @@ class CostRolloutSampler(BaseSampler):
         self,
         budget: float,
         *,
-        acquisition: str = "ei",
+        acquisition: str = "rollout",
+        horizon: int = 2,
+        n_samples: int = 64,
+        cost_fn: Callable[..., float] | None = None,
         n_startup_trials: int | None = None,
         cost_attr: str = "cost",
         seed: int | None = None,
@@ -109,6 +116,12 @@ class CostRolloutSampler(BaseSampler):
         charge_sampler_time: bool = False,
     ) -> None:
         self._budget = ledger_mod.validate_budget(budget)
+        for name, value, low in (("horizon", horizon, 1), ("n_samples", n_samples, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        self._cost_fn_arity = _cost_fn_arity(cost_fn)
+        self._cost_fn = cost_fn
+        self._rollout = RolloutSettings(horizon=horizon, n_samples=n_samples)
         if acquisition not in ACQUISITIONS:
             raise ValueError(
                 f"acquisition must be one of {', '.join(map(repr, ACQUISITIONS))}, "
@@ -310,11 +323,22 @@ class CostRolloutSampler(BaseSampler):
                 storage.set_trial_system_attr(trial_id, ledger_mod.INVALID_COST_ATTR, repr(raw))
         else:
             error = None
-        start = trial.datetime_start or datetime.datetime.now()
-        elapsed = (datetime.datetime.now() - start).total_seconds()
-        cost = max(elapsed - sampler_seconds, _MIN_MEASURED_COST)
+        if self._cost_fn is not None and error is None:
+            params = dict(trial.params)
+            args = (
+                (params,)
+                if self._cost_fn_arity == 1
+                else (params, self._previous_params(ledger_mod.storage_trials(study), trial))
+            )
+            cost = float(_checked_costs([self._cost_fn(*args)], f"trial {trial.number}")[0])
+            source = "cost_fn"
+        else:
+            start = trial.datetime_start or datetime.datetime.now()
+            elapsed = (datetime.datetime.now() - start).total_seconds()
+            cost = max(elapsed - sampler_seconds, _MIN_MEASURED_COST)
+            source = "wall_clock"
         storage.set_trial_user_attr(trial_id, self._cost_attr, cost)
-        storage.set_trial_system_attr(trial_id, ledger_mod.COST_SOURCE_ATTR, "wall_clock")
+        storage.set_trial_system_attr(trial_id, ledger_mod.COST_SOURCE_ATTR, source)
         return error
 
     def _startup_count(self, n_params: int) -> int:
@@ -352,19 +376,17 @@ class CostRolloutSampler(BaseSampler):
 
         X_cost = np.empty((0, bridge.codec.dim))
         costs = np.empty(0)
-        if needs_cost_model(self._acquisition):
-            priced = [
-                t
-                for t in trials
-                if t.state in ledger_mod.FINISHED_STATES
-                and not t.system_attrs.get(ledger_mod.SKIPPED_ATTR)
-                and bridge.holds(t)
-            ]
-            cost_list = [ledger_mod.objective_cost(t, self._cost_attr) for t in priced]
-            keep = [i for i, c in enumerate(cost_list) if c > 0.0 and math.isfinite(c)]
-            if keep:
-                X_cost = bridge.encode_trials([priced[i] for i in keep])
-                costs = np.array([cost_list[i] for i in keep])
+        known = None
+        if needs_cost_model(self._acquisition) and self._cost_fn is None:
+            X_cost, costs = self._cost_data(bridge, trials)
+        elif self._cost_fn is not None:
+            known = self._known_cost(bridge, trials, trial)
+        running = [
+            t
+            for t in trials
+            if t.state == TrialState.RUNNING and t.number != trial.number and bridge.holds(t)
+        ]
+        X_running = bridge.encode_trials(running) if running else None  # (r, D)
 
         ledger = ledger_mod.compute_ledger(
             trials, self._budget, self._cost_attr, self._charge_sampler_time
@@ -382,9 +404,73 @@ class CostRolloutSampler(BaseSampler):
                 remaining=ledger.remaining,
                 budget=self._budget,
                 warm=self._warm.get(key),
+                X_running=X_running,
+                known_cost=known,
+                rollout=self._rollout,
             )
             self._warm[key] = proposal.warm
+        if proposal.message is not None:
+            _logger.warning(f"Trial {trial.number}: {proposal.message}")
         return bridge.decode(proposal.z)
+
+    def _cost_data(
+        self, bridge: SpaceBridge, trials: list[FrozenTrial]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded points (k, D) and costs (k,) of every priced finished trial in the space."""
+        priced = [
+            t
+            for t in trials
+            if t.state in ledger_mod.FINISHED_STATES
+            and not t.system_attrs.get(ledger_mod.SKIPPED_ATTR)
+            and bridge.holds(t)
+        ]
+        cost_list = [ledger_mod.objective_cost(t, self._cost_attr) for t in priced]
+        keep = [i for i, c in enumerate(cost_list) if c > 0.0 and math.isfinite(c)]
+        if not keep:
+            return np.empty((0, bridge.codec.dim)), np.empty(0)
+        return bridge.encode_trials([priced[i] for i in keep]), np.array(
+            [cost_list[i] for i in keep]
+        )
+
+    def _previous_params(
+        self, trials: list[FrozenTrial], trial: FrozenTrial
+    ) -> dict[str, Any] | None:
+        """Parameters of the latest trial before ``trial``: where a moving cost starts from."""
+        earlier = [
+            t
+            for t in trials
+            if t.number < trial.number
+            and t.state in (*ledger_mod.FINISHED_STATES, TrialState.RUNNING)
+            and not t.system_attrs.get(ledger_mod.SKIPPED_ATTR)
+        ]
+        return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
+
+    def _known_cost(
+        self, bridge: SpaceBridge, trials: list[FrozenTrial], trial: FrozenTrial
+    ) -> KnownCost:
+        """The user's cost_fn as a function of box points."""
+        cost_fn = self._cost_fn
+        assert cost_fn is not None
+        if self._cost_fn_arity == 1:
+
+            def single(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+                params = bridge.decode_many(Z)
+                return _checked_costs([cost_fn(p) for p in params], "these parameters")
+
+            return KnownCost(fn=single)
+
+        previous = self._previous_params(trials, trial)
+
+        def first(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+            params = bridge.decode_many(Z)
+            return _checked_costs([cost_fn(p, previous) for p in params], "these parameters")
+
+        def pair(Z_from: np.ndarray, Z_to: np.ndarray) -> np.ndarray:  # (k, D), (m, D) -> (k, m)
+            sources, targets = bridge.decode_many(Z_from), bridge.decode_many(Z_to)
+            rows = [[cost_fn(q, p) for q in targets] for p in sources]
+            return _checked_costs(rows, "these parameters").reshape(len(sources), len(targets))
+
+        return KnownCost(fn=first, pair_fn=pair)
 
     def _startup_params(self, bridge: SpaceBridge, trial_number: int) -> dict[str, Any]:
         # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a
@@ -392,6 +478,49 @@ class CostRolloutSampler(BaseSampler):
         n = 1 << max(trial_number, 1).bit_length()
         points = bridge.codec.sobol_points(n, seed=self._sobol_seed)  # (n, D)
         return bridge.decode(points[trial_number % n])
+
+
+def _cost_fn_arity(cost_fn: Callable[..., float] | None) -> int:
+    """1 for ``cost_fn(params)``, 2 for ``cost_fn(params, previous_params)``; 0 for None."""
+    if cost_fn is None:
+        return 0
+    if not callable(cost_fn):
+        raise ValueError(f"cost_fn must be callable or None, got {cost_fn!r}")
+    try:
+        params = inspect.signature(cost_fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    if any(p.kind == p.VAR_POSITIONAL for p in params) or len(positional) == 2:
+        return 2
+    if len(positional) == 1:
+        return 1
+    raise ValueError(
+        "cost_fn must take (params) or (params, previous_params); got a function with "
+        f"{len(positional)} required positional arguments"
+    )
+
+
+def _checked_costs(values: list[Any], what: str) -> np.ndarray:
+    """Costs from the user's cost_fn as an array, >= 0 and finite, or a clear ValueError."""
+    try:
+        costs = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"cost_fn must return numbers; got {values[:3]!r}... for {what}"
+        ) from None
+    bad = ~np.isfinite(costs) | (costs < 0.0)
+    if bad.any():
+        raise ValueError(
+            f"cost_fn must return non-negative finite numbers; got {costs[bad][0]!r} for {what}"
+        )
+    # NOTE: a state-dependent cost is 0 for staying put; a tiny floor keeps EI / cost finite.
+    out: np.ndarray = np.maximum(costs, _MIN_MEASURED_COST)
+    return out
 
 
 def _check_single_objective(study: optuna.Study) -> None:
