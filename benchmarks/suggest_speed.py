@@ -21,6 +21,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 from collections.abc import Callable
+import functools
 import math
 from pathlib import Path
 import statistics
@@ -34,6 +35,8 @@ from optuna_costbo import CostRolloutSampler
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+HORIZONS = (1, 2, 4)
 
 
 def test_function(x: np.ndarray) -> tuple[float, float]:
@@ -84,6 +87,10 @@ def samplers() -> dict[str, Callable[[], optuna.samplers.BaseSampler]]:
             1e12, acquisition="eipu", n_startup_trials=0, seed=0
         ),
     }
+    for h in HORIZONS:
+        out[f"costbo rollout h={h}"] = functools.partial(
+            CostRolloutSampler, 1e12, acquisition="rollout", horizon=h, n_startup_trials=0, seed=0
+        )
     try:
         import torch
 

@@ -81,9 +81,19 @@ class CostRolloutSampler(BaseSampler):
 
     Args:
         budget: Total budget in cost units (seconds by default). A positive finite number.
-        acquisition: ``"ei"`` (log expected improvement, ignores cost), ``"eipu"`` (EI per
-            unit predicted cost) or ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget
-            over total budget: cost-aware early, plain EI late).
+        acquisition: ``"rollout"`` (default: the paper's nonmyopic CMDP rollout, which rolls
+            out EI per unit cost and then EI over the remaining budget), ``"ei"`` (log
+            expected improvement, ignores cost), ``"eipu"`` (EI per unit predicted cost) or
+            ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget over total budget:
+            cost-aware early, plain EI late).
+        horizon: Rollout steps h (1 = EI over affordable points). Used by ``"rollout"``.
+        n_samples: Quasi-Monte Carlo trajectories per candidate. Used by ``"rollout"``.
+        cost_fn: A known cost, used instead of a fitted cost model and charged to the budget
+            when the objective reports none: ``cost_fn(params) -> float``, or, for costs that
+            depend on where you come from (moving sensors, reconfiguring a machine),
+            ``cost_fn(params, previous_params) -> float`` with ``previous_params`` the
+            parameters of the latest earlier trial (``None`` for the first). Values must be
+            finite and non-negative.
         n_startup_trials: Quasi-random trials before the models take over; ``None`` means
             ``2 * (number of parameters + 1)``, at least 4. They count against the budget.
         cost_attr: Name of the trial user attr holding a trial's cost. The objective may set

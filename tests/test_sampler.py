@@ -252,3 +252,77 @@ def test_conditional_parameters_go_to_the_independent_sampler(
     assert len(study.trials) == 12
     assert set(sampler.infer_relative_search_space(study, study.trials[-1])) == {"x", "branch"}
     assert any("sampled independently" in r.getMessage() for r in caplog.records)
+
+
+def test_rollout_is_the_default_acquisition() -> None:
+    sampler = CostRolloutSampler(budget=1.0)
+    assert sampler._acquisition == "rollout"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"horizon": 0}, "horizon must be an int >= 1"),
+        ({"horizon": 2.5}, "horizon must be an int >= 1"),
+        ({"n_samples": 0}, "n_samples must be an int >= 1"),
+        ({"cost_fn": 3.0}, "cost_fn must be callable"),
+        ({"cost_fn": lambda a, b, c: 1.0}, "cost_fn must take"),
+    ],
+)
+def test_bad_rollout_arguments(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CostRolloutSampler(budget=1.0, **kwargs)  # type: ignore[arg-type]
+
+
+def test_known_cost_function_is_charged_and_no_cost_model_is_fitted() -> None:
+    calls: list[dict[str, object]] = []
+
+    def cost_fn(params: dict[str, float]) -> float:
+        calls.append(params)
+        return 1.0 + 4.0 * params["x"]
+
+    sampler = CostRolloutSampler(budget=20.0, cost_fn=cost_fn, seed=0, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.8) ** 2)
+    costs = [t.user_attrs["cost"] for t in study.trials]
+    assert costs == pytest.approx([1.0 + 4.0 * t.params["x"] for t in study.trials])
+    assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "cost_fn" for t in study.trials)
+    assert sum(costs) >= 20.0 and sum(costs[:-1]) < 20.0
+    assert len(calls) > len(study.trials)  # the acquisition used it too
+    assert all(isinstance(p["x"], float) for p in calls)
+
+
+def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
+    seen: list[tuple[float, float | None]] = []
+
+    def moving_cost(params: dict[str, float], previous: dict[str, float] | None) -> float:
+        start = 0.0 if previous is None else previous["x"]
+        seen.append((params["x"], None if previous is None else previous["x"]))
+        return 0.1 + abs(params["x"] - start)
+
+    sampler = CostRolloutSampler(budget=3.0, cost_fn=moving_cost, seed=0, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", -1.0, 1.0) - 0.7) ** 2)
+    xs = [t.params["x"] for t in study.trials]
+    expected = [0.1 + abs(xs[0])] + [0.1 + abs(b_ - a) for a, b_ in zip(xs, xs[1:])]
+    assert [t.user_attrs["cost"] for t in study.trials] == pytest.approx(expected)
+    # the rollout asked for moves that start elsewhere than the last trial (its trajectories)
+    assert any(prev is not None and prev not in xs for _, prev in seen)
+
+
+def test_unaffordable_suggestion_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # Two trials of cost 6 leave 3 of a budget of 15: no point costs less than about 6.
+    sampler = CostRolloutSampler(budget=15.0, seed=0, n_startup_trials=1)
+    study = optuna.create_study(sampler=sampler)
+    for x in (0.1, 0.9):
+        study.add_trial(
+            optuna.create_trial(
+                params={"x": x},
+                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+                value=x,
+                user_attrs={"cost": 6.0},
+            )
+        )
+    trial = study.ask()
+    trial.suggest_float("x", 0, 1)
+    assert any("no point is affordable" in r.getMessage() for r in caplog.records)
