@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 import pickle
@@ -304,7 +305,7 @@ def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", -1.0, 1.0) - 0.7) ** 2)
     xs = [t.params["x"] for t in study.trials]
-    expected = [0.1 + abs(xs[0])] + [0.1 + abs(b_ - a) for a, b_ in zip(xs, xs[1:])]
+    expected = [0.1 + abs(xs[0])] + [0.1 + abs(b_ - a) for a, b_ in itertools.pairwise(xs)]
     assert [t.user_attrs["cost"] for t in study.trials] == pytest.approx(expected)
     # the rollout asked for moves that start elsewhere than the last trial (its trajectories)
     assert any(prev is not None and prev not in xs for _, prev in seen)
