@@ -263,7 +263,7 @@ class CostRolloutSampler(BaseSampler):
             ledger_mod.write_ledger(study, ledger)
         if not ledger.exhausted:
             return
-        if study._thread_local.in_optimize_loop:
+        if _in_optimize_loop(study):
             # Another worker (or an earlier session) spent the budget: end this optimize loop
             # and prune the new trial at its first suggestion, before the objective's work.
             _stop(study)
@@ -541,11 +541,23 @@ def _check_single_objective(study: optuna.Study) -> None:
         )
 
 
+def _root_study(study: optuna.Study) -> optuna.Study:
+    """The user's study behind HyperbandPruner's per-bracket view of it."""
+    while isinstance(getattr(study, "_study", None), optuna.Study):
+        study = study._study  # type: ignore[attr-defined]
+    return study
+
+
+def _in_optimize_loop(study: optuna.Study) -> bool:
+    return bool(_root_study(study)._thread_local.in_optimize_loop)
+
+
 def _stop(study: optuna.Study) -> None:
     """Stop the optimize loop if there is one (``study.stop`` raises under ask-and-tell)."""
-    if not study._thread_local.in_optimize_loop:
+    root = _root_study(study)
+    if not root._thread_local.in_optimize_loop:
         return
     try:
-        study.stop()
+        root.stop()
     except RuntimeError:
         pass

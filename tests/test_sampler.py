@@ -327,3 +327,26 @@ def test_unaffordable_suggestion_is_logged(caplog: pytest.LogCaptureFixture) -> 
     trial = study.ask()
     trial.suggest_float("x", 0, 1)
     assert any("no point is affordable" in r.getMessage() for r in caplog.records)
+
+
+def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:
+    # HyperbandPruner hands the sampler per-bracket study views without the optimize loop's
+    # thread-local state: the budget must still end study.optimize.
+    sampler = CostRolloutSampler(budget=5.0, seed=0, n_startup_trials=2)
+    pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9)
+    study = optuna.create_study(sampler=sampler, pruner=pruner)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        for step in range(9):
+            trial.report((x - 0.3) ** 2 + 1.0 / (step + 1), step)
+            if trial.should_prune():
+                report_cost(trial, 0.1 * (step + 1))
+                raise optuna.TrialPruned()
+        report_cost(trial, 1.0)
+        return (x - 0.3) ** 2
+
+    # n_trials is only a guard: without the budget stop, this would run all 100 trials.
+    study.optimize(objective, n_trials=100)
+    costs = [t.user_attrs["cost"] for t in study.trials]
+    assert sum(costs) >= 5.0 and sum(costs[:-1]) < 5.0
