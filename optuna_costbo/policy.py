@@ -240,7 +240,14 @@ def _propose(
     known_cost: KnownCost | None,
     settings: RolloutSettings,
 ) -> Proposal:
-    model = _fit(X, y, warm.objective, warm.n_fits, rng, min_noise_var)
+    fitted = _fit(X, y, warm.objective, warm.n_fits, rng, min_noise_var)
+    # NOTE: trials still running are pending points: a kriging believer conditions the model
+    # on its own mean there (hyperparameters fixed), which takes their EI to about zero, so
+    # parallel workers do not propose the same point.
+    model = fitted
+    if X_running is not None:
+        for x_r in X_running:
+            model = model.condition_on(x_r, float(model.predict(x_r[None, :])[0][0]))
     cost_model: GPModel | None = None
     log_cost: object | None = None  # a model of log cost with .predict
     if needs_cost_model(acquisition):
@@ -250,7 +257,7 @@ def _propose(
             cost_model = _fit(X_cost, np.log(costs), warm.cost, warm.n_fits, rng, 1e-4)
             log_cost = cost_model
     new_warm = WarmStart(
-        objective=model.hyper,
+        objective=fitted.hyper,
         cost=cost_model.hyper if cost_model is not None else warm.cost,
         n_fits=warm.n_fits + 1,
     )
