@@ -58,6 +58,7 @@ def _lbfgsb(
     Z0: np.ndarray,  # (R, D) starts
     V0: np.ndarray,  # (R,) their values
     cols: np.ndarray,  # (k,) columns to optimize; the others stay fixed
+    bounds: np.ndarray | None = None,  # (R, k, 2) per-start box; default [0, 1]
 ) -> tuple[np.ndarray, np.ndarray]:
     """L-BFGS-B ascent over ``Z[:, cols]`` in [0, 1] from R starts at once.
 
@@ -98,7 +99,7 @@ def _lbfgsb(
         Z0[:, cols].ravel(),
         jac=True,
         method="L-BFGS-B",
-        bounds=[(0.0, 1.0)] * (R * k),
+        bounds=[(0.0, 1.0)] * (R * k) if bounds is None else bounds.reshape(R * k, 2),
         options={"maxiter": _LBFGS_MAX_ITER},
     )
     out = Z0.copy()
@@ -282,3 +283,38 @@ def _sweep(
             else:
                 active[r] = False
     return moved
+
+
+def local_maximize(
+    fun_and_grad: FunAndGrad,
+    codec: BoxCodec,
+    starts: np.ndarray,  # (R, D) legal points
+    radius: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Polish each start by L-BFGS-B within a box of half-width ``radius`` around it.
+
+    Only the continuous columns move (integer, stepped and categorical columns stay as they
+    are); results are projected to legal points and evaluated there. A start is kept where
+    its polished point is not better.
+
+    Args:
+        fun_and_grad: ``Z (m, D) -> (values (m,), grads (m, D))``.
+        codec: The search space codec.
+        starts: Legal points to polish, shape (R, D).
+        radius: Half-width of the trust region in the unit box, > 0.
+
+    Returns:
+        The polished legal points (R, D) and their values (R,).
+    """
+    starts = codec.project(np.atleast_2d(np.asarray(starts, dtype=float)))  # (R, D)
+    values = _clean(fun_and_grad(starts)[0])  # (R,)
+    cols = codec.continuous_columns
+    if len(cols) == 0 or len(starts) == 0:
+        return starts, values
+    low = np.clip(starts[:, cols] - radius, 0.0, 1.0)  # (R, k)
+    high = np.clip(starts[:, cols] + radius, 0.0, 1.0)  # (R, k)
+    Z, _ = _lbfgsb(fun_and_grad, starts, values, cols, np.stack([low, high], axis=-1))
+    Z = codec.project(Z)  # (R, D)
+    new_values = _clean(fun_and_grad(Z)[0])  # (R,)
+    better = new_values > values
+    return np.where(better[:, None], Z, starts), np.where(better, new_values, values)

@@ -18,6 +18,7 @@ from optuna_costbo.acquisition import LogEIPerCost
 from optuna_costbo.gp import GPHyperparams
 from optuna_costbo.gp import GPModel
 from optuna_costbo.gp import fit_gp
+from optuna_costbo.optimize import local_maximize
 from optuna_costbo.optimize import maximize_acquisition
 from optuna_costbo.rollout import plain_ei
 from optuna_costbo.rollout import qmc_normals
@@ -112,12 +113,16 @@ class RolloutSettings:
         n_samples: Quasi-Monte Carlo trajectories per first action.
         n_inner: Sobol candidates of the inner argmax of the base policy.
         n_shortlist: First actions screened from the candidates by EI and by EIpu (each).
+        n_refine: Best first actions polished locally and scored again.
+        refine_radius: Half-width of the box in which they are polished.
     """
 
     horizon: int = 2
     n_samples: int = 64
     n_inner: int = 256
     n_shortlist: int = 8
+    n_refine: int = 3
+    refine_radius: float = 0.05
 
 
 @functools.cache
@@ -325,46 +330,32 @@ def _rollout_choice(
     by_ei = np.argsort(np.where(affordable, -ei_c, np.inf))[:k]
     by_eipu = np.argsort(np.where(affordable, -ei_c / cost_c, np.inf))[:k]
     first = np.unique(np.vstack([seeds, inner[by_ei], inner[by_eipu]]), axis=0)  # (B, D)
-    points = np.vstack([first, inner])  # (P, D)
-    B = first.shape[0]
-    mean = model.predict(points)[0]  # (P,)
-    cov = model.posterior_cov(points)  # (P, P)
-    noise_var = model.hyper.noise_var * model.y_std**2
     normals = qmc_normals(settings.n_samples, settings.horizon, rng)
-    if known_cost is not None and known_cost.pair_fn is not None:
-        pair_fn = known_cost.pair_fn
-        rows: dict[int, np.ndarray] = {}
-
-        def pair_cost(idx: np.ndarray) -> np.ndarray:  # (k,) -> (k, P)
-            missing = [int(i) for i in idx if int(i) not in rows]
-            if missing:
-                block = np.asarray(pair_fn(points[missing], points), dtype=float)
-                rows.update(zip(missing, block, strict=True))
-            return np.stack([rows[int(i)] for i in idx])
-
-        values = rollout_values(
-            mean,
-            cov,
-            noise_var,
-            best,
-            B,
-            None,
-            tau,
-            settings.horizon,
-            normals,
-            pair_cost=pair_cost,
-            first_cost=cost_of(first),
-        )
-    else:
-        values = rollout_values(
-            mean, cov, noise_var, best, B, cost_of(points), tau, settings.horizon, normals
-        )
+    values = _rollout_values_on(
+        model, first, inner, best, tau, normals, cost_of, known_cost, settings
+    )
     if np.isfinite(values).any():
+        # Refine: polish the best few first actions locally by EI (the sharp part of
+        # Lambda_h = EI + future value) and score them again with Lambda_h, next to the
+        # unpolished ones, on the same draws and candidates.
+        top = np.argsort(-values)[: settings.n_refine]
+        top = top[np.isfinite(values[top])]
+        polished, _ = local_maximize(
+            LogEIPerCost(model, best).value_and_grad, codec, first[top], settings.refine_radius
+        )
+        again = np.unique(np.vstack([first[top], polished]), axis=0)  # (B2, D)
+        values2 = _rollout_values_on(
+            model, again, inner, best, tau, normals, cost_of, known_cost, settings
+        )
+        if np.isfinite(values2).any():
+            i = int(np.argmax(values2))
+            return again[i], float(values2[i]), None
         i = int(np.argmax(values))
         return first[i], float(values[i]), None
     # Nothing affordable: the cheapest of the promising points (EI within 10x of the best).
     cand = np.vstack([first, inner])
-    ei_all = plain_ei(mean, np.maximum(np.diag(cov), 1e-300), best)
+    mean, var = model.predict(cand)
+    ei_all = plain_ei(mean, var, best)
     cost_all = cost_of(cand)
     promising = ei_all >= 0.1 * ei_all.max()
     i = int(np.argmin(np.where(promising, cost_all, np.inf)))
@@ -374,3 +365,49 @@ def _rollout_choice(
         f"{cost_all[i]:.6g}. Stop the study if the budget is final."
     )
     return cand[i], float(ei_all[i]), message
+
+
+def _rollout_values_on(
+    model: GPModel,
+    first: np.ndarray,  # (B, D) first actions
+    inner: np.ndarray,  # (M, D) inner candidates
+    best: float,
+    tau: float,
+    normals: np.ndarray,  # (N, max(h-1, 1))
+    cost_of: Callable[[np.ndarray], np.ndarray],
+    known_cost: KnownCost | None,
+    settings: RolloutSettings,
+) -> np.ndarray:
+    """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
+    points = np.vstack([first, inner])  # (P, D)
+    B = first.shape[0]
+    mean = model.predict(points)[0]  # (P,)
+    cov = model.posterior_cov(points)  # (P, P)
+    noise_var = model.hyper.noise_var * model.y_std**2
+    if known_cost is None or known_cost.pair_fn is None:
+        return rollout_values(
+            mean, cov, noise_var, best, B, cost_of(points), tau, settings.horizon, normals
+        )
+    pair_fn = known_cost.pair_fn
+    rows: dict[int, np.ndarray] = {}
+
+    def pair_cost(idx: np.ndarray) -> np.ndarray:  # (k,) -> (k, P)
+        missing = [int(i) for i in idx if int(i) not in rows]
+        if missing:
+            block = np.asarray(pair_fn(points[missing], points), dtype=float)
+            rows.update(zip(missing, block, strict=True))
+        return np.stack([rows[int(i)] for i in idx])
+
+    return rollout_values(
+        mean,
+        cov,
+        noise_var,
+        best,
+        B,
+        None,
+        tau,
+        settings.horizon,
+        normals,
+        pair_cost=pair_cost,
+        first_cost=cost_of(first),
+    )

@@ -1,0 +1,265 @@
+"""Data behind the cost-history plots: best value so far against cumulative cost.
+
+Plain arrays only: the plotly and matplotlib front ends draw them, the dashboard saves them,
+and the tests check them against hand computations. No plotting library is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+import datetime
+import math
+
+import numpy as np
+import optuna
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+from optuna_costbo import budget as ledger_mod
+
+
+@dataclass(frozen=True)
+class CostHistory:
+    """One study's finished trials in completion order, with their costs and values.
+
+    Attributes:
+        label: Legend label (the study name unless the caller gave labels).
+        trial_numbers: Trial numbers, in completion order. Shape ``(n,)``, int.
+        states: Each trial's state (COMPLETE, PRUNED or FAIL). Length ``n``.
+        costs: What each trial cost the budget. Shape ``(n,)``.
+        cumulative_costs: Summed cost up to and including each trial. Shape ``(n,)``.
+        values: Objective (or ``target``) value of COMPLETE trials, NaN for the others.
+            Shape ``(n,)``.
+        best_values: Best value among the COMPLETE trials so far, respecting the study's
+            direction; NaN before the first COMPLETE trial. Shape ``(n,)``. ``None`` when a
+            ``target`` was given (no direction is known for it, as in Optuna's plots).
+        budget: The budget line's position, or ``None`` for no line.
+    """
+
+    label: str
+    trial_numbers: np.ndarray
+    states: tuple[TrialState, ...]
+    costs: np.ndarray
+    cumulative_costs: np.ndarray
+    values: np.ndarray
+    best_values: np.ndarray | None
+    budget: float | None
+
+    @property
+    def complete(self) -> np.ndarray:
+        """Mask of the COMPLETE trials, the ones with a value. Shape ``(n,)``, bool."""
+        return np.array([s == TrialState.COMPLETE for s in self.states], dtype=bool)
+
+
+def completion_order(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """Finished trials (COMPLETE, PRUNED, FAIL) sorted by completion time.
+
+    Trials are sorted by ``datetime_complete`` (ties by number). If any finished trial has
+    no completion time (a hand-made :class:`~optuna.trial.FrozenTrial`), all are sorted by
+    number instead, so that the order stays total and reproducible.
+    """
+    finished = [t for t in trials if t.state in ledger_mod.FINISHED_STATES]
+    if any(t.datetime_complete is None for t in finished):
+        return sorted(finished, key=lambda t: t.number)
+    return sorted(finished, key=lambda t: (t.datetime_complete, t.number))
+
+
+def history_arrays(
+    trials: Sequence[FrozenTrial],
+    *,
+    direction: StudyDirection | None,
+    cost_attr: str = "cost",
+    target: Callable[[FrozenTrial], float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Costs, values and best values of ``trials`` in completion order.
+
+    Each finished trial costs what the ledger charges it
+    (:func:`optuna_costbo.budget.charged_cost`: the numeric user attr ``cost_attr``, else its
+    wall-clock time less the sampler's; zero for trials skipped on a spent budget). COMPLETE,
+    PRUNED and FAIL trials all add cost; only COMPLETE ones have a value and can improve the
+    best. Unfinished trials are left out.
+
+    Args:
+        trials: Trials of one study, in any order.
+        direction: The study's direction, used for the best value; ignored with ``target``.
+        cost_attr: The trial user attr holding the cost.
+        target: A function of a COMPLETE trial giving the value to plot instead of the
+            objective value. With a target no best value is computed (``None`` is returned).
+
+    Returns:
+        ``(trial_numbers, costs, cumulative_costs, values, best_values)``, each of shape
+        ``(n,)`` for the ``n`` finished trials; ``best_values`` is ``None`` with a target.
+
+    Example:
+
+        .. code-block:: python
+
+            import optuna
+            from optuna.study import StudyDirection
+            from optuna_costbo.visualization._cost_history import history_arrays
+
+            study = optuna.create_study()
+            for cost, value in [(2.0, 3.0), (1.0, 1.0), (4.0, 2.0)]:
+                study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
+            numbers, costs, cumulative, values, best = history_arrays(
+                study.trials, direction=StudyDirection.MINIMIZE
+            )
+            # cumulative == [2, 3, 7], best == [3, 1, 1]
+    """
+    ordered = completion_order(trials)
+    n = len(ordered)
+    numbers = np.array([t.number for t in ordered], dtype=int)  # (n,)
+    costs = np.array(
+        [ledger_mod.charged_cost(t, cost_attr, charge_sampler_time=False) for t in ordered],
+        dtype=float,
+    )  # (n,)
+    cumulative = np.cumsum(costs)  # (n,)
+    values = np.full(n, np.nan)  # (n,)
+    for i, trial in enumerate(ordered):
+        if trial.state != TrialState.COMPLETE:
+            continue
+        value = target(trial) if target is not None else trial.value
+        values[i] = np.nan if value is None else float(value)
+    best: np.ndarray | None = None
+    if target is None:
+        # NOTE: fmin/fmax ignore NaN, so PRUNED and FAIL trials carry the best forward and
+        # the curve is NaN (not drawn) until the first COMPLETE trial.
+        if direction == StudyDirection.MAXIMIZE:
+            best = np.fmax.accumulate(values) if n else values.copy()  # (n,)
+        else:
+            best = np.fmin.accumulate(values) if n else values.copy()  # (n,)
+    return numbers, costs, cumulative, values, best
+
+
+def study_budget(study: optuna.Study) -> float | None:
+    """The budget stored as the study user attr ``cost_budget``, if it is a usable number."""
+    raw = study.user_attrs.get(ledger_mod.BUDGET_ATTR)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return None
+    value = float(raw)
+    return value if math.isfinite(value) and value > 0.0 else None
+
+
+def as_study_list(study_or_studies: optuna.Study | Sequence[optuna.Study]) -> list[optuna.Study]:
+    """One study or a sequence of studies, as a non-empty list (or a ValueError)."""
+    if isinstance(study_or_studies, optuna.Study):
+        return [study_or_studies]
+    studies = list(study_or_studies)
+    if not studies:
+        raise ValueError("study_or_studies must be a Study or a non-empty sequence of studies")
+    for study in studies:
+        if not isinstance(study, optuna.Study):
+            raise ValueError(
+                "study_or_studies must be a Study or a sequence of Study objects, "
+                f"got an element of type {type(study).__name__}"
+            )
+    return studies
+
+
+def get_cost_histories(
+    study_or_studies: optuna.Study | Sequence[optuna.Study],
+    *,
+    budget: float | None = None,
+    cost_attr: str = "cost",
+    target: Callable[[FrozenTrial], float] | None = None,
+    labels: Sequence[str] | None = None,
+    trials: Sequence[FrozenTrial] | None = None,
+) -> list[CostHistory]:
+    """Read each study's trials once and return one :class:`CostHistory` per study.
+
+    Args:
+        study_or_studies: A study or a sequence of studies to overlay.
+        budget: The budget line's position for every study; ``None`` reads each study's
+            ``cost_budget`` user attr (no line for a study without one).
+        cost_attr: The trial user attr holding the cost.
+        target: Value to plot instead of the objective value (then no best value).
+        labels: One legend label per study; default the study names.
+        trials: The trials of the (single) study, if the caller already holds them: then
+            storage is not read for trials.
+
+    Returns:
+        One history per study, in the order given.
+
+    Example:
+
+        .. code-block:: python
+
+            import optuna
+            from optuna_costbo.visualization._cost_history import get_cost_histories
+
+            study = optuna.create_study(study_name="demo")
+            study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
+            (history,) = get_cost_histories(study, budget=10.0)
+            # history.cumulative_costs == [2.0], history.budget == 10.0
+    """
+    studies = as_study_list(study_or_studies)
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if len(labels) != len(studies):
+            raise ValueError(
+                f"labels must have one entry per study: got {len(labels)} labels for "
+                f"{len(studies)} studies"
+            )
+    if trials is not None and len(studies) != 1:
+        raise ValueError("trials can only be given with a single study")
+    if budget is not None:
+        budget = ledger_mod.validate_budget(budget)
+    histories = []
+    for i, study in enumerate(studies):
+        if target is None and len(study.directions) > 1:
+            raise ValueError(
+                "plot_cost_history needs a single-objective study or a target function: "
+                f"study {study.study_name!r} has {len(study.directions)} objectives; "
+                "pass target=lambda t: t.values[0] (or another objective index)"
+            )
+        study_trials = trials if trials is not None else ledger_mod.storage_trials(study)
+        numbers, costs, cumulative, values, best = history_arrays(
+            study_trials,
+            direction=study.direction if target is None else None,
+            cost_attr=cost_attr,
+            target=target,
+        )
+        by_number = {t.number: t.state for t in study_trials}
+        histories.append(
+            CostHistory(
+                label=labels[i] if labels is not None else study.study_name,
+                trial_numbers=numbers,
+                states=tuple(by_number[int(n)] for n in numbers),
+                costs=costs,
+                cumulative_costs=cumulative,
+                values=values,
+                best_values=best,
+                budget=budget if budget is not None else study_budget(study),
+            )
+        )
+    return histories
+
+
+def finishing_trial(
+    trial: FrozenTrial,
+    state: TrialState,
+    values: Sequence[float] | None,
+    now: datetime.datetime | None = None,
+) -> FrozenTrial:
+    """A copy of a trial that is finishing (still RUNNING in storage) as it will be stored.
+
+    A sampler's ``after_trial`` runs before the trial's state is written; this gives the
+    trial its final state, values and completion time so that it can be plotted already.
+    """
+    return FrozenTrial(
+        number=trial.number,
+        state=state,
+        value=None,
+        values=list(values) if values is not None and state == TrialState.COMPLETE else None,
+        datetime_start=trial.datetime_start,
+        datetime_complete=now or datetime.datetime.now(),
+        params=trial.params,
+        distributions=trial.distributions,
+        user_attrs=trial.user_attrs,
+        system_attrs=trial.system_attrs,
+        intermediate_values=trial.intermediate_values,
+        trial_id=trial._trial_id,
+    )

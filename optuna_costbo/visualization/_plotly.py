@@ -1,0 +1,179 @@
+"""Plotly front end of the cost-history plot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Sequence
+import logging
+from typing import TYPE_CHECKING
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial
+
+from optuna_costbo.visualization._cost_history import CostHistory
+from optuna_costbo.visualization._cost_history import get_cost_histories
+
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+
+_logger = logging.getLogger(__name__)
+
+PLOT_EXTRA_HINT = 'pip install "optuna-costbo[plot]"'
+
+# Plotly's default qualitative palette (plotly.colors.qualitative.Plotly), so that a study's
+# line and its points share one color without importing plotly at module import time.
+_COLORS = (
+    "#636EFA",
+    "#EF553B",
+    "#00CC96",
+    "#AB63FA",
+    "#FFA15A",
+    "#19D3F3",
+    "#FF6692",
+    "#B6E880",
+    "#FF97FF",
+    "#FECB52",
+)
+
+
+def _import_plotly() -> Any:
+    try:
+        import plotly.graph_objects as go
+    except ImportError as exc:
+        raise ImportError(
+            f"plot_cost_history needs plotly, which is not installed: {PLOT_EXTRA_HINT}"
+        ) from exc
+    return go
+
+
+def plot_cost_history(
+    study_or_studies: optuna.Study | Sequence[optuna.Study],
+    *,
+    budget: float | None = None,
+    cost_attr: str = "cost",
+    target: Callable[[FrozenTrial], float] | None = None,
+    target_name: str = "Objective Value",
+    labels: Sequence[str] | None = None,
+) -> go.Figure:
+    """Plot the best value so far against the cumulative cost of finished trials.
+
+    The cost-aware counterpart of :func:`optuna.visualization.plot_optimization_history`:
+    the x axis is the summed cost of the study's finished trials in completion order
+    (COMPLETE, PRUNED and FAIL trials all add cost, as in the budget ledger), the y axis the
+    best value so far (a step function; only COMPLETE trials improve it, in the study's
+    direction). Each COMPLETE trial is also a point at (cumulative cost after it, its value).
+    A dashed vertical line marks the budget.
+
+    Args:
+        study_or_studies: A study, or a sequence of studies to overlay (one line and one set
+            of points per study, colored alike).
+        budget: Position of the budget line; ``None`` reads each study's ``cost_budget``
+            user attr (stored by :class:`~optuna_costbo.CostRolloutSampler`). No line is
+            drawn for a study without one.
+        cost_attr: The trial user attr holding each trial's cost (the sampler's
+            ``cost_attr``). Trials without it are charged their wall-clock time.
+        target: A function of a COMPLETE trial giving the value to plot instead of the
+            objective value (required for multi-objective studies). As in Optuna, no best
+            value line is drawn for a target, whose better direction is unknown.
+        target_name: The y axis title and the points' legend name.
+        labels: One legend label per study; default the study names.
+
+    Returns:
+        A :class:`plotly.graph_objects.Figure`.
+
+    Raises:
+        ImportError: plotly is not installed (``pip install "optuna-costbo[plot]"``).
+        ValueError: A multi-objective study without ``target``, or ``labels`` of the wrong
+            length.
+
+    Example:
+
+        .. code-block:: python
+
+            import optuna
+            from optuna_costbo import CostRolloutSampler, report_cost
+            from optuna_costbo.visualization import plot_cost_history
+
+
+            def objective(trial):
+                x = trial.suggest_float("x", 0.0, 1.0)
+                report_cost(trial, 1.0 + x)
+                return (x - 0.3) ** 2
+
+
+            sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
+            study = optuna.create_study(sampler=sampler)
+            study.optimize(objective)
+            fig = plot_cost_history(study)  # budget line at 10.0 from the study
+            fig.show()
+    """
+    go = _import_plotly()
+    histories = get_cost_histories(
+        study_or_studies, budget=budget, cost_attr=cost_attr, target=target, labels=labels
+    )
+    return build_figure(go, histories, target_name=target_name)
+
+
+def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str) -> Any:
+    """Draw ``histories`` into a new ``go.Figure`` (``go``: the plotly.graph_objects module)."""
+    # NOTE: arrays go in as lists: plotly >= 6 would serialize numpy arrays as base64 typed
+    # arrays, which plotly.js older than 2.28 (older optuna-dashboard bundles) cannot read.
+    figure = go.Figure()
+    figure.update_layout(
+        title="Cost History Plot",
+        xaxis={"title": "Cumulative cost"},
+        yaxis={"title": target_name},
+        showlegend=True,
+    )
+    if all(len(h.trial_numbers) == 0 for h in histories):
+        _logger.warning("The study has no finished trials to plot.")
+    overlay = len(histories) > 1
+    for i, history in enumerate(histories):
+        color = _COLORS[i % len(_COLORS)]
+        complete = history.complete  # (n,)
+        points_name = f"{target_name} of {history.label}" if overlay else target_name
+        figure.add_trace(
+            go.Scatter(
+                x=history.cumulative_costs[complete].tolist(),
+                y=history.values[complete].tolist(),
+                mode="markers",
+                name=points_name,
+                legendgroup=history.label,
+                marker={"color": color},
+                customdata=np.column_stack(
+                    [history.trial_numbers[complete], history.costs[complete]]
+                ).tolist(),  # (n_complete, 2)
+                hovertemplate=(
+                    "Trial %{customdata[0]}<br>cost %{customdata[1]:.4g}<br>"
+                    "cumulative cost %{x:.4g}<br>value %{y:.6g}<extra></extra>"
+                ),
+            )
+        )
+        if history.best_values is not None:
+            figure.add_trace(
+                go.Scatter(
+                    x=history.cumulative_costs.tolist(),
+                    y=history.best_values.tolist(),
+                    mode="lines",
+                    line={"shape": "hv", "color": color},
+                    name=f"Best value of {history.label}" if overlay else "Best Value",
+                    legendgroup=history.label,
+                    connectgaps=False,
+                )
+            )
+    seen: list[float] = []
+    for history in histories:
+        if history.budget is None or history.budget in seen:
+            continue
+        seen.append(history.budget)
+        figure.add_vline(
+            x=history.budget,
+            line={"dash": "dash", "color": "gray"},
+            annotation_text=f"budget {history.budget:.4g}",
+            annotation_position="top left",
+        )
+    return figure

@@ -1,0 +1,308 @@
+"""Cost-history plots: the shared data against hand computations, and both front ends."""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+import sys
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import budget as b
+from optuna_costbo.visualization import plot_cost_history
+from optuna_costbo.visualization._cost_history import completion_order
+from optuna_costbo.visualization._cost_history import get_cost_histories
+from optuna_costbo.visualization._cost_history import history_arrays
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
+NAN = float("nan")
+
+# (state, cost, value, completion second): trial numbers are the row indices. Trial 2
+# completes before trial 1, so completion order is 0, 2, 1, 3, 4, 5.
+ROWS = [
+    (TrialState.COMPLETE, 2.0, 5.0, 10),
+    (TrialState.PRUNED, 1.0, None, 30),
+    (TrialState.COMPLETE, 3.0, 3.0, 20),
+    (TrialState.FAIL, 0.5, None, 40),
+    (TrialState.COMPLETE, 1.5, 4.0, 50),
+    (TrialState.COMPLETE, 2.0, 1.0, 60),
+]
+ORDER = [0, 2, 1, 3, 4, 5]
+CUMULATIVE = [2.0, 5.0, 6.0, 6.5, 8.0, 10.0]  # 2, +3, +1 (pruned), +0.5 (failed), +1.5, +2
+VALUES = [5.0, 3.0, NAN, NAN, 4.0, 1.0]
+BEST_MIN = [5.0, 3.0, 3.0, 3.0, 3.0, 1.0]
+BEST_MAX = [5.0, 5.0, 5.0, 5.0, 5.0, 5.0]
+
+
+def _frozen(
+    number: int,
+    state: TrialState,
+    cost: float | None,
+    value: float | None,
+    second: float | None,
+    start_second: float = 0.0,
+) -> FrozenTrial:
+    user_attrs = {} if cost is None else {"cost": cost, "acc": 1.0 - number / 10}
+    return FrozenTrial(
+        number=number,
+        state=state,
+        value=value,
+        datetime_start=T0 + datetime.timedelta(seconds=start_second),
+        datetime_complete=None if second is None else T0 + datetime.timedelta(seconds=second),
+        params={"x": 0.1 * number},
+        distributions={"x": FloatDistribution(0.0, 1.0)},
+        user_attrs=user_attrs,
+        system_attrs={},
+        intermediate_values={},
+        trial_id=number,
+    )
+
+
+def _crafted_trials() -> list[FrozenTrial]:
+    return [_frozen(i, *row) for i, row in enumerate(ROWS)]
+
+
+def _crafted_study(
+    direction: str = "minimize", name: str = "crafted", budget: float | None = None
+) -> optuna.Study:
+    study = optuna.create_study(direction=direction, study_name=name)
+    for trial in _crafted_trials():
+        study.add_trial(trial)
+    # A running trial has no place on the curve yet.
+    running = study.ask()
+    running.set_user_attr("cost", 100.0)
+    if budget is not None:
+        study.set_user_attr(b.BUDGET_ATTR, budget)
+    return study
+
+
+# -- the shared data ------------------------------------------------------------------------
+
+
+def test_history_arrays_match_hand_computation_minimize() -> None:
+    numbers, costs, cumulative, values, best = history_arrays(
+        _crafted_trials(), direction=optuna.study.StudyDirection.MINIMIZE
+    )
+    assert numbers.tolist() == ORDER
+    np.testing.assert_allclose(costs, [2.0, 3.0, 1.0, 0.5, 1.5, 2.0])
+    np.testing.assert_allclose(cumulative, CUMULATIVE)
+    np.testing.assert_allclose(values, VALUES)  # NaN where PRUNED / FAIL
+    assert best is not None
+    np.testing.assert_allclose(best, BEST_MIN)
+
+
+def test_history_arrays_respect_maximize_and_skip_unfinished() -> None:
+    trials = [*_crafted_trials(), _frozen(6, TrialState.RUNNING, 100.0, None, None)]
+    numbers, _, cumulative, _, best = history_arrays(
+        trials, direction=optuna.study.StudyDirection.MAXIMIZE
+    )
+    assert 6 not in numbers.tolist()
+    assert cumulative[-1] == pytest.approx(10.0)
+    assert best is not None
+    np.testing.assert_allclose(best, BEST_MAX)
+
+
+def test_best_is_nan_until_first_complete_trial() -> None:
+    trials = [
+        _frozen(0, TrialState.FAIL, 1.0, None, 1),
+        _frozen(1, TrialState.PRUNED, 2.0, None, 2),
+        _frozen(2, TrialState.COMPLETE, 1.0, 7.0, 3),
+    ]
+    _, _, cumulative, _, best = history_arrays(
+        trials, direction=optuna.study.StudyDirection.MINIMIZE
+    )
+    np.testing.assert_allclose(cumulative, [1.0, 3.0, 4.0])
+    assert best is not None
+    assert np.isnan(best[:2]).all() and best[2] == 7.0
+
+
+def test_missing_cost_is_charged_wall_clock_and_skipped_trials_are_free() -> None:
+    # No "cost" attr: the ledger charges datetime_complete - datetime_start = 4 s.
+    timed = _frozen(0, TrialState.COMPLETE, None, 2.0, second=14, start_second=10)
+    skipped = _frozen(1, TrialState.PRUNED, None, None, second=20, start_second=15)
+    skipped.system_attrs[b.SKIPPED_ATTR] = True
+    _, costs, cumulative, _, _ = history_arrays(
+        [timed, skipped], direction=optuna.study.StudyDirection.MINIMIZE
+    )
+    np.testing.assert_allclose(costs, [4.0, 0.0])
+    np.testing.assert_allclose(cumulative, [4.0, 4.0])
+
+
+def test_completion_order_falls_back_to_number_without_completion_times() -> None:
+    trials = [
+        _frozen(0, TrialState.COMPLETE, 1.0, 1.0, second=50),
+        _frozen(1, TrialState.COMPLETE, 1.0, 1.0, second=None),
+        _frozen(2, TrialState.COMPLETE, 1.0, 1.0, second=10),
+    ]
+    assert [t.number for t in completion_order(trials)] == [0, 1, 2]
+    del trials[1]
+    assert [t.number for t in completion_order(trials)] == [2, 0]
+
+
+def test_target_gives_values_and_no_best() -> None:
+    _, _, _, values, best = history_arrays(
+        _crafted_trials(),
+        direction=optuna.study.StudyDirection.MINIMIZE,
+        target=lambda t: t.user_attrs["acc"],
+    )
+    assert best is None
+    np.testing.assert_allclose(values, [1.0, 0.8, NAN, NAN, 0.6, 0.5])
+
+
+def test_get_cost_histories_reads_budget_and_validates() -> None:
+    study = _crafted_study(budget=9.0)
+    (history,) = get_cost_histories(study)
+    assert history.budget == 9.0 and history.label == "crafted"
+    (history,) = get_cost_histories(study, budget=12.0, labels=["mine"])
+    assert history.budget == 12.0 and history.label == "mine"
+    assert history.complete.tolist() == [True, True, False, False, True, True]
+    with pytest.raises(ValueError, match="one entry per study"):
+        get_cost_histories([study, study], labels=["only one"])
+    with pytest.raises(ValueError, match="non-empty"):
+        get_cost_histories([])
+    with pytest.raises(ValueError, match="budget must be a positive finite number"):
+        get_cost_histories(study, budget=-1.0)
+    multi = optuna.create_study(directions=["minimize", "maximize"])
+    with pytest.raises(ValueError, match="target"):
+        get_cost_histories(multi)
+
+
+# -- plotly ---------------------------------------------------------------------------------
+
+
+def test_plotly_figure_matches_hand_computation() -> None:
+    pytest.importorskip("plotly")
+    fig = plot_cost_history(_crafted_study(budget=9.0))
+    assert [trace.name for trace in fig.data] == ["Objective Value", "Best Value"]
+    points, best = fig.data
+    np.testing.assert_allclose(points.x, [2.0, 5.0, 8.0, 10.0])  # COMPLETE trials only
+    np.testing.assert_allclose(points.y, [5.0, 3.0, 4.0, 1.0])
+    assert [int(row[0]) for row in points.customdata] == [0, 2, 4, 5]
+    np.testing.assert_allclose(best.x, CUMULATIVE)
+    np.testing.assert_allclose(best.y, BEST_MIN)
+    assert best.line.shape == "hv"
+    (line,) = fig.layout.shapes
+    assert line.type == "line" and line.x0 == line.x1 == 9.0
+    assert fig.layout.xaxis.title.text == "Cumulative cost"
+
+
+def test_plotly_budget_argument_overrides_study_attr() -> None:
+    pytest.importorskip("plotly")
+    fig = plot_cost_history(_crafted_study(budget=9.0), budget=12.5, target_name="Loss")
+    assert [shape.x0 for shape in fig.layout.shapes] == [12.5]
+    assert fig.layout.yaxis.title.text == "Loss"
+    # No budget anywhere: no line.
+    assert len(plot_cost_history(_crafted_study()).layout.shapes) == 0
+
+
+def test_plotly_overlay_one_line_per_study() -> None:
+    pytest.importorskip("plotly")
+    first = _crafted_study(name="first", budget=9.0)
+    second = _crafted_study(direction="maximize", name="second", budget=11.0)
+    fig = plot_cost_history([first, second])
+    assert len(fig.data) == 4
+    lines = [trace for trace in fig.data if trace.mode == "lines"]
+    assert [trace.name for trace in lines] == ["Best value of first", "Best value of second"]
+    np.testing.assert_allclose(lines[0].y, BEST_MIN)
+    np.testing.assert_allclose(lines[1].y, BEST_MAX)
+    assert lines[0].line.color != lines[1].line.color
+    assert sorted(shape.x0 for shape in fig.layout.shapes) == [9.0, 11.0]
+
+    fig = plot_cost_history([first, second], labels=["A", "B"], budget=10.0)
+    assert {trace.name for trace in fig.data} == {
+        "Objective Value of A",
+        "Best value of A",
+        "Objective Value of B",
+        "Best value of B",
+    }
+    assert [shape.x0 for shape in fig.layout.shapes] == [10.0]  # one shared budget, one line
+
+
+def test_plotly_target_draws_points_only() -> None:
+    pytest.importorskip("plotly")
+    fig = plot_cost_history(_crafted_study(), target=lambda t: t.user_attrs["acc"])
+    (points,) = fig.data
+    np.testing.assert_allclose(points.y, [1.0, 0.8, 0.6, 0.5])
+
+
+def test_plotly_empty_study() -> None:
+    pytest.importorskip("plotly")
+    fig = plot_cost_history(optuna.create_study(), budget=3.0)
+    assert all(len(trace.x) == 0 for trace in fig.data)
+    assert [shape.x0 for shape in fig.layout.shapes] == [3.0]
+
+
+def test_missing_plotly_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "plotly", None)
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
+    with pytest.raises(ImportError, match=r'pip install "optuna-costbo\[plot\]"'):
+        plot_cost_history(_crafted_study())
+
+
+def test_importing_the_modules_imports_no_optional_dependency() -> None:
+    # tqdm is a dependency of optuna itself: count only what our modules add.
+    code = (
+        "import sys\n"
+        "import optuna\n"
+        "before = set(sys.modules)\n"
+        "import optuna_costbo.visualization, optuna_costbo.visualization.matplotlib\n"
+        "import optuna_costbo.progress, optuna_costbo.dashboard\n"
+        "added = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "bad = added & {'plotly', 'matplotlib', 'tqdm', 'optuna_dashboard'}\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- matplotlib -----------------------------------------------------------------------------
+
+
+def test_matplotlib_axes_match_hand_computation() -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from optuna_costbo.visualization.matplotlib import plot_cost_history as mpl_plot
+
+    ax = mpl_plot(_crafted_study(budget=9.0))
+    try:
+        step, vline = ax.lines
+        np.testing.assert_allclose(step.get_xdata(), CUMULATIVE)
+        np.testing.assert_allclose(step.get_ydata(), BEST_MIN)
+        assert step.get_drawstyle() == "steps-post"
+        assert list(vline.get_xdata()) == [9.0, 9.0]
+        (points,) = ax.collections
+        np.testing.assert_allclose(points.get_offsets(), [[2, 5], [5, 3], [8, 4], [10, 1]])
+        assert ax.get_xlim()[1] >= 10.0
+        assert ax.get_legend_handles_labels()[1] == ["Objective Value", "Best Value", "Budget"]
+    finally:
+        plt.close(ax.figure)
+
+
+def test_matplotlib_overlay_into_given_axes() -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from optuna_costbo.visualization.matplotlib import plot_cost_history as mpl_plot
+
+    fig, given = plt.subplots()
+    try:
+        first = _crafted_study(name="first")
+        second = _crafted_study(direction="maximize", name="second")
+        ax = mpl_plot([first, second], budget=10.0, labels=["A", "B"], ax=given)
+        assert ax is given
+        steps = [line for line in ax.lines if line.get_drawstyle() == "steps-post"]
+        assert len(steps) == 2 and len(ax.collections) == 2
+        np.testing.assert_allclose(steps[1].get_ydata(), BEST_MAX)
+        assert "Best value of B" in ax.get_legend_handles_labels()[1]
+    finally:
+        plt.close(fig)
