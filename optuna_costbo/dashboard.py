@@ -69,6 +69,9 @@ def update_dashboard(
     Returns:
         ``True`` if the chart was saved, ``False`` otherwise.
 
+    Raises:
+        ValueError: ``trial`` without ``state`` (a calling error, not a monitoring one).
+
     Example:
 
         .. code-block:: python

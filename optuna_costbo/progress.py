@@ -73,7 +73,7 @@ class CostProgressBar:
             sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
             study = optuna.create_study(sampler=sampler)
             study.optimize(objective, callbacks=[CostProgressBar()])
-            # Cost: 100%|██████████| 10/10 [00:00<00:00, best=0.00123, trials=7]
+            # Cost: 100%|██████████| 10/10 [00:00<00:00, best=1.84e-5, trials=7]
     """
 
     def __init__(

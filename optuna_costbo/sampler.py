@@ -108,6 +108,9 @@ class CostRolloutSampler(BaseSampler):
             Turn it on when the budget is wall-clock you pay for as a whole (a job's time
             limit, a cloud bill) and the objective is cheap enough that suggestion time
             matters. Off by default: the budget then measures the objective alone.
+        dashboard_chart: Keep a "Best value vs cumulative cost" chart for optuna-dashboard
+            up to date after each trial. ``None`` (default): when optuna-dashboard and plotly
+            are installed and the storage is not in memory (about 20 ms a trial on SQLite).
     """
 
     def __init__(
@@ -124,6 +127,7 @@ class CostRolloutSampler(BaseSampler):
         independent_sampler: BaseSampler | None = None,
         warn_independent_sampling: bool = True,
         charge_sampler_time: bool = False,
+        dashboard_chart: bool | None = None,
     ) -> None:
         self._budget = ledger_mod.validate_budget(budget)
         for name, value, low in (("horizon", horizon, 1), ("n_samples", n_samples, 1)):
@@ -158,12 +162,13 @@ class CostRolloutSampler(BaseSampler):
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
         self._warn_independent_sampling = warn_independent_sampling
         self._charge_sampler_time = charge_sampler_time
+        self._dashboard_chart = dashboard_chart
         self._lock = threading.RLock()
         self._warm: dict[tuple[Any, ...], WarmStart] = {}
         self._sampler_seconds: dict[int, float] = {}
         self._skipped: set[int] = set()
 
-    # -- pickling: a lock cannot be pickled; caches are per process ------------------------
+    # -- pickling: a lock cannot be pickled ------------------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -306,10 +311,34 @@ class CostRolloutSampler(BaseSampler):
         ledger_mod.write_ledger(
             study, ledger_mod.Ledger(self._budget, spent, 0.0, ledger.n_finished + 1, 0)
         )
+        if self._wants_dashboard(study):
+            from optuna_costbo.dashboard import update_dashboard
+
+            update_dashboard(
+                study,
+                cost_attr=self._cost_attr,
+                budget=self._budget,
+                trial=trial,
+                state=state,
+                values=values,
+            )
         if spent >= self._budget:
             _stop(study)
         if error is not None:
             raise error
+
+    def _wants_dashboard(self, study: optuna.Study) -> bool:
+        if self._dashboard_chart is False:
+            return False
+        if self._dashboard_chart is None:
+            if isinstance(study._storage, optuna.storages.InMemoryStorage):
+                return False
+            import importlib.util
+
+            return all(
+                importlib.util.find_spec(m) is not None for m in ("optuna_dashboard", "plotly")
+            )
+        return True
 
     # -- internals --------------------------------------------------------------------------
 

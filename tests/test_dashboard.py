@@ -124,7 +124,7 @@ def test_real_dashboard_shows_costs_ledger_and_chart(tmp_path: Path) -> None:
     assert _attrs(detail["user_attrs"]) == study_attrs
     # Each trial's cost is there, numeric, and the dashboard sorts it as a number.
     assert [t["number"] for t in detail["trials"]] == [t.number for t in trials]
-    for served, trial in zip(detail["trials"], trials):
+    for served, trial in zip(detail["trials"], trials, strict=True):
         cost = float(_attrs(served["user_attrs"])["cost"])
         assert cost == trial.user_attrs["cost"] and cost > 0.0
     assert {"key": "cost", "sortable": True} in detail["union_user_attrs"]
@@ -139,7 +139,8 @@ def test_real_dashboard_shows_costs_ledger_and_chart(tmp_path: Path) -> None:
     assert best["name"] == "Best Value" and best["line"]["shape"] == "hv"
     assert len(points["x"]) == len(trials)
     assert best["x"][-1] == pytest.approx(spent)
-    running_best = [min(t.value for t in trials[: i + 1]) for i in range(len(trials))]
+    values = [float(t.values[0]) for t in trials]
+    running_best = [min(values[: i + 1]) for i in range(len(values))]
     assert best["y"] == pytest.approx(running_best)
 
 
@@ -190,3 +191,24 @@ def test_update_dashboard_swallows_errors(caplog: pytest.LogCaptureFixture) -> N
     assert "Could not save the optuna-dashboard cost chart" in caplog.text
     with pytest.raises(ValueError, match="state"):
         update_dashboard(multi, trial=multi.trials[0])
+
+
+def test_sampler_keeps_the_chart_current_by_default(tmp_path: Path) -> None:
+    pytest.importorskip("optuna_dashboard")
+    pytest.importorskip("plotly")
+    from optuna_costbo import CostRolloutSampler
+    from optuna_costbo import report_cost
+
+    storage = f"sqlite:///{tmp_path / 'chart.db'}"
+    study = optuna.create_study(storage=storage, sampler=CostRolloutSampler(5.0, seed=0))
+    study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
+    keys = study._storage.get_study_system_attrs(study._study_id)
+    assert any(GRAPH_OBJECT_ID in k for k in keys)
+
+    off = optuna.create_study(
+        storage=storage, sampler=CostRolloutSampler(5.0, seed=0, dashboard_chart=False)
+    )
+    off.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
+    assert not any(
+        GRAPH_OBJECT_ID in k for k in off._storage.get_study_system_attrs(off._study_id)
+    )

@@ -584,7 +584,7 @@ def _check_against_reference(
     tau: float = 6.0,
     cost_fn: Callable[[np.ndarray], np.ndarray] = _linear_cost,
     base: str = "eipu",
-    check_ranking: bool = True,
+    require_clear_pair: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Assert |fast - reference| <= 4 combined standard errors + the allowance, per action."""
     fast, fast_se = _fast_replicates(problem, tau, horizon, cost_fn, 512, 4)
@@ -609,15 +609,15 @@ def _check_against_reference(
     assert np.all(np.isfinite(fast)) and np.all(np.isfinite(ref))
     assert np.all(se < 0.15 * ref)  # sharp enough to mean something
     assert np.all(np.abs(fast - ref) <= _Z_TOL * se + allowance), (fast, ref, ref_se, fast_se)
-    if check_ranking:
-        # Where the reference separates two first actions clearly, the order is the same.
-        n_clear = 0
-        for a in range(len(ref)):
-            for b in range(len(ref)):
-                gap = ref[a] - ref[b]
-                if gap > 3.0 * math.hypot(se[a], se[b]) + 2 * allowance:
-                    n_clear += 1
-                    assert fast[a] > fast[b], (a, b, fast, ref)
+    # Where the reference separates two first actions clearly, the order is the same.
+    n_clear = 0
+    for a in range(len(ref)):
+        for b in range(len(ref)):
+            gap = ref[a] - ref[b]
+            if gap > 3.0 * math.hypot(se[a], se[b]) + 2 * allowance:
+                n_clear += 1
+                assert fast[a] > fast[b], (a, b, fast, ref)
+    if require_clear_pair:  # (with few samples the gaps may all be within the noise)
         assert n_clear >= 1
     return fast, fast_se, ref, ref_se
 
@@ -628,7 +628,6 @@ def _check_against_reference(
         (1, 2, 300),
         (1, 3, 200),
         (2, 2, 200),
-        pytest.param(2, 3, 300, marks=pytest.mark.slow),
         pytest.param(1, 2, 3000, marks=pytest.mark.slow),
         pytest.param(1, 3, 3000, marks=pytest.mark.slow),
         pytest.param(2, 2, 3000, marks=pytest.mark.slow),
@@ -638,7 +637,12 @@ def _check_against_reference(
 def test_agrees_with_continuous_monte_carlo_reference(
     dim: int, horizon: int, n_ref: int, problem_1d: _Problem, problem_2d: _Problem
 ) -> None:
-    _check_against_reference(problem_1d if dim == 1 else problem_2d, horizon, n_ref)
+    _check_against_reference(
+        problem_1d if dim == 1 else problem_2d,
+        horizon,
+        n_ref,
+        require_clear_pair=(dim, horizon) == (1, 2) or n_ref >= 3000,
+    )
 
 
 @pytest.mark.parametrize("n_ref", [200, pytest.param(3000, marks=pytest.mark.slow)])
@@ -647,7 +651,7 @@ def test_uniform_cost_agrees_with_ei_only_reference(problem_1d: _Problem, n_ref:
     # reference's base policy is EI at every step (no cost anywhere in it).
     _check_against_reference(
         problem_1d, 3, n_ref, cost_fn=lambda Z: np.full(len(Z), 2.0), base="ei",
-        check_ranking=n_ref > 200,
+        require_clear_pair=n_ref >= 3000,
     )  # fmt: skip
 
 
@@ -776,8 +780,8 @@ def test_state_dependent_cost_is_charged_from_the_previous_point(
 
 @pytest.mark.parametrize(
     ("horizon", "n_ref"),
-    [(2, 200), pytest.param(3, 300, marks=pytest.mark.slow),
-     pytest.param(2, 3000, marks=pytest.mark.slow), pytest.param(3, 3000, marks=pytest.mark.slow)],
+    [(2, 200), pytest.param(2, 3000, marks=pytest.mark.slow),
+     pytest.param(3, 3000, marks=pytest.mark.slow)],
 )  # fmt: skip
 def test_state_dependent_cost_agrees_with_continuous_reference(
     problem_1d: _Problem, horizon: int, n_ref: int

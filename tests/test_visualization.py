@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import subprocess
 import sys
+from typing import Literal
 
 import numpy as np
 import optuna
@@ -71,7 +72,9 @@ def _crafted_trials() -> list[FrozenTrial]:
 
 
 def _crafted_study(
-    direction: str = "minimize", name: str = "crafted", budget: float | None = None
+    direction: Literal["minimize", "maximize"] = "minimize",
+    name: str = "crafted",
+    budget: float | None = None,
 ) -> optuna.Study:
     study = optuna.create_study(direction=direction, study_name=name)
     for trial in _crafted_trials():

@@ -1,0 +1,373 @@
+"""Subprocess workers for the multi-process tests, and the checks they share.
+
+Run as a script, this module is one worker: ``python tests/_workers.py '<json config>'`` loads
+an existing study with its own ``CostRolloutSampler(budget=...)`` and calls
+``study.optimize(objective)`` with no ``n_trials`` (unless the config caps it), then writes what
+it saw to a JSON file. Imported by the tests (``tests/`` is on ``sys.path`` under pytest), it
+starts workers and checks the budget invariants on the finished study.
+
+The objective suggests its parameters first, then marks the trial as run (user attr ``ran``):
+a trial that the sampler skips because the budget is spent is pruned at its first suggestion,
+so it never carries that mark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+import datetime
+import json
+import math
+import os
+from pathlib import Path
+import random
+import subprocess
+import sys
+import time
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+
+WORKER_SCRIPT = str(Path(__file__).resolve())
+REPO_ROOT = str(Path(__file__).resolve().parent.parent)
+SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
+SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
+
+
+# -- the worker side ---------------------------------------------------------------------------
+
+
+def make_storage(spec: dict[str, Any]) -> optuna.storages.BaseStorage:
+    """A storage from a JSON-able spec: ``{"kind": "rdb", "url": ..., "heartbeat": bool}`` or
+    ``{"kind": "journal", "path": ...}``."""
+    if spec["kind"] == "journal":
+        return optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(spec["path"])
+        )
+    if spec.get("heartbeat"):
+        return optuna.storages.RDBStorage(spec["url"], heartbeat_interval=1, grace_period=2)
+    return optuna.storages.RDBStorage(spec["url"])
+
+
+def trial_cost(params: dict[str, float]) -> float:
+    """The simulated cost of a point: 0.5 at x = -1 up to 1.5 at x = 1."""
+    return 1.0 + 0.5 * params["x"]
+
+
+def trial_value(params: dict[str, float]) -> float:
+    """A deterministic objective with its minimum inside the box."""
+    return (params["x"] - 0.3) ** 2 + (params["y"] + 0.2) ** 2
+
+
+MAX_TRIAL_COST = 1.5
+
+
+def _objective(config: dict[str, Any], worker: str) -> Any:
+    sleep_min, sleep_max = config.get("sleep", (0.02, 0.05))
+    rng = random.Random(f"{worker}-{os.getpid()}")
+    fail_rate = float(config.get("fail_rate", 0.0))
+    prune_rate = float(config.get("prune_rate", 0.0))
+    hang_marker = config.get("hang_marker")
+    report = config.get("report_cost", True)
+    cost_scale = float(config.get("cost_scale", 1.0))
+
+    def objective(trial: optuna.Trial) -> float:
+        from optuna_costbo import report_cost
+
+        params = {
+            "x": trial.suggest_float("x", -1.0, 1.0),
+            "y": trial.suggest_float("y", -1.0, 1.0),
+        }
+        trial.set_user_attr("ran", True)
+        trial.set_user_attr("worker", worker)
+        if hang_marker is not None:
+            # A worker that the test kills mid-trial: say so, then hang.
+            Path(hang_marker).write_text(str(trial.number))
+            time.sleep(600.0)
+        time.sleep(rng.uniform(sleep_min, sleep_max))
+        if report:
+            report_cost(trial, cost_scale * trial_cost(params))
+        u = rng.random()
+        if u < fail_rate:
+            raise RuntimeError(f"injected failure in trial {trial.number}")
+        if u < fail_rate + prune_rate:
+            raise optuna.TrialPruned()
+        return trial_value(params)
+
+    return objective
+
+
+def run_worker(config: dict[str, Any]) -> None:
+    from optuna_costbo import CostRolloutSampler
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    worker = str(config.get("worker", os.getpid()))
+    storage = make_storage(config["storage"])
+    sampler = CostRolloutSampler(
+        budget=config["budget"],
+        seed=config.get("seed"),
+        acquisition=config.get("acquisition", "rollout"),
+        n_startup_trials=config.get("n_startup_trials"),
+    )
+    study = optuna.load_study(study_name=config["study_name"], storage=storage, sampler=sampler)
+    start_ledger = sampler.ledger(study)
+    records: list[dict[str, Any]] = []
+    barrier = config.get("barrier")
+    if barrier is not None:
+        # Start together with the other workers (imports take a second or two each).
+        Path(barrier, f"ready-{worker}").touch()
+        deadline = time.monotonic() + 120.0
+        while not Path(barrier, "go").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("the test never said go")
+            time.sleep(0.01)
+
+    def record(study: optuna.Study, trial: FrozenTrial) -> None:
+        records.append({"number": trial.number, "state": trial.state.name})
+
+    t0 = time.monotonic()
+    study.optimize(
+        _objective(config, worker),
+        n_trials=config.get("n_trials"),
+        catch=(RuntimeError,),
+        callbacks=[record],
+    )
+    result = {
+        "worker": worker,
+        "pid": os.getpid(),
+        "returned": True,
+        "seconds": time.monotonic() - t0,
+        "spent_at_start": start_ledger.spent,
+        "remaining_at_start": start_ledger.remaining,
+        "n_finished_at_start": start_ledger.n_finished,
+        "records": records,
+    }
+    Path(config["out"]).write_text(json.dumps(result))
+
+
+# -- the test side -----------------------------------------------------------------------------
+
+
+def start_worker(config: dict[str, Any], log: Path) -> subprocess.Popen[bytes]:
+    """Start one worker process (its stdout and stderr go to ``log``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    # One BLAS thread per worker: the workers are the parallelism.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    with open(log, "wb") as fh:
+        return subprocess.Popen(
+            [sys.executable, WORKER_SCRIPT, json.dumps(config)],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO_ROOT,
+        )
+
+
+def wait_workers(
+    procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path], timeout: float
+) -> None:
+    """Wait for every worker to exit by itself with status 0, or kill them all and fail."""
+    deadline = time.monotonic() + timeout
+    try:
+        for proc, log in zip(procs, logs, strict=True):
+            remaining = max(deadline - time.monotonic(), 0.1)
+            try:
+                rc = proc.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(
+                    f"worker {proc.pid} did not return by itself within {timeout} s; "
+                    f"log:\n{log.read_text(errors='replace')[-3000:]}"
+                ) from None
+            assert rc == 0, (
+                f"worker {proc.pid} exited with {rc}; log:\n"
+                f"{log.read_text(errors='replace')[-3000:]}"
+            )
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def release(barrier: Path, n: int, procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Wait until ``n`` workers are ready at ``barrier``, then let them all go."""
+    deadline = time.monotonic() + 120.0
+    while len(list(barrier.glob("ready-*"))) < n:
+        dead = [p.pid for p in procs if p.poll() is not None]
+        assert not dead, f"workers {dead} exited before the start"
+        assert time.monotonic() < deadline, "workers never got ready"
+        time.sleep(0.02)
+    (barrier / "go").touch()
+
+
+def read_results(outs: Sequence[Path]) -> list[dict[str, Any]]:
+    return [json.loads(out.read_text()) for out in outs]
+
+
+def brute_force_charge(trial: FrozenTrial, cost_attr: str = "cost") -> float:
+    """What a finished trial costs, computed independently of the package.
+
+    Skipped trials cost nothing; else a valid reported cost; else the trial's duration less
+    the sampler's recorded time (a heartbeat-failed trial has no cost attr).
+    """
+    if trial.system_attrs.get(SKIPPED_ATTR):
+        return 0.0
+    cost = trial.user_attrs.get(cost_attr)
+    if (
+        isinstance(cost, (int, float))
+        and not isinstance(cost, bool)
+        and math.isfinite(cost)
+        and cost > 0
+    ):
+        return float(cost)
+    if trial.datetime_start is None or trial.datetime_complete is None:
+        return 0.0
+    seconds = (trial.datetime_complete - trial.datetime_start).total_seconds()
+    sampler = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
+    return max(seconds - float(sampler), 0.0)
+
+
+@dataclass
+class BudgetReport:
+    """What :func:`check_budget_invariants` measured on a finished study."""
+
+    budget: float
+    spent: float
+    overrun: float
+    in_flight_cost: float  # charged cost of the trials running when the budget ran out
+    n_in_flight: int
+    crossing: datetime.datetime
+    n_ran: int
+    n_skipped: int
+    n_started_after: int  # trials created after the budget ran out (all must be skipped)
+    states: dict[str, int]
+
+    def summary(self) -> str:
+        return (
+            f"budget={self.budget:g} spent={self.spent:.4g} overrun={self.overrun:.4g} "
+            f"in-flight at crossing={self.n_in_flight} trials costing {self.in_flight_cost:.4g} "
+            f"ran={self.n_ran} skipped={self.n_skipped} started-after={self.n_started_after} "
+            f"states={self.states}"
+        )
+
+
+def check_budget_invariants(
+    trials: Sequence[FrozenTrial],
+    budget: float,
+    n_workers: int,
+    max_cost: float,
+    package_spent: float,
+) -> BudgetReport:
+    """Check the shared-budget invariants of a study that all its workers have finished.
+
+    * no trial is left RUNNING or WAITING;
+    * the package's ledger equals the brute-force sum of charges;
+    * spent >= budget;
+    * let the crossing be the completion time of the trial whose completion (in order of
+      completion times) took the cumulative charge to the budget; then the overrun is at most
+      the charge of the trials running at the crossing, and at most n_workers * max_cost;
+    * every trial started after the crossing was skipped: pruned, costing 0, never ran.
+    """
+    leftover = [t.number for t in trials if not t.state.is_finished()]
+    assert not leftover, f"trials left unfinished: {leftover}"
+    charges = {t.number: brute_force_charge(t) for t in trials}
+    spent = sum(charges.values())
+    assert math.isfinite(package_spent)
+    assert package_spent == _approx(spent), (package_spent, spent)
+    assert spent >= budget, f"the workers stopped before the budget was spent: {spent} < {budget}"
+
+    by_completion = sorted(trials, key=lambda t: t.datetime_complete)  # type: ignore[arg-type, return-value]
+    cumulative = 0.0
+    crossing: datetime.datetime | None = None
+    for t in by_completion:
+        cumulative += charges[t.number]
+        if cumulative >= budget:
+            crossing = t.datetime_complete
+            break
+    assert crossing is not None
+
+    in_flight = [
+        t
+        for t in trials
+        if t.datetime_start is not None
+        and t.datetime_complete is not None
+        and t.datetime_start <= crossing <= t.datetime_complete
+    ]
+    in_flight_cost = sum(charges[t.number] for t in in_flight)
+    overrun = spent - budget
+    assert overrun <= in_flight_cost + 1e-9, (
+        f"overrun {overrun} exceeds the cost {in_flight_cost} of the trials running when the "
+        f"budget ran out ({[t.number for t in in_flight]})"
+    )
+    assert overrun <= n_workers * max_cost + 1e-9, (overrun, n_workers, max_cost)
+
+    after = [t for t in trials if t.datetime_start is not None and t.datetime_start > crossing]
+    ran_after = [t.number for t in after if t.user_attrs.get("ran")]
+    assert not ran_after, (
+        f"trials {ran_after} started after the budget ran out at {crossing} and ran their "
+        "objective"
+    )
+    for t in after:
+        assert t.state == TrialState.PRUNED, (t.number, t.state)
+        assert t.system_attrs.get(SKIPPED_ATTR) is True, t.number
+        assert charges[t.number] == 0.0
+    for t in trials:
+        if t.system_attrs.get(SKIPPED_ATTR):
+            assert not t.user_attrs.get("ran"), f"skipped trial {t.number} ran its objective"
+            assert t.state == TrialState.PRUNED
+
+    states: dict[str, int] = {}
+    for t in trials:
+        states[t.state.name] = states.get(t.state.name, 0) + 1
+    return BudgetReport(
+        budget=budget,
+        spent=spent,
+        overrun=overrun,
+        in_flight_cost=in_flight_cost,
+        n_in_flight=len(in_flight),
+        crossing=crossing,
+        n_ran=sum(1 for t in trials if t.user_attrs.get("ran")),
+        n_skipped=sum(1 for t in trials if t.system_attrs.get(SKIPPED_ATTR)),
+        n_started_after=len(after),
+        states=states,
+    )
+
+
+def check_no_duplicate_points(trials: Sequence[FrozenTrial]) -> None:
+    """No two COMPLETE trials share identical parameters."""
+    seen: dict[tuple[Any, ...], int] = {}
+    for t in trials:
+        if t.state != TrialState.COMPLETE:
+            continue
+        key = tuple(sorted(t.params.items()))
+        assert key not in seen, f"trials {seen[key]} and {t.number} share params {t.params}"
+        seen[key] = t.number
+
+
+def check_no_lost_trials(trials: Sequence[FrozenTrial], results: Sequence[dict[str, Any]]) -> None:
+    """Every trial a worker saw finish is in storage, in the state the worker saw."""
+    by_number = {t.number: t for t in trials}
+    seen = 0
+    for result in results:
+        for rec in result["records"]:
+            stored = by_number.get(rec["number"])
+            assert stored is not None, f"trial {rec['number']} of worker {result['worker']} lost"
+            assert stored.state.name == rec["state"], (rec, stored.state)
+            seen += 1
+    numbers = [rec["number"] for r in results for rec in r["records"]]
+    assert len(numbers) == len(set(numbers)), "two workers ran the same trial"
+
+
+def _approx(x: float) -> Any:
+    import pytest
+
+    return pytest.approx(x, rel=1e-9, abs=1e-9)
+
+
+if __name__ == "__main__":
+    run_worker(json.loads(sys.argv[1]))
