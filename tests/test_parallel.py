@@ -44,8 +44,10 @@ def _thread_objective(trial: optuna.Trial) -> float:
     return w.trial_value(params)
 
 
-@pytest.mark.parametrize("acquisition", ["rollout", "ei"])
-@pytest.mark.parametrize("storage_kind", ["inmemory", "sqlite"])
+@pytest.mark.parametrize(
+    ("acquisition", "storage_kind"),
+    [("rollout", "inmemory"), ("ei", "inmemory"), ("rollout", "sqlite")],
+)
 def test_threads_share_one_sampler_and_stop_at_the_budget(
     acquisition: str, storage_kind: str, tmp_path: Path
 ) -> None:
@@ -75,6 +77,11 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
     for t in trials:
         assert -1.0 <= t.params.get("x", 0.0) <= 1.0 and -1.0 <= t.params.get("y", 0.0) <= 1.0
     print(f"\nthreads[{acquisition}, {storage_kind}]: {report.summary()}")
+    # Running trials are pending points: no two trials evaluated the same point. This is a
+    # race, so it cannot be a strict xfail; the deterministic tests below pin the bug down.
+    pairs = w.duplicate_points(trials)
+    if pairs:
+        pytest.xfail(w.DUPLICATES_XFAIL.format(pairs=pairs))
 
 
 def test_threads_charge_each_trial_its_own_sampler_seconds() -> None:
@@ -125,6 +132,47 @@ def test_threads_never_use_the_random_state_concurrently(monkeypatch: pytest.Mon
     study.optimize(_thread_objective, n_jobs=4, n_trials=20)
     assert len(study.get_trials(states=(TrialState.COMPLETE,))) == 20
     assert clashes == []
+
+
+class _SlowToStoreStorage(optuna.storages.InMemoryStorage):
+    """Holds each finishing trial's state write until ``parties`` trials are finishing: the
+    interleaving of workers whose trials end at the same moment (after_trial of each one runs
+    before the state of the other is stored)."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=30)
+
+    def set_trial_state_values(self, trial_id: int, state: TrialState, values: Any = None) -> bool:
+        if state.is_finished():
+            self.barrier.wait()
+        return super().set_trial_state_values(trial_id, state, values)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sampler.py after_trial: the stored study user attrs cost_spent/cost_remaining are "
+    "computed from a ledger in which trials finishing concurrently are still RUNNING (only the "
+    "finishing trial's own cost is added), and the last writer wins: after two trials end "
+    "together, cost_spent misses one of them",
+)
+def test_stored_spent_counts_trials_that_finish_together() -> None:
+    n = 2
+    storage = _SlowToStoreStorage(parties=n)
+    sampler = CostRolloutSampler(budget=100.0, seed=0)
+    study = optuna.create_study(sampler=sampler, storage=storage)
+    trials = [study.ask() for _ in range(n)]
+    for trial in trials:
+        trial.suggest_float("x", 0.0, 1.0)
+        report_cost(trial, 1.0)
+    threads = [threading.Thread(target=study.tell, args=(trial, 0.5)) for trial in trials]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sampler.ledger(study).spent == 2.0
+    assert study.user_attrs[b.SPENT_ATTR] == 2.0
+    assert study.user_attrs[b.REMAINING_ATTR] == 98.0
 
 
 # -- running trials are pending points ----------------------------------------------------------
@@ -266,11 +314,11 @@ def _postgres_url() -> str:
 def storage_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
     kind = request.param
     if kind == "sqlite":
-        yield {"kind": "rdb", "url": f"sqlite:///{tmp_path / 'study.db'}"}
+        yield {"name": kind, "kind": "rdb", "url": f"sqlite:///{tmp_path / 'study.db'}"}
     elif kind == "journal":
-        yield {"kind": "journal", "path": str(tmp_path / "journal.log")}
+        yield {"name": kind, "kind": "journal", "path": str(tmp_path / "journal.log")}
     else:
-        yield {"kind": "rdb", "url": _postgres_url()}
+        yield {"name": kind, "kind": "rdb", "url": _postgres_url()}
 
 
 def run_workers(
@@ -309,10 +357,11 @@ def run_workers(
 
 @pytest.mark.parametrize("storage_spec", ["sqlite", "journal", "postgres"], indirect=True)
 def test_worker_processes_share_one_budget(storage_spec: dict[str, Any], tmp_path: Path) -> None:
-    n_workers, budget = 3, 10.0
+    n_workers, budget = 3, 7.0
     trials, results, study = run_workers(
-        storage_spec, tmp_path, n_workers, budget, seed=0, sleep=(0.02, 0.05)
+        storage_spec, tmp_path, n_workers, budget, seed=0, sleep=(0.02, 0.05), n_startup_trials=3
     )
+    kind = storage_spec["name"]
     ledger = CostRolloutSampler(budget=budget).ledger(study)
     report = w.check_budget_invariants(trials, budget, n_workers, w.MAX_TRIAL_COST, ledger.spent)
     assert all(r["returned"] for r in results)
@@ -322,6 +371,12 @@ def test_worker_processes_share_one_budget(storage_spec: dict[str, Any], tmp_pat
     # Every worker took part (its optimize loop ended on the budget, not on a trial count).
     for r in results:
         assert r["records"], f"worker {r['worker']} ran no trial at all"
-    print(f"\nprocesses[{storage_spec['kind']}]: {report.summary()}")
-    if storage_spec["url" if "url" in storage_spec else "path"].startswith("postgresql"):
+    stored = study.user_attrs[b.SPENT_ATTR]
+    if kind == "postgres":
         optuna.delete_study(study_name=study.study_name, storage=w.make_storage(storage_spec))
+    print(f"\nprocesses[{kind}]: {report.summary()} stored cost_spent={stored:.4g}")
+    # Same seed in every worker and a deterministic objective: without pending points the
+    # workers would evaluate the same points. A race, hence not a strict xfail (see above).
+    pairs = w.duplicate_points(trials)
+    if pairs:
+        pytest.xfail(w.DUPLICATES_XFAIL.format(pairs=pairs))

@@ -1,0 +1,189 @@
+"""Faults: a worker killed mid-trial, a worker restarted, a study re-opened in a new process.
+
+A SIGKILLed worker's trial stays RUNNING until heartbeat marks it stale; then
+``optuna.storages.fail_stale_trials`` (which every other worker's optimize loop calls before
+each trial) fails it. It never passes through ``after_trial``, so it carries no ``cost`` user
+attr, and the ledger must still charge it its elapsed time, start to completion.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import signal
+import time
+from typing import Any
+
+import _workers as w
+import optuna
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import budget as b
+from optuna_costbo import report_cost
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs SIGKILL")
+
+
+def _config(spec: dict[str, Any], name: str, budget: float, tmp: Path, tag: str) -> dict[str, Any]:
+    return {
+        "storage": spec,
+        "study_name": name,
+        "budget": budget,
+        "worker": tag,
+        "out": str(tmp / f"out-{tag}.json"),
+        "seed": 0,
+        "n_startup_trials": 3,
+    }
+
+
+def _worker_like_objective(trial: optuna.Trial) -> float:
+    params = {"x": trial.suggest_float("x", -1.0, 1.0), "y": trial.suggest_float("y", -1.0, 1.0)}
+    trial.set_user_attr("ran", True)
+    report_cost(trial, w.trial_cost(params))
+    return w.trial_value(params)
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(tmp_path: Path) -> None:
+    # Costs are scaled to 0.1-0.3 per trial so that the killed trial's charge (at least the
+    # grace period, 2 s) is larger than any overrun the other workers can cause: the test can
+    # then tell that the workers stopped early *because* the killed trial was charged.
+    budget, scale = 8.0, 0.2
+    spec = {"kind": "rdb", "url": f"sqlite:///{tmp_path / 'faults.db'}", "heartbeat": True}
+    name = "faults"
+    study = optuna.create_study(study_name=name, storage=w.make_storage(spec))
+    marker = tmp_path / "hang-marker"
+    common = {"cost_scale": scale, "sleep": (0.15, 0.2)}
+
+    victim_cfg = {**_config(spec, name, budget, tmp_path, "victim"), "hang_marker": str(marker)}
+    victim = w.start_worker(victim_cfg, tmp_path / "log-victim.txt")
+    try:
+        _wait_for(marker.exists, 60.0, "the victim's first trial")
+        w1_cfg = {**_config(spec, name, budget, tmp_path, "w1"), **common}
+        w1 = w.start_worker(w1_cfg, tmp_path / "log-w1.txt")
+        time.sleep(0.5)
+        victim.send_signal(signal.SIGKILL)
+        assert victim.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    victim_number = int(marker.read_text())
+
+    def victim_failed() -> bool:
+        trial = study._storage.get_trial(
+            study._storage.get_trial_id_from_study_id_trial_number(study._study_id, victim_number)
+        )
+        if w1.poll() is not None and trial.state == TrialState.RUNNING:
+            raise AssertionError(
+                "worker w1 spent the budget before the stale trial was failed: the test's "
+                f"timing assumption broke; log:\n{(tmp_path / 'log-w1.txt').read_text()[-2000:]}"
+            )
+        return trial.state == TrialState.FAIL
+
+    _wait_for(victim_failed, 60.0, "the victim's trial to be failed by w1's heartbeat check")
+
+    # A restarted worker takes the victim's place and continues with the remaining budget.
+    w2_cfg = {**_config(spec, name, budget, tmp_path, "w2"), **common}
+    w2 = w.start_worker(w2_cfg, tmp_path / "log-w2.txt")
+    w.wait_workers([w1, w2], [tmp_path / "log-w1.txt", tmp_path / "log-w2.txt"], 180.0)
+    results = w.read_results([tmp_path / "out-w1.json", tmp_path / "out-w2.json"])
+
+    trials = study.get_trials()
+    killed = trials[victim_number]
+    assert killed.state == TrialState.FAIL
+    assert killed.user_attrs.get("worker") == "victim"
+    assert "cost" not in killed.user_attrs  # it never reached after_trial ...
+    elapsed = (killed.datetime_complete - killed.datetime_start).total_seconds()  # type: ignore[operator]
+    assert elapsed >= 2.0  # ... it ran at least until its heartbeat went stale ...
+    # ... and the ledger charges it exactly that elapsed time.
+    assert b.charged_cost(killed, "cost", False) == pytest.approx(elapsed)
+
+    sampler = CostRolloutSampler(budget=budget)
+    ledger = sampler.ledger(study)
+    report = w.check_budget_invariants(trials, budget, 2, scale * w.MAX_TRIAL_COST, ledger.spent)
+    # The other workers stopped earlier because the killed trial was charged: without its
+    # charge the budget would not have been spent.
+    assert ledger.spent - elapsed < budget
+    # The restarted worker started from the stored ledger, killed trial included.
+    w2_result = next(r for r in results if r["worker"] == "w2")
+    assert w2_result["spent_at_start"] >= elapsed
+    assert w2_result["remaining_at_start"] == pytest.approx(budget - w2_result["spent_at_start"])
+    # No finished trial is lost, and none but the victim's is left unfinished or failed.
+    w.check_no_lost_trials(trials, results)
+    assert [t.number for t in trials if t.state == TrialState.FAIL] == [victim_number]
+    assert study.user_attrs[b.BUDGET_ATTR] == budget
+    print(f"\nkilled worker: charged {elapsed:.3f} s; {report.summary()}")
+
+
+@pytest.mark.parametrize("kind", ["journal", "sqlite"])
+def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
+    kind: str, tmp_path: Path
+) -> None:
+    budget = 5.0
+    spec = (
+        {"kind": "journal", "path": str(tmp_path / "journal.log")}
+        if kind == "journal"
+        else {"kind": "rdb", "url": f"sqlite:///{tmp_path / 'reopen.db'}"}
+    )
+    study = optuna.create_study(study_name="reopen", storage=w.make_storage(spec))
+
+    def run(tag: str, **extra: Any) -> dict[str, Any]:
+        cfg = {**_config(spec, "reopen", budget, tmp_path, tag), "sleep": (0.0, 0.01), **extra}
+        log = tmp_path / f"log-{tag}.txt"
+        w.wait_workers([w.start_worker(cfg, log)], [log], 120.0)
+        return w.read_results([tmp_path / f"out-{tag}.json"])[0]
+
+    # First session, here: two trials (costs 0.5-1.5 each), then this session lets go.
+    first = optuna.load_study(
+        study_name="reopen",
+        storage=w.make_storage(spec),
+        sampler=CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3),
+    )
+    first.optimize(_worker_like_objective, n_trials=2)
+    spent_first = sum(t.user_attrs["cost"] for t in study.get_trials())
+    assert spent_first < budget
+    del first
+
+    # Second session, a new process: starts from the stored ledger and runs to the budget.
+    second = run("second")
+    assert second["spent_at_start"] == pytest.approx(spent_first)
+    assert second["remaining_at_start"] == pytest.approx(budget - spent_first)
+    assert second["n_finished_at_start"] == 2
+    trials = study.get_trials()
+    report = w.check_budget_invariants(
+        trials, budget, 1, w.MAX_TRIAL_COST, CostRolloutSampler(budget=budget).ledger(study).spent
+    )
+    # One worker: it stopped right after the trial that spent the budget.
+    charged = [w.brute_force_charge(t) for t in trials if not t.system_attrs.get(b.SKIPPED_ATTR)]
+    assert sum(charged[:-1]) < budget <= sum(charged)
+    assert len(second["records"]) == len(trials) - 2
+
+    # Third session on the spent study, with a fresh sampler: returns at once, runs no
+    # objective, costs nothing.
+    third_sampler = CostRolloutSampler(budget=budget)
+    third = optuna.load_study(
+        study_name="reopen", storage=w.make_storage(spec), sampler=third_sampler
+    )
+    assert third_sampler.remaining_budget(third) == pytest.approx(budget - report.spent)
+    third.optimize(_worker_like_objective)
+    after = study.get_trials()
+    assert len(after) == len(trials) + 1
+    extra = after[-1]
+    assert extra.state == TrialState.PRUNED
+    assert extra.system_attrs.get(b.SKIPPED_ATTR) is True
+    assert "ran" not in extra.user_attrs
+    assert third_sampler.ledger(third).spent == pytest.approx(report.spent)
+    stored = study.user_attrs
+    assert stored[b.SPENT_ATTR] == pytest.approx(report.spent)
+    assert stored[b.REMAINING_ATTR] == 0.0
