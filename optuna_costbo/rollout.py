@@ -59,7 +59,10 @@ def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -
     One column per drawn step: y_0, ..., y_{h-2} (the last step's reward is in closed form).
     """
     dim = max(horizon - 1, 1)
-    u = qmc.Sobol(d=dim, scramble=True, seed=seed).random(n_samples)  # (N, h-1)
+    # NOTE: draw the next power of two (Sobol's balance needs it; scipy warns otherwise) and
+    # keep the first n_samples points.
+    m = max(int(n_samples) - 1, 0).bit_length()
+    u = qmc.Sobol(d=dim, scramble=True, seed=seed).random_base2(m)[:n_samples]  # (N, h-1)
     u = np.clip(u, 1e-10, 1.0 - 1e-10)
     out: np.ndarray = ndtri(u)
     return out
@@ -151,7 +154,9 @@ def rollout_values(
             c_next = pair_cost(uniq)[inv.reshape(B, N)]  # (B, N, P)
         afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
         gain = plain_ei(m, v, ystar[..., None])  # (B, N, P)
-        score = gain if last else gain / c_next
+        # NOTE: a state-dependent cost may be zero (staying put); the floor keeps EI / cost
+        # finite, and such a point has no EI to speak of anyway.
+        score = gain if last else gain / np.maximum(c_next, 1e-12)
         j = np.argmax(np.where(afford, score, -np.inf), axis=-1)  # (B, N)
         has = _take(afford, j)  # (B, N)
         if last:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 import datetime
+import inspect
 import json
 import math
 import os
@@ -106,11 +107,14 @@ def run_worker(config: dict[str, Any]) -> None:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     worker = str(config.get("worker", os.getpid()))
     storage = make_storage(config["storage"])
+    accepted = inspect.signature(CostRolloutSampler).parameters
+    extra = {k: v for k, v in config.get("sampler_kwargs", {}).items() if k in accepted}
     sampler = CostRolloutSampler(
         budget=config["budget"],
         seed=config.get("seed"),
         acquisition=config.get("acquisition", "rollout"),
         n_startup_trials=config.get("n_startup_trials"),
+        **extra,
     )
     study = optuna.load_study(study_name=config["study_name"], storage=storage, sampler=sampler)
     start_ledger = sampler.ledger(study)

@@ -15,6 +15,9 @@ Two references are written here independently of ``optuna_costbo/rollout.py``:
   recomputed by a full Gaussian conditioning (linear solves) at every step. Given the same
   inputs it must agree with ``rollout_values`` to rounding; this isolates the bookkeeping
   (rank-one updates, incumbents, budgets, stopping) from Monte Carlo and discretization error.
+
+At h = 2 the continuous definition is also integrated by quadrature over y_0 (the only random
+quantity), which checks the fast estimator there to ~1e-4 instead of a few percent.
 """
 
 from __future__ import annotations
