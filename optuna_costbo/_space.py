@@ -63,16 +63,20 @@ class SpaceBridge:
 
     def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
         """Encode the parameters of ``trials`` (all must hold every parameter): (n, D)."""
+        return self.encode_params([t.params for t in trials])
+
+    def encode_params(self, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Encode parameter dicts (each must hold every parameter): (n, D)."""
         values = np.array(
             [
                 [
-                    d.to_internal_repr(t.params[name])
+                    d.to_internal_repr(p[name])
                     for name, d in zip(self.names, self.distributions, strict=True)
                 ]
-                for t in trials
+                for p in params
             ],
             dtype=float,
-        ).reshape(len(trials), len(self.names))  # (n, P)
+        ).reshape(len(params), len(self.names))  # (n, P)
         return self.codec.encode(values)
 
     def decode(self, z: np.ndarray) -> dict[str, Any]:
@@ -96,11 +100,15 @@ class SpaceBridge:
 
     def holds(self, trial: FrozenTrial) -> bool:
         """Whether ``trial`` has every parameter of this space, each within its distribution."""
+        return self.holds_params(trial.params)
+
+    def holds_params(self, params: Mapping[str, Any]) -> bool:
+        """Whether ``params`` has every parameter of this space, each within its distribution."""
         for name, dist in zip(self.names, self.distributions, strict=True):
-            if name not in trial.params:
+            if name not in params:
                 return False
             try:
-                if not dist._contains(dist.to_internal_repr(trial.params[name])):
+                if not dist._contains(dist.to_internal_repr(params[name])):
                     return False
             except (ValueError, TypeError):
                 return False

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 import datetime
 import math
+import numbers
 from typing import Any
 
 import optuna
@@ -35,7 +36,7 @@ FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 def validate_budget(budget: Any) -> float:
     """Return ``budget`` as a float, or raise a ValueError saying what is allowed."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)):
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
         raise ValueError(f"budget must be a positive finite number, got {budget!r}")
     value = float(budget)
     if not math.isfinite(value) or value <= 0.0:
@@ -101,7 +102,9 @@ def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
 def sampler_seconds(trial: FrozenTrial) -> float:
     """Seconds the sampler spent choosing this trial's parameters, as recorded on the trial."""
     value = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
-    return float(value) if isinstance(value, (int, float)) else 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0.0 else 0.0
 
 
 def objective_cost(
@@ -145,7 +148,8 @@ class Ledger:
 
     Attributes:
         budget: Total budget, in cost units.
-        spent: Summed cost of finished trials (COMPLETE, PRUNED and FAIL).
+        spent: Summed cost of finished trials (COMPLETE, PRUNED and FAIL, and trials whose
+            cost the sampler has recorded while their final state is being stored).
         running_elapsed: Cost accrued so far by trials still running.
         n_finished: Number of finished trials.
         n_running: Number of running trials.
@@ -182,7 +186,12 @@ def compute_ledger(
     n_finished = 0
     n_running = 0
     for trial in trials:
-        if trial.state in FINISHED_STATES:
+        # A trial whose cost the sampler has recorded is finishing: its state is written to
+        # storage just after. Counting it as spent keeps workers that finish together from
+        # each storing a ledger that misses the other's trial.
+        if trial.state in FINISHED_STATES or (
+            trial.state == TrialState.RUNNING and COST_SOURCE_ATTR in trial.system_attrs
+        ):
             spent += charged_cost(trial, cost_attr, charge_sampler_time)
             n_finished += 1
         elif trial.state == TrialState.RUNNING:

@@ -39,6 +39,9 @@ from optuna_costbo.policy import propose
 
 _logger = logging.getLogger(__name__)
 
+PROPOSED_ATTR = "costbo:proposed_params"
+"""Trial system attr: the parameters the sampler proposed for a running trial."""
+
 # NOTE: the smallest cost recorded for a measured trial, so that log(cost) is always defined
 # even for an objective that returns in less than the clock's resolution.
 _MIN_MEASURED_COST = 1e-6
@@ -167,6 +170,7 @@ class CostRolloutSampler(BaseSampler):
         self._warm: dict[tuple[Any, ...], WarmStart] = {}
         self._sampler_seconds: dict[int, float] = {}
         self._skipped: set[int] = set()
+        self._pending: dict[int, dict[str, Any]] = {}  # trial id -> params proposed for it
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -224,7 +228,7 @@ class CostRolloutSampler(BaseSampler):
             return {}
         start = time.perf_counter()
         try:
-            self._raise_if_skipped(trial)
+            self._raise_if_skipped(study, trial)
             return self._sample_relative(study, trial, search_space)
         finally:
             self._add_sampler_seconds(trial, time.perf_counter() - start)
@@ -239,7 +243,7 @@ class CostRolloutSampler(BaseSampler):
         _check_single_objective(study)
         start = time.perf_counter()
         try:
-            self._raise_if_skipped(trial)
+            self._raise_if_skipped(study, trial)
             if self._warn_independent_sampling:
                 n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
                 if n_complete >= self._startup_count(1):
@@ -263,6 +267,12 @@ class CostRolloutSampler(BaseSampler):
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self._independent_sampler.before_trial(study, trial)
+        if self._wants_dashboard(study):
+            # Import plotly now, while no heartbeat is running: the first import takes
+            # seconds, and after_trial runs after Optuna has stopped the trial's heartbeat.
+            import plotly.graph_objects  # noqa: F401
+
+            import optuna_costbo.dashboard  # noqa: F401
         ledger = self.ledger(study)
         if ledger_mod.stored_budget(study) != self._budget:
             ledger_mod.write_ledger(study, ledger)
@@ -274,7 +284,6 @@ class CostRolloutSampler(BaseSampler):
             _stop(study)
             with self._lock:
                 self._skipped.add(trial._trial_id)
-            study._storage.set_trial_system_attr(trial._trial_id, ledger_mod.SKIPPED_ATTR, True)
         else:
             _logger.warning(
                 f"The cost budget of study {study.study_name!r} is spent "
@@ -293,24 +302,18 @@ class CostRolloutSampler(BaseSampler):
         storage, trial_id = study._storage, trial._trial_id
         with self._lock:
             seconds = self._sampler_seconds.pop(trial_id, 0.0)
-            skipped = trial_id in self._skipped
             self._skipped.discard(trial_id)
+            self._pending.pop(trial_id, None)
         storage.set_trial_system_attr(trial_id, ledger_mod.SAMPLER_SECONDS_ATTR, seconds)
 
-        error: ValueError | None = None
-        if not skipped:
-            error = self._record_cost(study, trial, seconds)
-
-        # The finishing trial is still RUNNING in storage: the ledger counts its recorded
-        # cost under running trials until its state is written right after this method.
+        # A trial cut short because the budget was already spent costs nothing; any other
+        # trial gets its cost recorded, after which the ledger counts it as spent although
+        # its state is stored only after this method (see compute_ledger).
+        skipped = bool(trial.system_attrs.get(ledger_mod.SKIPPED_ATTR))
+        error = None if skipped else self._record_cost(study, trial, seconds)
         ledger = self.ledger(study)
-        own = ledger_mod.charged_cost(
-            storage.get_trial(trial_id), self._cost_attr, self._charge_sampler_time
-        )
-        spent = ledger.spent + own
-        ledger_mod.write_ledger(
-            study, ledger_mod.Ledger(self._budget, spent, 0.0, ledger.n_finished + 1, 0)
-        )
+        spent = ledger.spent
+        ledger_mod.write_ledger(study, ledger)
         if self._wants_dashboard(study):
             from optuna_costbo.dashboard import update_dashboard
 
@@ -385,10 +388,13 @@ class CostRolloutSampler(BaseSampler):
             return self._n_startup_trials
         return max(4, 2 * (n_params + 1))
 
-    def _raise_if_skipped(self, trial: FrozenTrial) -> None:
+    def _raise_if_skipped(self, study: optuna.Study, trial: FrozenTrial) -> None:
         with self._lock:
             skipped = trial._trial_id in self._skipped
         if skipped:
+            # Marked only now, when the trial is really cut short: a trial that never calls
+            # the sampler (all parameters fixed or enqueued) runs and is charged as usual.
+            study._storage.set_trial_system_attr(trial._trial_id, ledger_mod.SKIPPED_ATTR, True)
             raise optuna.TrialPruned("the cost budget is spent; this trial was not run")
 
     def _add_sampler_seconds(self, trial: FrozenTrial, seconds: float) -> None:
@@ -420,12 +426,7 @@ class CostRolloutSampler(BaseSampler):
             X_cost, costs = self._cost_data(bridge, trials)
         elif self._cost_fn is not None:
             known = self._known_cost(bridge, trials, trial)
-        running = [
-            t
-            for t in trials
-            if t.state == TrialState.RUNNING and t.number != trial.number and bridge.holds(t)
-        ]
-        X_running = bridge.encode_trials(running) if running else None  # (r, D)
+        X_running = self._pending_points(bridge, trials, trial)  # (r, D) or None
 
         ledger = ledger_mod.compute_ledger(
             trials, self._budget, self._cost_attr, self._charge_sampler_time
@@ -448,9 +449,34 @@ class CostRolloutSampler(BaseSampler):
                 rollout=self._rollout,
             )
             self._warm[key] = proposal.warm
+            params = bridge.decode(proposal.z)
+            self._pending[trial._trial_id] = params
+        # Other workers see the proposal at once, before Optuna stores the parameters one by
+        # one as the objective suggests them.
+        study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
         if proposal.message is not None:
             _logger.warning(f"Trial {trial.number}: {proposal.message}")
-        return bridge.decode(proposal.z)
+        return params
+
+    def _pending_points(
+        self, bridge: SpaceBridge, trials: list[FrozenTrial], trial: FrozenTrial
+    ) -> np.ndarray | None:
+        """Encoded points of the other running trials (r, D), or None if there are none.
+
+        A running trial's point is what it has stored, completed by what a sampler proposed
+        for it (this one in memory, or any worker through the trial's system attrs).
+        """
+        with self._lock:
+            pending = dict(self._pending)
+        points = []
+        for t in trials:
+            if t.state != TrialState.RUNNING or t._trial_id == trial._trial_id:
+                continue
+            proposed = pending.get(t._trial_id) or t.system_attrs.get(PROPOSED_ATTR) or {}
+            merged = {**proposed, **t.params}
+            if bridge.holds_params(merged):
+                points.append(merged)
+        return bridge.encode_params(points) if points else None
 
     def _cost_data(
         self, bridge: SpaceBridge, trials: list[FrozenTrial]
