@@ -36,9 +36,9 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.random_projection import GaussianRandomProjection
 from sklearn.random_projection import SparseRandomProjection
-from sklearn.preprocessing import StandardScaler
 
 from optuna_costbo import CostRolloutSampler
 
@@ -69,7 +69,7 @@ def load_openml(dataset_id: int) -> tuple[Any, np.ndarray, str]:
 
 
 def load_data(args: argparse.Namespace) -> tuple[Any, np.ndarray, str]:
-    """The dataset to tune on, falling back to scikit-learn's digits when OpenML is out of reach."""
+    """The dataset to tune on; scikit-learn's digits when OpenML is out of reach."""
     if args.svmlight is not None:
         X, y = load_svmlight_file(args.svmlight)
         return X, y, f"svmlight file {args.svmlight}"
@@ -79,7 +79,9 @@ def load_data(args: argparse.Namespace) -> tuple[Any, np.ndarray, str]:
         except ImportError:
             print("openml is not installed (pip install openml): ", end="")
         except Exception as exc:  # no network, server down, unknown id
-            print(f"could not load OpenML dataset {args.openml_id} ({type(exc).__name__}): ", end="")
+            print(
+                f"could not load OpenML dataset {args.openml_id} ({type(exc).__name__}): ", end=""
+            )
         print("falling back to scikit-learn's bundled digits data.")
     X, y = load_digits(return_X_y=True)
     return X, y, "scikit-learn digits (bundled)"

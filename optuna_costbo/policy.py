@@ -31,6 +31,9 @@ ACQUISITIONS = ("rollout", "ei", "eipu", "ei-cool")
 
 _NEEDS_COST = frozenset({"rollout", "eipu", "ei-cool"})
 
+_CHEAP_FACTOR = 1.25
+"""When nothing is affordable, candidates may cost this many times the cheapest one."""
+
 BoxCost = Callable[[np.ndarray], np.ndarray]
 """Known state-independent cost on box points: ``Z (m, D) -> (m,)``."""
 BoxPairCost = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -352,17 +355,18 @@ def _rollout_choice(
             return again[i], float(values2[i]), None
         i = int(np.argmax(values))
         return first[i], float(values[i]), None
-    # Nothing affordable: the cheapest of the promising points (EI within 10x of the best).
+    # Nothing affordable: the best EI among the points that cost at most 25% more than the
+    # cheapest, so the unavoidable overrun stays close to the smallest possible one.
     cand = np.vstack([first, inner])
     mean, var = model.predict(cand)
     ei_all = plain_ei(mean, var, best)
     cost_all = cost_of(cand)
-    promising = ei_all >= 0.1 * ei_all.max()
-    i = int(np.argmin(np.where(promising, cost_all, np.inf)))
+    near = cost_all <= _CHEAP_FACTOR * cost_all.min()
+    i = int(np.argmax(np.where(near, ei_all, -np.inf)))
     message = (
         f"no point is affordable with the remaining budget {tau:.6g} (cheapest predicted "
-        f"cost {cost_all.min():.6g}); proposing the cheapest promising point, predicted cost "
-        f"{cost_all[i]:.6g}. Stop the study if the budget is final."
+        f"cost {cost_all.min():.6g}); proposing the best of the near-cheapest points, "
+        f"predicted cost {cost_all[i]:.6g}. Stop the study if the budget is final."
     )
     return cand[i], float(ei_all[i]), message
 

@@ -75,12 +75,12 @@ class CostRolloutSampler(BaseSampler):
 
             def objective(trial):
                 x = trial.suggest_float("x", -1.0, 1.0)
-                time.sleep(0.01 * (1.0 + x))  # expensive on the right
+                time.sleep(0.1 * (1.0 + x))  # expensive on the right
                 return (x - 0.5) ** 2
 
 
-            study = optuna.create_study(sampler=CostRolloutSampler(budget=1.0, seed=0))
-            study.optimize(objective)  # no n_trials: returns once 1 s of trial time is spent
+            study = optuna.create_study(sampler=CostRolloutSampler(budget=2.0, seed=0))
+            study.optimize(objective)  # no n_trials: returns once 2 s of trial time are spent
 
     Args:
         budget: Total budget in cost units (seconds by default). A positive finite number.

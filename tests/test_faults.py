@@ -75,7 +75,7 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     # Costs are scaled to 0.125-0.375 per trial so that the killed trial's charge (at least
     # the grace period, 2 s) is larger than any overrun the other workers can cause: the test
     # can then tell that the workers stopped early *because* the killed trial was charged.
-    budget, scale = 8.0, 0.25
+    budget, scale = 6.0, 0.25
     spec = {"kind": "rdb", "url": f"sqlite:///{tmp_path / 'faults.db'}", "heartbeat": True}
     name = "faults"
     study = optuna.create_study(study_name=name, storage=w.make_storage(spec))
@@ -90,8 +90,9 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
         "sampler_kwargs": {"dashboard_chart": False},
     }
 
-    # w1 gets ready; the victim starts its first trial and hangs in it; then w1 starts working
-    # and the victim is killed at the same moment.
+    # w1 gets ready; the victim starts its first trial and hangs in it and is killed; w1 starts
+    # working once the victim's heartbeat is stale (grace period 2 s, and SQLite stores
+    # heartbeats to the second), so w1's first loop fails the victim's trial.
     w1_cfg = {**_config(spec, name, budget, tmp_path, "w1"), **common, "barrier": str(barrier)}
     w1 = w.start_worker(w1_cfg, tmp_path / "log-w1.txt")
     spawned.append(w1)
@@ -103,9 +104,10 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     victim = w.start_worker(victim_cfg, tmp_path / "log-victim.txt")
     spawned.append(victim)
     _wait_for(marker.exists, 120.0, "the victim's first trial")
-    w.release(barrier, 1, [w1])
     victim.send_signal(signal.SIGKILL)
     assert victim.wait(timeout=30) == -signal.SIGKILL
+    time.sleep(3.5)
+    w.release(barrier, 1, [w1])
     victim_number = int(marker.read_text())
 
     def victim_failed() -> bool:
@@ -168,7 +170,12 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
     study = optuna.create_study(study_name="reopen", storage=w.make_storage(spec))
 
     def run(tag: str, **extra: Any) -> dict[str, Any]:
-        cfg = {**_config(spec, "reopen", budget, tmp_path, tag), "sleep": (0.0, 0.01), **extra}
+        cfg = {
+            **_config(spec, "reopen", budget, tmp_path, tag),
+            "sleep": (0.0, 0.01),
+            "sampler_kwargs": {"dashboard_chart": False},
+            **extra,
+        }
         log = tmp_path / f"log-{tag}.txt"
         w.wait_workers([w.start_worker(cfg, log)], [log], 120.0)
         return w.read_results([tmp_path / f"out-{tag}.json"])[0]

@@ -1,0 +1,743 @@
+"""Machinery shared by the benchmark scripts (synthetic, HPO, sensor set selection).
+
+- ``METHODS``: the method registry, key -> :class:`Method` (label, sampler factory). The same
+  eight methods everywhere: ``CostRolloutSampler`` with ``acquisition="rollout"`` (h=2, h=4),
+  ``"ei"``, ``"eipu"``, ``"ei-cool"``, and Optuna's ``TPESampler``, ``GPSampler`` (needs torch)
+  and ``RandomSampler``, each run until the same budget.
+- :class:`Problem`: what a benchmark provides: ``suggest(trial) -> params`` (the only place the
+  sampler is called), ``evaluate(params, previous) -> (value, cost)`` and an optional known
+  ``cost_fn`` handed to ``CostRolloutSampler``.
+- :func:`run_one`: one (method, seed) run until the budget is spent; :func:`execute`: many
+  runs in worker processes (optionally each run in a fresh process, for wall-clock costs).
+- Statistics on a cost grid (:func:`best_at`: best value among the trials whose cumulative cost
+  is <= each grid point, a step function), paired comparisons (Wilcoxon signed-rank).
+- :func:`report` (Markdown), :func:`figure` (PNG), :func:`write_csvs` / :func:`read_csvs`.
+
+Budget rule, the same for every method: a trial starts only while the summed cost of the
+finished trials is below the budget (so the last trial may overrun it). Every objective
+reports its cost with :func:`optuna_costbo.report_cost`, so all methods are charged the same
+quantity. ``CostRolloutSampler`` is left to stop the study by itself (``study.optimize``
+without ``n_trials``, with a large safety cap); Optuna's samplers are stopped by a callback.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from collections import Counter
+from collections.abc import Callable
+from collections.abc import Sequence
+import concurrent.futures
+import csv
+from dataclasses import dataclass
+from dataclasses import field
+import logging
+import math
+import multiprocessing
+from pathlib import Path
+import platform
+import re
+import time
+import traceback
+from typing import Any
+from typing import Protocol
+import warnings
+
+import numpy as np
+import optuna
+from scipy import stats
+
+import optuna_costbo
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import report_cost
+
+
+SAFETY_TRIALS = 1000  # cap for the self-stopping sampler; far above budget / min cost
+TIE_TOL = 1e-9
+
+CostFn = Callable[..., float]
+Factory = Callable[[float, int, "CostFn | None"], optuna.samplers.BaseSampler]
+
+
+@dataclass(frozen=True)
+class Method:
+    label: str
+    factory: Factory  # (budget, seed, cost_fn) -> sampler
+
+
+def _costbo(acquisition: str, horizon: int = 2) -> Factory:
+    def make(budget: float, seed: int, cost_fn: CostFn | None) -> optuna.samplers.BaseSampler:
+        return CostRolloutSampler(
+            budget, acquisition=acquisition, horizon=horizon, cost_fn=cost_fn, seed=seed
+        )
+
+    return make
+
+
+# key -> Method; the order is the order of the tables.
+METHODS: dict[str, Method] = {
+    "rollout2": Method("rollout h=2", _costbo("rollout", 2)),
+    "rollout4": Method("rollout h=4", _costbo("rollout", 4)),
+    "ei": Method("EI", _costbo("ei")),
+    "eipu": Method("EIpu", _costbo("eipu")),
+    "ei-cool": Method("EI-cool", _costbo("ei-cool")),
+    "tpe": Method("Optuna TPE", lambda b, s, c: optuna.samplers.TPESampler(seed=s)),
+    "gp": Method("Optuna GP", lambda b, s, c: optuna.samplers.GPSampler(seed=s)),
+    "random": Method("Random", lambda b, s, c: optuna.samplers.RandomSampler(seed=s)),
+}
+ROLLOUTS = ("rollout2", "rollout4")
+RUN_FIELDS = ("method", "seed", "trial", "cost", "cumcost", "value", "best")
+SUMMARY_FIELDS = (
+    "method",
+    "seed",
+    "n_trials",
+    "final_best",
+    "cumcost",
+    "overrun",
+    "started_after_budget",
+    "not_complete",
+    "suggest_s_mean",
+    "suggest_s_max",
+    "run_s",
+    "n_log_warnings",
+    "log_messages",
+    "py_warnings",
+    "error",
+)
+
+
+class Problem(Protocol):
+    """A benchmark problem as :func:`run_one` sees it."""
+
+    cost_fn: CostFn | None  # known cost for CostRolloutSampler (None: it models log-cost)
+
+    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
+        """Ask the trial for all parameters (the sampler is called here only)."""
+        ...
+
+    def evaluate(
+        self, params: dict[str, Any], previous: dict[str, Any] | None
+    ) -> tuple[float, float]:
+        """(value to minimize, cost); ``previous``: the previous trial's params or None."""
+        ...
+
+
+# -- one run ------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One (method, seed) run: per-trial costs and values, timings and what was logged."""
+
+    method: str
+    seed: int
+    costs: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)  # nan for a trial that did not complete
+    suggest_s: list[float] = field(default_factory=list)
+    run_s: float = 0.0
+    not_complete: int = 0
+    log_messages: list[str] = field(default_factory=list)
+    py_warnings: list[str] = field(default_factory=list)
+    error: str = ""
+    params: list[dict[str, Any]] = field(default_factory=list)  # not written to the CSVs
+
+    @property
+    def cumcost(self) -> np.ndarray:
+        return np.cumsum(np.asarray(self.costs, dtype=float))
+
+    @property
+    def best(self) -> np.ndarray:
+        values = np.asarray(self.values, dtype=float)
+        return (
+            np.fmin.accumulate(np.where(np.isnan(values), np.inf, values))
+            if len(values)
+            else values
+        )
+
+    @property
+    def final_best(self) -> float:
+        best = self.best
+        return float(best[-1]) if len(best) and np.isfinite(best[-1]) else math.nan
+
+
+class _Collect(logging.Handler):
+    """Keeps the messages of WARNING and above."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name}: {record.getMessage()}")
+
+
+def init_worker() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.disable_default_handler()
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        torch.set_num_interop_threads(1)
+    except (ImportError, RuntimeError):
+        pass
+
+
+def run_one(
+    method: str,
+    seed: int,
+    budget: float,
+    problem: Problem | Callable[[], Problem],
+    safety_trials: int = SAFETY_TRIALS,
+) -> Run:
+    """Run ``method`` with ``seed`` until the budget is spent (never raises: see ``error``).
+
+    ``problem`` is a :class:`Problem` or a zero-argument factory of one (built in the worker,
+    so that only the factory is pickled).
+    """
+    run = Run(method, seed)
+    handler = _Collect()
+    loggers = [logging.getLogger("optuna_costbo"), logging.getLogger("optuna")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    propagate = loggers[0].propagate
+    loggers[0].propagate = False  # collected here, reported in the Markdown file
+    spent = 0.0
+
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            prob: Problem = problem if hasattr(problem, "evaluate") else problem()  # type: ignore[operator]
+            previous: list[dict[str, Any] | None] = [None]
+
+            def objective(trial: optuna.Trial) -> float:
+                begin = time.perf_counter()
+                params = prob.suggest(trial)
+                run.suggest_s.append(time.perf_counter() - begin)
+                # NOTE: the previous trial moves on even if this one fails, as in
+                # CostRolloutSampler (a failed trial's configuration was still set up).
+                before, previous[0] = previous[0], dict(params)
+                value, cost = prob.evaluate(params, before)
+                report_cost(trial, cost)
+                return value
+
+            def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+                nonlocal spent
+                spent += float(trial.user_attrs.get("cost", 0.0))
+                if spent >= budget:
+                    study.stop()
+
+            sampler = METHODS[method].factory(budget, seed, prob.cost_fn)
+            study = optuna.create_study(sampler=sampler)
+            if isinstance(sampler, CostRolloutSampler):
+                study.optimize(objective, n_trials=safety_trials)
+            else:
+                study.optimize(objective, n_trials=safety_trials, callbacks=[stop_at_budget])
+        for trial in study.get_trials(deepcopy=False):
+            run.costs.append(float(trial.user_attrs.get("cost", 0.0)))
+            complete = trial.state == optuna.trial.TrialState.COMPLETE
+            run.values.append(float(trial.value) if complete else math.nan)
+            run.not_complete += not complete
+            run.params.append(dict(trial.params))
+        run.py_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+    except Exception:
+        run.error = traceback.format_exc(limit=4).strip().splitlines()[-1]
+    finally:
+        run.run_s = time.perf_counter() - start
+        run.log_messages = handler.messages
+        for logger in loggers:
+            logger.removeHandler(handler)
+        loggers[0].propagate = propagate
+    return run
+
+
+def order_tasks(
+    methods: Sequence[str], seeds: Sequence[int], interleave: bool
+) -> list[tuple[str, int]]:
+    """(method, seed) pairs. ``interleave``: seed by seed, every method within a seed (slow
+    drifts of the machine's speed then hit all methods alike: for wall-clock costs). Else
+    the slowest methods (rollouts) first, so that parallel workers finish together."""
+    if interleave:
+        return [(m, s) for s in seeds for m in methods]
+    tasks = [(m, s) for m in methods for s in seeds]
+    tasks.sort(key=lambda t: (-ROLLOUTS.index(t[0]) if t[0] in ROLLOUTS else 1, t[1]))
+    return tasks
+
+
+def execute(
+    tasks: Sequence[tuple[str, int]],
+    budget: float,
+    problem: Problem | Callable[[], Problem],
+    *,
+    jobs: int,
+    fresh_process: bool = False,
+    safety_trials: int = SAFETY_TRIALS,
+    on_done: Callable[[int, int, float, Run], None] | None = None,
+) -> tuple[list[Run], float]:
+    """Run every (method, seed) in ``jobs`` worker processes; the runs and the wall time.
+
+    ``fresh_process``: each run in a new process (forkserver, one task per child), so that no
+    run inherits another's caches, memory or JIT state: for benchmarks whose costs are
+    measured wall-clock times.
+    """
+    if fresh_process:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["__main__", "numpy", "scipy", "optuna", "optuna_costbo"])
+        pool = concurrent.futures.ProcessPoolExecutor(
+            jobs, mp_context=ctx, initializer=init_worker, max_tasks_per_child=1
+        )
+    else:
+        pool = concurrent.futures.ProcessPoolExecutor(jobs, initializer=init_worker)
+    results: list[Run] = []
+    start = time.perf_counter()
+    with pool:
+        futures = [pool.submit(run_one, m, s, budget, problem, safety_trials) for m, s in tasks]
+        for k, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            r = fut.result()
+            results.append(r)
+            if on_done is not None:
+                on_done(k, len(tasks), time.perf_counter() - start, r)
+    return results, time.perf_counter() - start
+
+
+def print_progress(k: int, n: int, elapsed: float, r: Run) -> None:
+    flag = f" ERROR {r.error}" if r.error else ""
+    flag += f" ({len(r.log_messages)} log warnings)" if r.log_messages else ""
+    print(
+        f"[{k}/{n} {elapsed:6.0f}s] "
+        f"{METHODS[r.method].label:<12} seed {r.seed:<3} trials {len(r.costs):<3} "
+        f"best {r.final_best:8.4f}  {r.run_s:6.1f}s{flag}",
+        flush=True,
+    )
+
+
+def group_runs(results: Sequence[Run]) -> dict[str, list[Run]]:
+    """method -> runs sorted by seed, methods in registry order."""
+    runs: dict[str, list[Run]] = {}
+    for m in METHODS:
+        chosen = sorted((r for r in results if r.method == m), key=lambda r: r.seed)
+        if chosen:
+            runs[m] = chosen
+    return runs
+
+
+# -- statistics ---------------------------------------------------------------------------
+
+
+def mean_se(a: np.ndarray) -> tuple[float, float]:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    if len(a) == 0:
+        return math.nan, math.nan
+    se = float(np.std(a, ddof=1) / math.sqrt(len(a))) if len(a) > 1 else math.nan
+    return float(np.mean(a)), se
+
+
+def mean_sd(a: np.ndarray) -> tuple[float, float]:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    if len(a) == 0:
+        return math.nan, math.nan
+    return float(np.mean(a)), float(np.std(a, ddof=1)) if len(a) > 1 else math.nan
+
+
+def best_at(run: Run, grid: np.ndarray) -> np.ndarray:
+    """Best value among trials whose cumulative cost is <= each grid point (nan: none yet)."""
+    cum, best = run.cumcost, run.best
+    idx = np.searchsorted(cum, grid, side="right") - 1  # last trial within each grid point
+    out = np.where(idx >= 0, best[np.maximum(idx, 0)] if len(best) else np.nan, np.nan)
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def overrun(run: Run, budget: float) -> float:
+    cum = run.cumcost
+    return float(max(cum[-1] - budget, 0.0)) if len(cum) else 0.0
+
+
+def started_after_budget(run: Run, budget: float) -> int:
+    """Trials that started although the finished trials had already spent the budget."""
+    before = np.concatenate([[0.0], run.cumcost[:-1]])
+    return int(np.sum(before >= budget))
+
+
+def paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int, int, int, float, int]:
+    """Mean and SE of a - b over pairs, wins/ties/losses of a (lower is better), Wilcoxon p."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    d = a[ok] - b[ok]
+    mean, se = mean_se(d)
+    wins = int(np.sum(d < -TIE_TOL))
+    losses = int(np.sum(d > TIE_TOL))
+    ties = len(d) - wins - losses
+    p = math.nan
+    if wins + losses > 0:
+        p = float(stats.wilcoxon(d[np.abs(d) > TIE_TOL]).pvalue)
+    return mean, se, wins, ties, losses, p, len(d)
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def pm(mean: float, se: float, digits: int = 3) -> str:
+    return f"{fmt(mean, digits)} ± {fmt(se, digits)}"
+
+
+def fmt_p(p: float) -> str:
+    if not math.isfinite(p):
+        return "-"
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def versions_line(total_s: float | None, extra: str = "") -> str:
+    return (
+        f"optuna {optuna.__version__}, optuna_costbo {optuna_costbo.__version__}, "
+        f"numpy {np.__version__}, Python {platform.python_version()}{extra}"
+        + (f"; total wall time {total_s / 60:.1f} min." if total_s is not None else ".")
+    )
+
+
+SUGGEST_NOTE = (
+    "s / suggestion: wall time of the `suggest_*` calls of a trial (where Optuna calls the "
+    "sampler), mean over all trials including the startup ones; max in brackets."
+)
+
+
+def report(
+    runs: dict[str, list[Run]],
+    budget: float,
+    *,
+    title: str,
+    intro: list[str],
+    total_s: float | None,
+    figure_name: str | None,
+    suggest_note: str = SUGGEST_NOTE,
+    grid_points: int = 11,
+    digits: int = 3,
+    extra_sections: list[str] | None = None,
+) -> str:
+    """The Markdown report: per-method summary, paired comparisons of the rollouts against
+    every other method (final best, best within half the budget), mean best-so-far on a cost
+    grid, anomalies. ``intro``: paragraphs under the title (the last usually the versions)."""
+    methods = [m for m in METHODS if m in runs]
+    label = {m: METHODS[m].label for m in methods}
+    grid = np.linspace(0.0, budget, grid_points)
+    half = budget / 2.0
+    finals = {m: np.array([r.final_best for r in runs[m]]) for m in methods}
+    at_grid = {m: np.array([best_at(r, grid) for r in runs[m]]) for m in methods}  # (S, G)
+    at_half = {m: np.array([best_at(r, np.array([half]))[0] for r in runs[m]]) for m in methods}
+    at_budget = {m: at_grid[m][:, -1] for m in methods}
+
+    out = [f"# {title}", ""]
+    for paragraph in intro:
+        out += [paragraph, ""]
+    out += ["## Per method", "", suggest_note, ""]
+    rows = []
+    for m in methods:
+        rs = runs[m]
+        sug = np.concatenate([r.suggest_s for r in rs]) if rs else np.empty(0)
+        overruns = [overrun(r, budget) for r in rs]
+        rows.append(
+            [
+                label[m],
+                str(len(rs)),
+                pm(*mean_se(finals[m]), digits),
+                fmt(
+                    float(np.nanmedian(finals[m])) if np.any(np.isfinite(finals[m])) else math.nan,
+                    digits,
+                ),
+                pm(*mean_se(at_budget[m]), digits),
+                fmt(float(np.mean([len(r.costs) for r in rs])), 1),
+                f"{np.mean(sug):.3f} ({np.max(sug):.2f})" if len(sug) else "-",
+                f"{fmt(float(np.mean(overruns)), 2)} ({sum(o > 0 for o in overruns)})",
+            ]
+        )
+    out += table(
+        [
+            "method",
+            "runs",
+            "final best (mean ± SE)",
+            "median",
+            "best within budget (mean ± SE)",
+            "trials (mean)",
+            "s / suggestion",
+            "overrun mean (runs)",
+        ],
+        rows,
+    )
+
+    for heading, data in (
+        ("final best", finals),
+        (f"best within cost {half:g} (half the budget)", at_half),
+    ):
+        out += [
+            "",
+            f"## Paired comparison: {heading}",
+            "",
+            "Difference = rollout minus the other method over the same seeds (negative: "
+            "rollout better); W/T/L = rollout wins / ties / losses; p = two-sided Wilcoxon "
+            "signed-rank test (scipy.stats.wilcoxon, ties dropped).",
+            "",
+        ]
+        rows = []
+        for r in (m for m in ROLLOUTS if m in methods):
+            for m in methods:
+                if m == r:
+                    continue
+                if r == "rollout4" and m == "rollout2":
+                    continue  # already shown as rollout h=2 vs h=4
+                mean, se, w, t, losses, p, n = paired(data[r], data[m])
+                rows.append(
+                    [
+                        label[r],
+                        label[m],
+                        str(n),
+                        pm(mean, se, digits),
+                        f"{w}/{t}/{losses}",
+                        fmt_p(p),
+                    ]
+                )
+        out += table(["rollout", "vs", "pairs", "mean difference ± SE", "W/T/L", "p"], rows)
+
+    out += [
+        "",
+        "## Mean best-so-far on a cost grid",
+        "",
+        "Best value among the trials whose cumulative cost is <= the grid point (a step "
+        "function), averaged over seeds (SE in the figure). At cost 0 no trial has finished.",
+        "",
+    ]
+    rows = []
+    for m in methods:
+        finite = np.isfinite(at_grid[m])
+        counts = np.sum(finite, axis=0)
+        means = np.sum(np.where(finite, at_grid[m], 0.0), axis=0) / np.maximum(counts, 1)
+        rows.append(
+            [label[m]]
+            + [
+                fmt(float(v), max(digits - 1, 2)) if c > 0 else "-"
+                for v, c in zip(means, counts, strict=True)
+            ]
+        )
+    out += table(["method"] + [f"{g:g}" for g in grid], rows)
+
+    for section in extra_sections or []:
+        out += ["", section.rstrip("\n")]
+
+    out += ["", "## Anomalies", ""]
+    notes = []
+    for m in methods:
+        for r in runs[m]:
+            where = f"{label[m]} seed {r.seed}"
+            if r.error:
+                notes.append(f"- {where}: CRASHED: {r.error}")
+            n_after = started_after_budget(r, budget)
+            if n_after:
+                notes.append(f"- {where}: {n_after} trial(s) started after the budget was spent")
+            if r.not_complete:
+                notes.append(f"- {where}: {r.not_complete} trial(s) not COMPLETE")
+        logs = Counter(shorten(msg) for r in runs[m] for msg in r.log_messages)
+        n_runs = sum(1 for r in runs[m] if r.log_messages)
+        for msg, count in logs.most_common(5):
+            notes.append(f"- {label[m]}: logged {count}x (in {n_runs} runs): `{msg}`")
+        pyw = Counter(shorten(w) for r in runs[m] for w in r.py_warnings)
+        for msg, count in pyw.most_common(3):
+            notes.append(f"- {label[m]}: Python warning {count}x: `{msg}`")
+    out += notes or ["None: no crash, no trial after the budget, nothing logged."]
+    if figure_name:
+        out += ["", f"![best-so-far vs cumulative cost]({figure_name})"]
+    return "\n".join(out) + "\n"
+
+
+def shorten(msg: str, n: int = 160) -> str:
+    """A message with its numbers masked, so that repeats of one message count together."""
+    msg = re.sub(r"Trial \d+", "Trial N", msg)
+    msg = re.sub(r"-?\d+\.\d+(e[-+]?\d+)?", "#", msg)
+    return msg if len(msg) <= n else msg[: n - 3] + "..."
+
+
+def figure(
+    runs: dict[str, list[Run]],
+    budget: float,
+    path: Path,
+    *,
+    suptitle: str,
+    optimum: float | None = None,
+    grid_start: float | None = None,
+    band: str = "se",
+    value_label: str = "best value so far",
+    cost_label: str = "cumulative cost",
+    cost_histogram: bool = False,
+) -> bool:
+    """Mean best-so-far vs cumulative cost with a +-1 SE (or SD: ``band="sd"``) band on the
+    left. On the right: the regret (best - ``optimum``) on a log scale when the optimum is
+    known, or with ``cost_histogram`` the distribution of single-trial costs per method (where
+    cost-aware methods spend: the paper's Figure 2, left). False if matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    start = grid_start if grid_start is not None else budget / 100.0
+    grid = np.linspace(start, budget, 300)
+    second = optimum is not None or cost_histogram
+    if second:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13.0, 5.0))
+    else:
+        fig, ax = plt.subplots(1, 1, figsize=(7.5, 5.0))
+        ax2 = None
+    colors = plt.get_cmap("tab10").colors
+    all_costs = np.concatenate([np.asarray(r.costs) for rs in runs.values() for r in rs] or [[]])
+    positive = all_costs[all_costs > 0]
+    bins = (
+        np.logspace(np.log10(positive.min()), np.log10(positive.max()) + 1e-9, 30)
+        if len(positive) > 1
+        else None
+    )
+    for k, m in enumerate(m for m in METHODS if m in runs):
+        curves = np.array([best_at(r, grid) for r in runs[m]])  # (S, G)
+        ok = np.all(np.isfinite(curves), axis=0)
+        x, curves = grid[ok], curves[:, ok]
+        rollout = m in ROLLOUTS
+        style = {
+            "color": colors[k % len(colors)],
+            "ls": "-" if rollout or m.startswith("ei") else "--",
+            "lw": 2.2 if rollout else 1.4,
+            "label": METHODS[m].label,
+        }
+        panels = [(ax, curves)]
+        if optimum is not None and ax2 is not None:
+            panels.append((ax2, curves - optimum))
+        for axis, data in panels:
+            if data.shape[1] == 0:
+                continue
+            mean = np.mean(data, axis=0)
+            axis.plot(x, mean, **style)
+            if len(data) > 1:
+                spread = np.std(data, axis=0, ddof=1)
+                if band == "se":
+                    spread = spread / math.sqrt(len(data))
+                low = mean - spread if axis is ax else np.maximum(mean - spread, mean * 0.05)
+                axis.fill_between(x, low, mean + spread, color=style["color"], alpha=0.12)
+        if cost_histogram and optimum is None and ax2 is not None and bins is not None:
+            costs = np.concatenate([np.asarray(r.costs) for r in runs[m]])
+            ax2.hist(
+                costs[costs > 0],
+                bins=bins,
+                histtype="step",
+                lw=style["lw"],
+                color=style["color"],
+                ls=style["ls"],
+                label=style["label"],
+            )
+    what = "SE" if band == "se" else "SD"
+    if optimum is not None and ax2 is not None:
+        ax.axhline(optimum, color="k", lw=0.8, ls=":", label="global minimum")
+        ax2.set_yscale("log")
+        ax2.set_ylabel(f"regret: best so far − f* (mean ± {what}, log scale)")
+        ax2.set_xlabel(cost_label)
+    elif ax2 is not None:
+        ax2.set_xscale("log")
+        ax2.set_xlabel("cost of one trial (log scale)")
+        ax2.set_ylabel("trials (all seeds)")
+        ax2.legend(fontsize=8)
+    ax.set_ylabel(f"{value_label} (mean ± {what})")
+    ax.set_xlabel(cost_label)
+    for axis in (ax, ax2):
+        if axis is not None:
+            axis.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle(suptitle)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# -- files --------------------------------------------------------------------------------
+
+
+def write_csvs(runs: dict[str, list[Run]], budget: float, prefix: Path) -> None:
+    with open(f"{prefix}_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(RUN_FIELDS)
+        for m, rs in runs.items():
+            for r in rs:
+                rows = zip(r.costs, r.cumcost, r.values, r.best, strict=True)
+                for i, (c, cum, v, b) in enumerate(rows):
+                    writer.writerow(
+                        [
+                            m,
+                            r.seed,
+                            i,
+                            repr(float(c)),
+                            repr(float(cum)),
+                            repr(float(v)),
+                            repr(float(b)),
+                        ]
+                    )
+    with open(f"{prefix}_run_summary.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(SUMMARY_FIELDS)
+        for m, rs in runs.items():
+            for r in rs:
+                sug = np.asarray(r.suggest_s)
+                writer.writerow(
+                    [
+                        m,
+                        r.seed,
+                        len(r.costs),
+                        repr(r.final_best),
+                        repr(float(r.cumcost[-1])) if r.costs else "0.0",
+                        repr(overrun(r, budget)),
+                        started_after_budget(r, budget),
+                        r.not_complete,
+                        repr(float(sug.mean())) if len(sug) else "nan",
+                        repr(float(sug.max())) if len(sug) else "nan",
+                        repr(r.run_s),
+                        len(r.log_messages),
+                        " || ".join(r.log_messages),
+                        " || ".join(r.py_warnings),
+                        r.error,
+                    ]
+                )
+
+
+def read_csvs(prefix: Path) -> dict[str, list[Run]]:
+    """Runs back from the two CSV files (per-trial suggestion times are lost: their mean and
+    max per run are kept, which is all the report uses)."""
+    runs: dict[tuple[str, int], Run] = {}
+    with open(f"{prefix}_run_summary.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            r = Run(row["method"], int(row["seed"]))
+            n = int(row["n_trials"])
+            mean, mx = float(row["suggest_s_mean"]), float(row["suggest_s_max"])
+            # Keep the per-run mean exact and the max visible: n - 1 copies of a filler + max.
+            r.suggest_s = [mx] + [(mean * n - mx) / (n - 1)] * (n - 1) if n > 1 else [mx]
+            r.run_s = float(row["run_s"])
+            r.not_complete = int(row["not_complete"])
+            r.log_messages = [s for s in row["log_messages"].split(" || ") if s]
+            r.py_warnings = [s for s in row["py_warnings"].split(" || ") if s]
+            r.error = row["error"]
+            runs[(r.method, r.seed)] = r
+    with open(f"{prefix}_runs.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            r = runs[(row["method"], int(row["seed"]))]
+            r.costs.append(float(row["cost"]))
+            r.values.append(float(row["value"]))
+    return group_runs(list(runs.values()))
