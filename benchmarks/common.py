@@ -35,12 +35,14 @@ import concurrent.futures
 import csv
 from dataclasses import dataclass
 from dataclasses import field
+import json
 import logging
 import math
 import multiprocessing
 from pathlib import Path
 import platform
 import re
+import sys
 import time
 import traceback
 from typing import Any
@@ -60,19 +62,27 @@ SAFETY_TRIALS = 1000  # cap for the self-stopping sampler; far above budget / mi
 TIE_TOL = 1e-9
 
 CostFn = Callable[..., float]
-Factory = Callable[[float, int, "CostFn | None"], optuna.samplers.BaseSampler]
+# (budget, seed, cost_fn, options) -> sampler; options: extra CostRolloutSampler keywords
+Factory = Callable[[float, int, "CostFn | None", dict[str, Any]], optuna.samplers.BaseSampler]
 
 
 @dataclass(frozen=True)
 class Method:
     label: str
-    factory: Factory  # (budget, seed, cost_fn) -> sampler
+    factory: Factory
 
 
 def _costbo(acquisition: str, horizon: int = 2) -> Factory:
-    def make(budget: float, seed: int, cost_fn: CostFn | None) -> optuna.samplers.BaseSampler:
+    def make(
+        budget: float, seed: int, cost_fn: CostFn | None, options: dict[str, Any]
+    ) -> optuna.samplers.BaseSampler:
         return CostRolloutSampler(
-            budget, acquisition=acquisition, horizon=horizon, cost_fn=cost_fn, seed=seed
+            budget,
+            acquisition=acquisition,
+            horizon=horizon,
+            cost_fn=cost_fn,
+            seed=seed,
+            **options,
         )
 
     return make
@@ -85,9 +95,9 @@ METHODS: dict[str, Method] = {
     "ei": Method("EI", _costbo("ei")),
     "eipu": Method("EIpu", _costbo("eipu")),
     "ei-cool": Method("EI-cool", _costbo("ei-cool")),
-    "tpe": Method("Optuna TPE", lambda b, s, c: optuna.samplers.TPESampler(seed=s)),
-    "gp": Method("Optuna GP", lambda b, s, c: optuna.samplers.GPSampler(seed=s)),
-    "random": Method("Random", lambda b, s, c: optuna.samplers.RandomSampler(seed=s)),
+    "tpe": Method("Optuna TPE", lambda b, s, c, o: optuna.samplers.TPESampler(seed=s)),
+    "gp": Method("Optuna GP", lambda b, s, c, o: optuna.samplers.GPSampler(seed=s)),
+    "random": Method("Random", lambda b, s, c, o: optuna.samplers.RandomSampler(seed=s)),
 }
 ROLLOUTS = ("rollout2", "rollout4")
 RUN_FIELDS = ("method", "seed", "trial", "cost", "cumcost", "value", "best")
@@ -114,6 +124,8 @@ class Problem(Protocol):
     """A benchmark problem as :func:`run_one` sees it."""
 
     cost_fn: CostFn | None  # known cost for CostRolloutSampler (None: it models log-cost)
+    # Optional attribute ``costbo_options``: extra CostRolloutSampler keyword arguments
+    # (e.g. n_startup_trials), the same for every CostRolloutSampler method.
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         """Ask the trial for all parameters (the sampler is called here only)."""
@@ -175,9 +187,14 @@ class _Collect(logging.Handler):
         self.messages.append(f"{record.name}: {record.getMessage()}")
 
 
-def init_worker() -> None:
+def init_worker(import_torch: bool = True) -> None:
+    """Quiet Optuna; one torch thread. ``import_torch=False``: only if torch is already
+    imported (a fresh process per run would pay seconds for the import otherwise; torch
+    reads OMP_NUM_THREADS=1 when it is imported later)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna.logging.disable_default_handler()
+    if not import_torch and "torch" not in sys.modules:
+        return
     try:
         import torch
 
@@ -232,7 +249,8 @@ def run_one(
                 if spent >= budget:
                     study.stop()
 
-            sampler = METHODS[method].factory(budget, seed, prob.cost_fn)
+            options = dict(getattr(prob, "costbo_options", None) or {})
+            sampler = METHODS[method].factory(budget, seed, prob.cost_fn, options)
             study = optuna.create_study(sampler=sampler)
             if isinstance(sampler, CostRolloutSampler):
                 study.optimize(objective, n_trials=safety_trials)
@@ -276,24 +294,40 @@ def execute(
     *,
     jobs: int,
     fresh_process: bool = False,
+    preload: Sequence[str] = (),
     safety_trials: int = SAFETY_TRIALS,
     on_done: Callable[[int, int, float, Run], None] | None = None,
 ) -> tuple[list[Run], float]:
-    """Run every (method, seed) in ``jobs`` worker processes; the runs and the wall time.
+    """Run every (method, seed) in ``jobs`` worker processes (``jobs <= 0``: in this
+    process); the runs and the wall time.
 
     ``fresh_process``: each run in a new process (forkserver, one task per child), so that no
     run inherits another's caches, memory or JIT state: for benchmarks whose costs are
-    measured wall-clock times.
+    measured wall-clock times. ``preload``: modules the fork server imports once (every
+    child starts with them imported, outside the timed runs).
     """
+    if jobs <= 0:  # in this process, one run after the other (debugging, tests)
+        results: list[Run] = []
+        start = time.perf_counter()
+        for k, (m, s) in enumerate(tasks, 1):
+            results.append(run_one(m, s, budget, problem, safety_trials))
+            if on_done is not None:
+                on_done(k, len(tasks), time.perf_counter() - start, results[-1])
+        return results, time.perf_counter() - start
     if fresh_process:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["__main__", "numpy", "scipy", "optuna", "optuna_costbo"])
+        modules = ["__main__", "numpy", "scipy", "optuna", "optuna_costbo", *preload]
+        ctx.set_forkserver_preload(modules)
         pool = concurrent.futures.ProcessPoolExecutor(
-            jobs, mp_context=ctx, initializer=init_worker, max_tasks_per_child=1
+            jobs,
+            mp_context=ctx,
+            initializer=init_worker,
+            initargs=(False,),
+            max_tasks_per_child=1,
         )
     else:
         pool = concurrent.futures.ProcessPoolExecutor(jobs, initializer=init_worker)
-    results: list[Run] = []
+    results = []
     start = time.perf_counter()
     with pool:
         futures = [pool.submit(run_one, m, s, budget, problem, safety_trials) for m, s in tasks]
@@ -324,6 +358,74 @@ def group_runs(results: Sequence[Run]) -> dict[str, list[Run]]:
         if chosen:
             runs[m] = chosen
     return runs
+
+
+def run_session(
+    tasks: Sequence[tuple[str, int]],
+    budget: float,
+    problem: Problem | Callable[[], Problem],
+    prefix: Path,
+    *,
+    settings: dict[str, Any],
+    jobs: int,
+    resume: bool = False,
+    fresh_process: bool = False,
+    preload: Sequence[str] = (),
+    safety_trials: int = SAFETY_TRIALS,
+    on_run: Callable[[Run], None] | None = None,
+) -> tuple[dict[str, list[Run]], float]:
+    """:func:`execute` with the CSVs rewritten after every finished run, so that a session
+    that is stopped keeps what it ran, and ``resume`` to skip the (method, seed) pairs the
+    CSVs already hold (a crashed run is run again). ``settings`` (budget, problem, ...) are
+    stored in ``<prefix>_settings.json``; resuming with different settings is refused.
+    ``on_run``: called after each finished run (e.g. to append its parameters to a file)."""
+    settings = {**settings, "budget": budget}
+    settings_path = Path(f"{prefix}_settings.json")
+    done: list[Run] = []
+    if resume and Path(f"{prefix}_run_summary.csv").is_file():
+        if settings_path.is_file():
+            saved = json.loads(settings_path.read_text())
+            if saved != json.loads(json.dumps(settings)):
+                raise SystemExit(
+                    f"--resume: {settings_path} has {saved}, this invocation {settings}; "
+                    "use the same settings or another --out"
+                )
+        done = [r for rs in read_csvs(prefix).values() for r in rs if not r.error]
+    settings_path.write_text(json.dumps(settings, indent=1) + "\n")
+    skip = {(r.method, r.seed) for r in done}
+    todo = [t for t in tasks if t not in skip]
+    if skip:
+        print(f"resuming: {len(skip)} runs already in {prefix}_*.csv, {len(todo)} to go")
+    results = list(done)
+
+    def on_done(k: int, n: int, elapsed: float, r: Run) -> None:
+        print_progress(k, n, elapsed, r)
+        results.append(r)
+        write_csvs(group_runs(results), budget, prefix)
+        if on_run is not None:
+            on_run(r)
+
+    if not todo:
+        return group_runs(results), 0.0
+    _, total_s = execute(
+        todo,
+        budget,
+        problem,
+        jobs=jobs,
+        fresh_process=fresh_process,
+        preload=preload,
+        safety_trials=safety_trials,
+        on_done=on_done,
+    )
+    return group_runs(results), total_s
+
+
+def saved_budget(prefix: Path) -> float | None:
+    """The budget stored by :func:`run_session` for ``prefix`` (for ``--report-only``)."""
+    path = Path(f"{prefix}_settings.json")
+    if not path.is_file():
+        return None
+    return float(json.loads(path.read_text())["budget"])
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -428,6 +530,7 @@ def report(
     grid_points: int = 11,
     digits: int = 3,
     extra_sections: list[str] | None = None,
+    figure_band: str = "SE",
 ) -> str:
     """The Markdown report: per-method summary, paired comparisons of the rollouts against
     every other method (final best, best within half the budget), mean best-so-far on a cost
@@ -517,7 +620,8 @@ def report(
         "## Mean best-so-far on a cost grid",
         "",
         "Best value among the trials whose cumulative cost is <= the grid point (a step "
-        "function), averaged over seeds (SE in the figure). At cost 0 no trial has finished.",
+        f"function), averaged over seeds ({figure_band} in the figure). At cost 0 no trial has "
+        "finished.",
         "",
     ]
     rows = []
@@ -591,6 +695,7 @@ def figure(
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return False
     start = grid_start if grid_start is not None else budget / 100.0
@@ -653,6 +758,7 @@ def figure(
         ax2.set_xlabel(cost_label)
     elif ax2 is not None:
         ax2.set_xscale("log")
+        ax2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax2.set_xlabel("cost of one trial (log scale)")
         ax2.set_ylabel("trials (all seeds)")
         ax2.legend(fontsize=8)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from collections.abc import Sequence
 import contextlib
 from dataclasses import dataclass
 import os
@@ -424,11 +425,11 @@ def _first_line(exc: BaseException, n: int = 200) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", help="w2a, a1a, w8a, ...")
     add_data_arguments(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     try:
         print(dataset_from_args(args.name, args).describe())
     except DataUnavailableError as exc:

@@ -52,6 +52,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse
+from collections.abc import Sequence
 import math
 from pathlib import Path
 import sys
@@ -155,7 +156,7 @@ read_csvs = common.read_csvs
 # -- main ---------------------------------------------------------------------------------
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds 0..N-1 (default 30)")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -166,7 +167,7 @@ def main() -> None:
     parser.add_argument(
         "--report-only", action="store_true", help="re-summarize the saved CSVs, run nothing"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     seeds = 1 if args.smoke else args.seeds
     budget = args.budget or (SMOKE_BUDGET if args.smoke else BUDGET)
     stem = "synthetic_smoke" if args.smoke else "synthetic"

@@ -23,6 +23,7 @@ from optuna.samplers import BaseSampler
 from optuna.samplers import RandomSampler
 from optuna.samplers._base import _INDEPENDENT_SAMPLING_WARNING_TEMPLATE
 from optuna.search_space import intersection_search_space
+from optuna.storages._heartbeat import get_heartbeat_thread
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
@@ -299,6 +300,19 @@ class CostRolloutSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         self._independent_sampler.after_trial(study, trial, state, values)
+        # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
+        # cost, the ledger and the chart are written, or another worker's fail_stale_trials
+        # could fail a trial that finished fine.
+        with get_heartbeat_thread(trial._trial_id, study._storage):
+            self._after_trial(study, trial, state, values)
+
+    def _after_trial(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
         storage, trial_id = study._storage, trial._trial_id
         with self._lock:
             seconds = self._sampler_seconds.pop(trial_id, 0.0)
@@ -314,6 +328,12 @@ class CostRolloutSampler(BaseSampler):
         ledger = self.ledger(study)
         spent = ledger.spent
         ledger_mod.write_ledger(study, ledger)
+        # Last writer wins: a worker that computed an older ledger may have written after us.
+        # Read back once and store the newer figure if it moved.
+        again = self.ledger(study)
+        if again.spent != spent:
+            ledger_mod.write_ledger(study, again)
+            spent = again.spent
         if self._wants_dashboard(study):
             from optuna_costbo.dashboard import update_dashboard
 
@@ -410,10 +430,48 @@ class CostRolloutSampler(BaseSampler):
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
         bridge = SpaceBridge(search_space)
-        trials = study.get_trials(deepcopy=False)
+        # The lock covers reading the trials too: a thread that proposes meanwhile must see
+        # this one's proposal as pending, and this one must see its.
+        with self._lock:
+            trials = study.get_trials(deepcopy=False)
+            params = self._propose_params(study, trial, bridge, trials)
+            if params is None:
+                return self._startup_params(bridge, trial.number)
+            self._pending[trial._trial_id] = params
+        # Other workers see the proposal at once, before Optuna stores the parameters one by
+        # one as the objective suggests them.
+        study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+        if self._clashes(study, trial, params):
+            # Another process proposed the same point at the same moment (same data, same
+            # maximizer): the later trial proposes again with the earlier one as pending.
+            with self._lock:
+                trials = study.get_trials(deepcopy=False)
+                params = self._propose_params(study, trial, bridge, trials) or params
+                self._pending[trial._trial_id] = params
+            study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+        return params
+
+    def _clashes(self, study: optuna.Study, trial: FrozenTrial, params: dict[str, Any]) -> bool:
+        """Whether an earlier running trial holds or was proposed exactly ``params``."""
+        for t in ledger_mod.storage_trials(study):
+            if t.state != TrialState.RUNNING or t.number >= trial.number:
+                continue
+            other = {**(t.system_attrs.get(PROPOSED_ATTR) or {}), **t.params}
+            if all(other.get(k) == v for k, v in params.items()):
+                return True
+        return False
+
+    def _propose_params(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        bridge: SpaceBridge,
+        trials: list[FrozenTrial],
+    ) -> dict[str, Any] | None:
+        """The model's proposal for ``trial``; None while the startup design is not done."""
         complete = [t for t in trials if t.state == TrialState.COMPLETE and bridge.holds(t)]
-        if len(complete) < self._startup_count(len(search_space)):
-            return self._startup_params(bridge, trial.number)
+        if len(complete) < self._startup_count(len(bridge.names)):
+            return None
 
         sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
         X = bridge.encode_trials(complete)  # (n, D)
@@ -431,32 +489,29 @@ class CostRolloutSampler(BaseSampler):
         ledger = ledger_mod.compute_ledger(
             trials, self._budget, self._cost_attr, self._charge_sampler_time
         )
-        key = (study._study_id, tuple((n, repr(d)) for n, d in search_space.items()))
-        with self._lock:
-            proposal = propose(
-                bridge.codec,
-                X,
-                y,
-                X_cost,
-                costs,
-                acquisition=self._acquisition,
-                rng=self._rng,
-                remaining=ledger.remaining,
-                budget=self._budget,
-                warm=self._warm.get(key),
-                X_running=X_running,
-                known_cost=known,
-                rollout=self._rollout,
-            )
-            self._warm[key] = proposal.warm
-            params = bridge.decode(proposal.z)
-            self._pending[trial._trial_id] = params
-        # Other workers see the proposal at once, before Optuna stores the parameters one by
-        # one as the objective suggests them.
-        study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+        key = (
+            study._study_id,
+            tuple((n, repr(d)) for n, d in zip(bridge.names, bridge.distributions, strict=True)),
+        )
+        proposal = propose(
+            bridge.codec,
+            X,
+            y,
+            X_cost,
+            costs,
+            acquisition=self._acquisition,
+            rng=self._rng,
+            remaining=ledger.remaining,
+            budget=self._budget,
+            warm=self._warm.get(key),
+            X_running=X_running,
+            known_cost=known,
+            rollout=self._rollout,
+        )
+        self._warm[key] = proposal.warm
         if proposal.message is not None:
             _logger.warning(f"Trial {trial.number}: {proposal.message}")
-        return params
+        return bridge.decode(proposal.z)
 
     def _pending_points(
         self, bridge: SpaceBridge, trials: list[FrozenTrial], trial: FrozenTrial

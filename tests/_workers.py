@@ -366,7 +366,9 @@ def duplicate_points(trials: Sequence[FrozenTrial]) -> list[tuple[int, int]]:
 
 
 DUPLICATES_XFAIL = (
-    "workers proposing at the same moment propose the same point (pinned down by "
+    "residual race: a later trial re-proposes when it sees an earlier running trial with the "
+    "same proposal, but only if the earlier one wrote its proposal before the later one "
+    "checked (the common cases are pinned down by "
     "test_workers_proposing_at_the_same_moment_propose_different_points and "
     "test_a_proposal_made_while_another_thread_samples_is_pending): COMPLETE trials {pairs} "
     "share identical params; every other invariant of this test held"

@@ -581,6 +581,8 @@ def _fully_fixed_objective(ran: list[int]) -> Any:
 
 
 def test_enqueued_trial_on_a_spent_budget_is_not_run_or_is_charged() -> None:
+    # A trial whose parameters are all fixed never calls the sampler, so it cannot be pruned at
+    # its first suggestion: either it is not run, or it runs and is charged like any other.
     sampler = _sampler("rollout", budget=3.0)
     study = _study(sampler)
     ran: list[int] = []
@@ -658,7 +660,7 @@ def test_added_trials_without_timestamps_or_costs(acquisition: str) -> None:
     _assert_legal(study)
 
 
-def test_added_trials_with_only_start_times_are_charged_nothing_extra() -> None:
+def test_waiting_and_orphaned_running_trials_are_not_spent() -> None:
     sampler = _sampler("ei", budget=5.0)
     study = _study(sampler)
     start = datetime.datetime.now() - datetime.timedelta(hours=1)
@@ -689,6 +691,7 @@ def test_added_trials_with_only_start_times_are_charged_nothing_extra() -> None:
         intermediate_values={},
         trial_id=0,
     )
+    # (a RUNNING trial an hour old, as a worker that died without heartbeat leaves it)
     study._storage.create_new_trial(study._study_id, template_trial=running_long)
     ledger = sampler.ledger(study)
     # A running trial is not spent yet (only accrued), a waiting one costs nothing.

@@ -237,14 +237,6 @@ class _ContendedStorage(optuna.storages.RDBStorage):
         super().set_study_user_attr(study_id, key, value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sampler.py after_trial runs after Optuna has stopped the trial's heartbeat thread "
-    "and does many storage writes (ledger attrs, dashboard chart; the chart's first call "
-    "alone took 2 s): when it outlasts grace_period, another worker's fail_stale_trials fails "
-    "the live trial and this worker's optimize dies with UpdateFinishedTrialError / "
-    "'Should not reach'",
-)
 def test_a_slow_after_trial_does_not_let_the_trial_go_stale(tmp_path: Path) -> None:
     storage = _ContendedStorage(
         f"sqlite:///{tmp_path / 'stall.db'}", heartbeat_interval=1, grace_period=2
