@@ -41,3 +41,9 @@ class TestEICool(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySample
     @pytest.fixture
     def sampler(self) -> Callable[[], BaseSampler]:
         return _factory("ei-cool")
+
+
+class TestRollout(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+    @pytest.fixture
+    def sampler(self) -> Callable[[], BaseSampler]:
+        return _factory("rollout")
