@@ -40,6 +40,8 @@ from optuna_costbo.policy import propose
 
 _logger = logging.getLogger(__name__)
 
+_CHART_INTERVAL_SECONDS = 2.0
+
 PROPOSED_ATTR = "costbo:proposed_params"
 """Trial system attr: the parameters the sampler proposed for a running trial."""
 
@@ -113,8 +115,9 @@ class CostRolloutSampler(BaseSampler):
             limit, a cloud bill) and the objective is cheap enough that suggestion time
             matters. Off by default: the budget then measures the objective alone.
         dashboard_chart: Keep a "Best value vs cumulative cost" chart for optuna-dashboard
-            up to date after each trial. ``None`` (default): when optuna-dashboard and plotly
-            are installed and the storage is not in memory (about 20 ms a trial on SQLite).
+            up to date: redrawn after a trial at most every 2 seconds, and when the budget is
+            spent. ``None`` (default): when optuna-dashboard and plotly are installed and the
+            storage is not in memory.
     """
 
     def __init__(
@@ -172,6 +175,7 @@ class CostRolloutSampler(BaseSampler):
         self._sampler_seconds: dict[int, float] = {}
         self._skipped: set[int] = set()
         self._pending: dict[int, dict[str, Any]] = {}  # trial id -> params proposed for it
+        self._chart_times: dict[int, float] = {}  # study id -> time of the last chart redraw
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -271,6 +275,7 @@ class CostRolloutSampler(BaseSampler):
         if self._wants_dashboard(study):
             # Import plotly now, while no heartbeat is running: the first import takes
             # seconds, and after_trial runs after Optuna has stopped the trial's heartbeat.
+            import optuna_dashboard  # noqa: F401
             import plotly.graph_objects  # noqa: F401
 
             import optuna_costbo.dashboard  # noqa: F401
@@ -334,7 +339,7 @@ class CostRolloutSampler(BaseSampler):
         if again.spent != spent:
             ledger_mod.write_ledger(study, again)
             spent = again.spent
-        if self._wants_dashboard(study):
+        if self._wants_dashboard(study) and self._chart_due(study, spent):
             from optuna_costbo.dashboard import update_dashboard
 
             update_dashboard(
@@ -349,6 +354,20 @@ class CostRolloutSampler(BaseSampler):
             _stop(study)
         if error is not None:
             raise error
+
+    def _chart_due(self, study: optuna.Study, spent: float) -> bool:
+        """Redraw the chart at most every few seconds, and always when the budget is spent.
+
+        NOTE: a redraw reads every trial and writes the figure (tens of ms on SQLite, growing
+        with the number of trials); for cheap objectives that would dominate the loop.
+        """
+        now = time.monotonic()
+        with self._lock:
+            last = self._chart_times.get(study._study_id, -math.inf)
+            if spent < self._budget and now - last < _CHART_INTERVAL_SECONDS:
+                return False
+            self._chart_times[study._study_id] = now
+        return True
 
     def _wants_dashboard(self, study: optuna.Study) -> bool:
         if self._dashboard_chart is False:

@@ -212,3 +212,29 @@ def test_sampler_keeps_the_chart_current_by_default(tmp_path: Path) -> None:
     assert not any(
         GRAPH_OBJECT_ID in k for k in off._storage.get_study_system_attrs(off._study_id)
     )
+
+
+def test_chart_redraws_are_throttled_but_the_last_one_has_every_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("optuna_dashboard")
+    pytest.importorskip("plotly")
+    import optuna_costbo.dashboard as dashboard_mod
+    from optuna_costbo import report_cost
+
+    calls: list[int] = []
+    real = dashboard_mod.update_dashboard
+
+    def counting(study: optuna.Study, **kwargs: Any) -> bool:
+        calls.append(kwargs["trial"].number)
+        return real(study, **kwargs)
+
+    monkeypatch.setattr(dashboard_mod, "update_dashboard", counting)
+    storage = f"sqlite:///{tmp_path / 'throttle.db'}"
+    study = optuna.create_study(
+        storage=storage, sampler=CostRolloutSampler(10.0, seed=0, dashboard_chart=True)
+    )
+    study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
+    assert len(study.trials) == 10
+    assert calls[0] == 0 and calls[-1] == 9  # first trial, and the one that spent the budget
+    assert len(calls) < 10  # quick trials: not every one redraws
