@@ -219,8 +219,8 @@ def test_chart_redraws_are_throttled_but_the_last_one_has_every_trial(
 ) -> None:
     pytest.importorskip("optuna_dashboard")
     pytest.importorskip("plotly")
-    import optuna_costbo.dashboard as dashboard_mod
     from optuna_costbo import report_cost
+    import optuna_costbo.dashboard as dashboard_mod
 
     calls: list[int] = []
     real = dashboard_mod.update_dashboard
