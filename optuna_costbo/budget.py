@@ -50,19 +50,11 @@ def validate_cost(cost: Any, *, name: str = "cost") -> float:
     A cost must be a real number, finite and strictly positive: the cost model works on
     log(cost), and a free or negative evaluation would make the budget meaningless.
     """
-    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
-        try:
-            import numpy as np
-
-            if isinstance(cost, np.generic) and np.issubdtype(type(cost), np.number):
-                cost = float(cost)
-            else:
-                raise TypeError
-        except TypeError:
-            raise ValueError(
-                f"{name} must be a positive finite number (int or float), got {cost!r} "
-                f"of type {type(cost).__name__}"
-            ) from None
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
+        raise ValueError(
+            f"{name} must be a positive finite number (int or float), got {cost!r} "
+            f"of type {type(cost).__name__}"
+        )
     value = float(cost)
     if not math.isfinite(value) or value <= 0.0:
         raise ValueError(f"{name} must be a positive finite number, got {cost!r}")

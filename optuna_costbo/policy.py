@@ -335,7 +335,7 @@ def _rollout_choice(
     first = np.unique(np.vstack([seeds, inner[by_ei], inner[by_eipu]]), axis=0)  # (B, D)
     normals = qmc_normals(settings.n_samples, settings.horizon, rng)
     values = _rollout_values_on(
-        model, first, inner, best, tau, normals, cost_of, known_cost, settings
+        model, first, inner, mean_c, best, tau, normals, cost_of, known_cost, settings
     )
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
@@ -348,7 +348,7 @@ def _rollout_choice(
         )
         again = np.unique(np.vstack([first[top], polished]), axis=0)  # (B2, D)
         values2 = _rollout_values_on(
-            model, again, inner, best, tau, normals, cost_of, known_cost, settings
+            model, again, inner, mean_c, best, tau, normals, cost_of, known_cost, settings
         )
         if np.isfinite(values2).any():
             i = int(np.argmax(values2))
@@ -375,6 +375,7 @@ def _rollout_values_on(
     model: GPModel,
     first: np.ndarray,  # (B, D) first actions
     inner: np.ndarray,  # (M, D) inner candidates
+    mean_inner: np.ndarray,  # (M,) posterior mean at the inner candidates
     best: float,
     tau: float,
     normals: np.ndarray,  # (N, max(h-1, 1))
@@ -385,7 +386,7 @@ def _rollout_values_on(
     """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
     points = np.vstack([first, inner])  # (P, D)
     B = first.shape[0]
-    mean = model.predict(points)[0]  # (P,)
+    mean = np.concatenate([model.predict(first)[0], mean_inner])  # (P,)
     cov = model.posterior_cov(points)  # (P, P)
     noise_var = model.hyper.noise_var * model.y_std**2
     if known_cost is None or known_cost.pair_fn is None:
