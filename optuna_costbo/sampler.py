@@ -45,6 +45,16 @@ _CHART_INTERVAL_SECONDS = 2.0
 PROPOSED_ATTR = "costbo:proposed_params"
 """Trial system attr: the parameters the sampler proposed for a running trial."""
 
+CHECKED_ATTR = "costbo:proposal_checked"
+"""Trial system attr, set once the proposal in PROPOSED_ATTR is final (checked for clashes)."""
+
+# NOTE: how long a proposal waits for a later trial that holds the same point to say whether it
+# keeps it (that trial is between two storage calls; it only takes long if its worker died),
+# and how many times one trial proposes again after clashes (three workers clashing at once).
+_CLASH_WAIT_SECONDS = 30.0
+_CLASH_POLL_SECONDS = 0.02
+_MAX_CLASH_ROUNDS = 4
+
 # NOTE: the smallest cost recorded for a measured trial, so that log(cost) is always defined
 # even for an objective that returns in less than the clock's resolution.
 _MIN_MEASURED_COST = 1e-6
@@ -458,27 +468,62 @@ class CostRolloutSampler(BaseSampler):
                 return self._startup_params(bridge, trial.number)
             self._pending[trial._trial_id] = params
         # Other workers see the proposal at once, before Optuna stores the parameters one by
-        # one as the objective suggests them.
-        study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
-        if self._clashes(study, trial, params):
-            # Another process proposed the same point at the same moment (same data, same
-            # maximizer): the later trial proposes again with the earlier one as pending.
+        # one as the objective suggests them. Every proposal is written before the other
+        # workers' proposals are read, so of two workers proposing the same point at the same
+        # moment, at least the one that wrote last sees the other (see _must_repropose).
+        storage = study._storage
+        storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+        for _ in range(_MAX_CLASH_ROUNDS):
+            if not self._must_repropose(study, trial, params):
+                break
+            # Same data, same maximizer: propose again with the other trial as pending.
             with self._lock:
                 trials = study.get_trials(deepcopy=False)
                 params = self._propose_params(study, trial, bridge, trials) or params
                 self._pending[trial._trial_id] = params
-            study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+            storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+        storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)
         return params
 
-    def _clashes(self, study: optuna.Study, trial: FrozenTrial, params: dict[str, Any]) -> bool:
-        """Whether an earlier running trial holds or was proposed exactly ``params``."""
+    def _must_repropose(
+        self, study: optuna.Study, trial: FrozenTrial, params: dict[str, Any]
+    ) -> bool:
+        """Whether another running trial holds ``params`` and ``trial`` is the one to move.
+
+        The rule does not depend on timing. A later trial that proposed the same point moves
+        if it saw this trial's proposal, and it says whether it did by marking its own final
+        proposal (CHECKED_ATTR); so this trial moves when the other one is earlier, or later
+        but kept the point (it wrote first and read before this trial wrote), or holds the
+        point without proposing it (enqueued or fixed parameters). Waits go only from earlier
+        to later trials, so they cannot form a cycle.
+        """
         for t in ledger_mod.storage_trials(study):
-            if t.state != TrialState.RUNNING or t.number >= trial.number:
+            if t.state != TrialState.RUNNING or t._trial_id == trial._trial_id:
                 continue
-            other = {**(t.system_attrs.get(PROPOSED_ATTR) or {}), **t.params}
-            if all(other.get(k) == v for k, v in params.items()):
+            if not _holds(t, params):
+                continue
+            if t.number < trial.number or PROPOSED_ATTR not in t.system_attrs:
+                return True
+            if self._later_trial_keeps(study, t, params):
                 return True
         return False
+
+    def _later_trial_keeps(
+        self, study: optuna.Study, later: FrozenTrial, params: dict[str, Any]
+    ) -> bool:
+        """Wait until ``later`` finalized its proposal; whether it still holds ``params``."""
+        deadline = time.monotonic() + _CLASH_WAIT_SECONDS
+        while True:
+            t = study._storage.get_trial(later._trial_id)
+            if t.state != TrialState.RUNNING:
+                # Failed or pruned: the point is free again; completed: it is taken.
+                return t.state == TrialState.COMPLETE and _holds(t, params)
+            if t.system_attrs.get(CHECKED_ATTR):
+                return _holds(t, params)
+            if time.monotonic() > deadline:
+                # Its worker is stuck or dead: assume it keeps the point.
+                return True
+            time.sleep(_CLASH_POLL_SECONDS)
 
     def _propose_params(
         self,
@@ -617,6 +662,12 @@ class CostRolloutSampler(BaseSampler):
         n = 1 << max(trial_number, 1).bit_length()
         points = bridge.codec.sobol_points(n, seed=self._sobol_seed)  # (n, D)
         return bridge.decode(points[trial_number % n])
+
+
+def _holds(trial: FrozenTrial, params: dict[str, Any]) -> bool:
+    """Whether ``trial`` holds or was proposed exactly ``params``."""
+    other = {**(trial.system_attrs.get(PROPOSED_ATTR) or {}), **trial.params}
+    return bool(params) and all(other.get(k) == v for k, v in params.items())
 
 
 def _cost_fn_arity(cost_fn: Callable[..., float] | None) -> int:

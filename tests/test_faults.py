@@ -83,7 +83,7 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     # NOTE: the dashboard chart is off here: its first update stalls after_trial for ~2 s,
-    # long enough for heartbeat to fail a live trial (see the xfail test at the end).
+    # long enough for heartbeat to fail a live trial (see the last test of this file).
     common = {
         "cost_scale": scale,
         "sleep": (0.1, 0.15),

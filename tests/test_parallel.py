@@ -8,6 +8,7 @@ with its own ``CostRolloutSampler(budget=B)`` and calling ``study.optimize(objec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterator
 import os
 from pathlib import Path
@@ -80,11 +81,8 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
     for t in trials:
         assert -1.0 <= t.params.get("x", 0.0) <= 1.0 and -1.0 <= t.params.get("y", 0.0) <= 1.0
     print(f"\nthreads[{acquisition}, {storage_kind}]: {report.summary()}")
-    # Running trials are pending points: no two trials evaluated the same point. What is left
-    # of this is a race, so it cannot be a strict xfail; a deterministic test below pins it.
-    pairs = w.duplicate_points(trials)
-    if pairs:
-        pytest.xfail(w.DUPLICATES_XFAIL.format(pairs=pairs))
+    # Running trials are pending points: no two trials evaluated the same point.
+    assert not w.duplicate_points(trials)
 
 
 def test_threads_charge_each_trial_its_own_sampler_seconds() -> None:
@@ -358,12 +356,6 @@ def test_a_proposal_made_while_another_thread_samples_is_pending(
     assert {points["a"], points["b"]} == control()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="residual race (open): the later trial re-proposes only if the earlier trial's "
-    "proposal is in storage when it checks; when both finish proposing at the same instant the "
-    "later one may check first, and identical seeds and data give identical points",
-)
 @pytest.mark.parametrize("acquisition", ["rollout", "ei"])
 def test_workers_proposing_at_the_same_moment_propose_different_points(
     acquisition: str, monkeypatch: pytest.MonkeyPatch
@@ -397,6 +389,118 @@ def test_workers_proposing_at_the_same_moment_propose_different_points(
     for thread in threads:
         thread.join(timeout=120.0)
     assert set(points) == {"a", "b"}
+    assert points["a"] != points["b"]
+
+
+def _two_workers(
+    storage: optuna.storages.BaseStorage, acquisition: str
+) -> tuple[CostRolloutSampler, optuna.Trial, CostRolloutSampler, optuna.Trial]:
+    """Two workers (own samplers, same seed), each with a new trial: a's is the earlier."""
+    sampler_a = CostRolloutSampler(budget=100.0, seed=7, acquisition=acquisition)
+    sampler_b = CostRolloutSampler(budget=100.0, seed=7, acquisition=acquisition)
+    trial_a = optuna.load_study(study_name="s", storage=storage, sampler=sampler_a).ask()
+    trial_b = optuna.load_study(study_name="s", storage=storage, sampler=sampler_b).ask()
+    assert trial_a.number < trial_b.number
+    return sampler_a, trial_a, sampler_b, trial_b
+
+
+def _alone(acquisition: str) -> tuple[float, float]:
+    """The point one worker proposes with no other trial running."""
+    storage = optuna.storages.InMemoryStorage()
+    _seeded_study(storage, "s")
+    return _ask_point(storage, "s", acquisition)[1]
+
+
+def _in_thread(fn: Callable[[], Any], out: dict[str, Any], key: str) -> threading.Thread:
+    def run() -> None:
+        out[key] = fn()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "ei"])
+def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
+    acquisition: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The order that used to slip through: a and b compute the same point without seeing each
+    # other, b (the later trial) writes and checks it before a writes, so b sees no clash and
+    # keeps it. a must then see b's final proposal and move, though b is the later trial.
+    storage = optuna.storages.InMemoryStorage()
+    _seeded_study(storage, "s")
+    sampler_a, trial_a, _sampler_b, trial_b = _two_workers(storage, acquisition)
+    b_done = threading.Event()
+    real_propose_a = sampler_a._propose_params
+    calls: list[int] = []
+
+    def held_propose_a(*args: Any, **kwargs: Any) -> Any:
+        out = real_propose_a(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            assert b_done.wait(timeout=60.0)
+        return out
+
+    monkeypatch.setattr(sampler_a, "_propose_params", held_propose_a)
+    points: dict[str, Any] = {}
+    thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
+    points["b"] = (_suggest_x(trial_b), _suggest_y(trial_b))
+    b_done.set()
+    thread_a.join(timeout=120.0)
+    assert points["b"] == _alone(acquisition)  # b kept the point: it saw no clash
+    assert len(calls) == 2  # a proposed again
+    assert points["a"] != points["b"]
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "ei"])
+def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
+    acquisition: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a and b compute the same point; b writes it first but has not checked it yet when a
+    # writes and checks. a cannot tell whether b will see a's proposal, so it waits for b's
+    # final word: b, the later trial, sees a's proposal and moves; a keeps the point.
+    storage = optuna.storages.InMemoryStorage()
+    _seeded_study(storage, "s")
+    sampler_a, trial_a, sampler_b, trial_b = _two_workers(storage, acquisition)
+    b_written, a_waiting = threading.Event(), threading.Event()
+    real_propose_a = sampler_a._propose_params
+    real_check_b = sampler_b._must_repropose
+    real_keeps_a = sampler_a._later_trial_keeps
+    proposals_b: list[int] = []
+    real_propose_b = sampler_b._propose_params
+
+    def held_propose_a(*args: Any, **kwargs: Any) -> Any:
+        out = real_propose_a(*args, **kwargs)
+        if not b_written.is_set():  # computed without b's proposal; write after b
+            assert b_written.wait(timeout=60.0)
+        return out
+
+    def counted_propose_b(*args: Any, **kwargs: Any) -> Any:
+        proposals_b.append(1)
+        return real_propose_b(*args, **kwargs)
+
+    def held_check_b(*args: Any, **kwargs: Any) -> Any:
+        if not a_waiting.is_set():  # written, not checked: let a write and check first
+            b_written.set()
+            assert a_waiting.wait(timeout=60.0)
+        return real_check_b(*args, **kwargs)
+
+    def watched_keeps_a(*args: Any, **kwargs: Any) -> Any:
+        a_waiting.set()
+        return real_keeps_a(*args, **kwargs)
+
+    monkeypatch.setattr(sampler_a, "_propose_params", held_propose_a)
+    monkeypatch.setattr(sampler_b, "_propose_params", counted_propose_b)
+    monkeypatch.setattr(sampler_b, "_must_repropose", held_check_b)
+    monkeypatch.setattr(sampler_a, "_later_trial_keeps", watched_keeps_a)
+    points: dict[str, Any] = {}
+    thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
+    thread_b = _in_thread(lambda: (_suggest_x(trial_b), _suggest_y(trial_b)), points, "b")
+    thread_a.join(timeout=120.0)
+    thread_b.join(timeout=120.0)
+    assert a_waiting.is_set()  # a did meet b's unchecked proposal of the same point
+    assert points["a"] == _alone(acquisition)
+    assert len(proposals_b) == 2  # b proposed again
     assert points["a"] != points["b"]
 
 
@@ -504,10 +608,8 @@ def test_worker_processes_share_one_budget(
         optuna.delete_study(study_name=study.study_name, storage=w.make_storage(storage_spec))
     print(f"\nprocesses[{kind}]: {report.summary()} stored cost_spent={stored:.4g}")
     # Same seed in every worker and a deterministic objective: without pending points the
-    # workers would evaluate the same points. A race, hence not a strict xfail (see above).
-    pairs = w.duplicate_points(trials)
-    if pairs:
-        pytest.xfail(w.DUPLICATES_XFAIL.format(pairs=pairs))
+    # workers would evaluate the same points.
+    assert not w.duplicate_points(trials)
 
 
 @pytest.mark.slow
@@ -547,5 +649,4 @@ def test_stress_four_processes_with_failures_on_sqlite(tmp_path: Path) -> None:
         f"\nstress: {seconds:.1f} s, {len(trials)} trials, per worker {per_worker}, "
         f"ran {states}, duplicates {pairs}; {report.summary()}"
     )
-    if pairs:
-        pytest.xfail(w.DUPLICATES_XFAIL.format(pairs=pairs))
+    assert not pairs
