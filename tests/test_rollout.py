@@ -879,11 +879,11 @@ def test_propose_when_nothing_is_affordable(monkeypatch: pytest.MonkeyPatch, see
     monkeypatch.setattr(policy, "_rollout_choice", spy)
     p = _propose_1d(0.5, seed, rollout=_SETTINGS)  # every cost is >= 1
     assert p.message is not None and "affordable" in p.message
-    # The candidates were the EI / EIpu maximizers and the Sobol inner points: the proposal is
+    # The candidates were the EI / EIpu maximizers and the Sobol pool: the proposal is
     # the best by EI of those costing at most 1.25 times the cheapest.
     model, codec, rng, best, tau, seeds = seen[0][:6]
     assert tau == 0.5
-    inner = codec.sobol_points(_SETTINGS.n_inner, seed=int(rng.integers(2**31)))
+    inner = codec.sobol_points(_SETTINGS.n_pool, seed=int(rng.integers(2**31)))
     cand = np.vstack([seeds, inner])
     ei = _model_ei(model, cand, best)
     cost = _linear_cost(cand)
