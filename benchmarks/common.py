@@ -92,6 +92,9 @@ def _costbo(acquisition: str, horizon: int = 2) -> Factory:
 METHODS: dict[str, Method] = {
     "rollout2": Method("rollout h=2", _costbo("rollout", 2)),
     "rollout4": Method("rollout h=4", _costbo("rollout", 4)),
+    # A control, not run by default: the rollout's machinery (candidate screening, local
+    # polish, affordability) with no lookahead, i.e. EI over the affordable candidates.
+    "rollout1": Method("rollout h=1", _costbo("rollout", 1)),
     "ei": Method("EI", _costbo("ei")),
     "eipu": Method("EIpu", _costbo("eipu")),
     "ei-cool": Method("EI-cool", _costbo("ei-cool")),
@@ -100,6 +103,8 @@ METHODS: dict[str, Method] = {
     "random": Method("Random", lambda b, s, c, o: optuna.samplers.RandomSampler(seed=s)),
 }
 ROLLOUTS = ("rollout2", "rollout4")
+DEFAULT_METHODS = tuple(m for m in METHODS if m != "rollout1")
+"""The methods an experiment runs unless ``--methods`` says otherwise."""
 RUN_FIELDS = ("method", "seed", "trial", "cost", "cumcost", "value", "best")
 SUMMARY_FIELDS = (
     "method",

@@ -108,6 +108,7 @@ import warnings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from common import DEFAULT_METHODS
 from common import METHODS
 from common import Run
 import data
@@ -607,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         SMOKE_BUDGETS[args.problem] if args.smoke else default_budget(args.problem, args.dataset)
     )
     reps = 1 if args.smoke else args.reps
-    methods = list(args.methods or (SMOKE_METHODS if args.smoke else METHODS))
+    methods = list(args.methods or (SMOKE_METHODS if args.smoke else DEFAULT_METHODS))
     if not args.no_control and "random" not in methods:
         methods.append("random")  # the same-session control
     prefix = args.out / f"hpo_{args.problem}_{args.dataset}{smoke}"

@@ -95,6 +95,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from common import DEFAULT_METHODS
 from common import METHODS
 from common import Run
 import data
@@ -468,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     budget = args.budget or (SMOKE_BUDGET if args.smoke else BUDGET)
     reps = 1 if args.smoke else args.reps
-    methods = list(args.methods or (SMOKE_METHODS if args.smoke else METHODS))
+    methods = list(args.methods or (SMOKE_METHODS if args.smoke else DEFAULT_METHODS))
     prefix = args.out / ("sensors_smoke" if args.smoke else "sensors")
     if args.report_only and args.budget is None:
         budget = common.saved_budget(prefix) or budget

@@ -8,7 +8,9 @@ Methods, each run with seeds 0..S-1 and the same budget:
 
 - ``CostRolloutSampler`` with ``acquisition="ei"``, ``"eipu"``, ``"ei-cool"`` and ``"rollout"``
   with ``horizon=2`` and ``horizon=4`` (default ``n_samples`` and ``n_startup_trials``);
-- Optuna's ``TPESampler``, ``GPSampler`` (needs torch) and ``RandomSampler``.
+- Optuna's ``TPESampler``, ``GPSampler`` (needs torch) and ``RandomSampler``;
+- on request only (``--methods ... rollout1``), the control ``rollout h=1``: the rollout's
+  candidate screening and polish with no lookahead.
 
 Budget rule, the same for every method: a trial starts only while the summed cost of the
 finished trials is below the budget (so the last trial may overrun it). The objective reports
@@ -62,6 +64,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from common import DEFAULT_METHODS
 from common import METHODS
 from common import Run
 import optuna
@@ -159,7 +162,9 @@ read_csvs = common.read_csvs
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds 0..N-1 (default 30)")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument(
+        "--methods", nargs="+", choices=list(METHODS), default=list(DEFAULT_METHODS)
+    )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--budget", type=float, default=None, help="default 150 (smoke: 30)")
