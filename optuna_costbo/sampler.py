@@ -591,8 +591,7 @@ class CostRolloutSampler(BaseSampler):
         for t in trials:
             if t.state != TrialState.RUNNING or t._trial_id == trial._trial_id:
                 continue
-            proposed = pending.get(t._trial_id) or t.system_attrs.get(PROPOSED_ATTR) or {}
-            merged = {**proposed, **t.params}
+            merged = _point_of(t, pending.get(t._trial_id))
             if bridge.holds_params(merged):
                 points.append(merged)
         return bridge.encode_params(points) if points else None
@@ -664,9 +663,17 @@ class CostRolloutSampler(BaseSampler):
         return bridge.decode(points[trial_number % n])
 
 
+def _point_of(trial: FrozenTrial, proposed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A running trial's point: its stored params over what was proposed for it.
+
+    ``proposed`` is this process's own record, if any; else the trial's PROPOSED_ATTR.
+    """
+    return {**(proposed or trial.system_attrs.get(PROPOSED_ATTR) or {}), **trial.params}
+
+
 def _holds(trial: FrozenTrial, params: dict[str, Any]) -> bool:
     """Whether ``trial`` holds or was proposed exactly ``params``."""
-    other = {**(trial.system_attrs.get(PROPOSED_ATTR) or {}), **trial.params}
+    other = _point_of(trial)
     return bool(params) and all(other.get(k) == v for k, v in params.items())
 
 
