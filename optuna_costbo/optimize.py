@@ -184,6 +184,7 @@ def maximize_acquisition(
         return np.zeros(0), float(values_of(np.zeros((1, 0)))[0])
 
     pool = codec.latin_hypercube_points(n_cand, rng)  # (n_cand, D)
+    n_extra = 0
     if extra_starts is not None:
         extra = np.asarray(extra_starts, dtype=float)
         if extra.ndim == 1:
@@ -192,9 +193,14 @@ def maximize_acquisition(
             raise ValueError(f"extra_starts must have shape (k, {D}), got {extra.shape}")
         if len(extra):
             pool = np.vstack([codec.project(extra), pool])
+            n_extra = len(extra)
     pool_v = values_of(pool)  # (n_pool,)
 
     order = _top_distinct(pool, pool_v, n_restarts)
+    # The extra starts always start a run, even when their value is low: log EI at the best
+    # observed point is small (the model is sure of it) but a local maximum lies next to it.
+    forced = [i for i in range(n_extra) if np.isfinite(pool_v[i])]
+    order = _distinct_union(pool, order, np.array(forced, dtype=np.intp))
     if len(order) == 0:
         return pool[0].copy(), -math.inf
     X = pool[order]  # (R, D) current legal points
@@ -212,7 +218,7 @@ def maximize_acquisition(
         proj = codec.project(relaxed)  # (R, D)
         # Rounding may lose to the start; keep the best R distinct of starts and rounded optima.
         X, V = np.vstack([X, proj]), np.concatenate([V, values_of(proj)])
-        keep = _top_distinct(X, V, n_restarts)
+        keep = _top_distinct(X, V, len(order))
         X, V = X[keep], V[keep]
 
     # Phase 3: float-only L-BFGS-B polish (grid columns now fixed at legal values, which moves
@@ -250,6 +256,18 @@ def _top_distinct(Z: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
         _, first = np.unique(Z[head], axis=0, return_index=True)
     out: np.ndarray = head[np.sort(first)][:k]
     return out
+
+
+def _distinct_union(Z: np.ndarray, first: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """``first`` followed by the rows of ``more`` whose points are not among the earlier ones."""
+    out = list(first)
+    seen = {Z[i].tobytes() for i in out}
+    for i in more:
+        key = Z[i].tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(int(i))
+    return np.array(out, dtype=np.intp)
 
 
 def _sweep(

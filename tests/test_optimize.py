@@ -209,6 +209,30 @@ def test_extra_starts_reach_a_peak_the_screening_misses() -> None:
     np.testing.assert_allclose(z, peak, atol=1e-3)
 
 
+def test_extra_starts_start_a_run_even_when_screening_ranks_them_low() -> None:
+    # A broad bump (height 0.5) that the screening sees and a narrow peak (height 1) that it
+    # misses. The extra start sits on the peak's slope, with a value below dozens of screened
+    # points near the bump, so only a run forced from it reaches the peak (as log EI at the
+    # best observed point is low although a better point lies next to it).
+    codec = BoxCodec([NumericParam(0.0, 1.0)] * 3)
+    bump, peak = np.array([0.8, 0.8, 0.8]), np.array([0.2, 0.3, 0.25])
+
+    def f(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        db, dp = Z - bump, Z - peak
+        eb = 0.5 * np.exp(-np.sum(db**2, axis=1) / 0.02)
+        ep = np.exp(-np.sum(dp**2, axis=1) / 1e-3)
+        return eb + ep, -2 * db / 0.02 * eb[:, None] - 2 * dp / 1e-3 * ep[:, None]
+
+    start = peak + 0.03
+    screened = f(codec.latin_hypercube_points(1024, np.random.default_rng(0)))[0]
+    assert f(start[None, :])[0][0] < np.sort(screened)[-20]
+    _, without = maximize_acquisition(f, codec, np.random.default_rng(0))
+    z, value = maximize_acquisition(f, codec, np.random.default_rng(0), extra_starts=start[None])
+    assert without == pytest.approx(0.5, abs=1e-6)
+    assert value == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(z, peak, atol=1e-3)
+
+
 def test_value_only_function_gives_the_same_answer() -> None:
     codec = BoxCodec(
         [NumericParam(0.0, 1.0), NumericParam(0, 9, integer=True), CategoricalParam(3)]

@@ -1,0 +1,256 @@
+"""Which lengthscale prior predicts better: held-out accuracy of the objective model's fits.
+
+``optuna_costbo.gp`` fits its GP by MAP with a prior on each lengthscale ``ls``. This script
+compares, on the same data, fits under
+
+- "current": the package's prior, ``w (ls^2 + ls^-2)`` nats per dimension (Optuna's form,
+  smallest at ``ls = 1``), with the package's signal and noise priors;
+- "log-normal": the dimension-scaled prior it replaced, ``log ls ~ N(sqrt 2 + log(D)/2, 3)``
+  (Hvarfner et al., ICML 2024), with the same signal and noise priors;
+- "Optuna GP": Optuna's own GPSampler fit (``optuna._gp``, needs torch; skipped without it),
+  a reference for the same model family fitted by other code.
+
+Data: ``n`` uniform random points of the unit box and 300 held-out points, for test
+functions of D = 2 to 20, and the sensor-placement objective of ``benchmarks/sensors.py``
+(20-D) when its data is found (``--data-dir`` or ``COSTBO_DATA_DIR``). Reported per
+(function, n), mean over seeds: the negative log predictive density of the held-out values
+(NLPD, in units where the held-out values have standard deviation 1: lower is better), the
+Spearman rank correlation of the predicted means with the values (higher is better) and the
+RMSE divided by the values' standard deviation (1 = no better than predicting the mean).
+
+    python benchmarks/gp_prior.py [--seeds 6] [--ns 10 30 60] [--out benchmarks/results]
+"""
+
+from __future__ import annotations
+
+import os
+
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse
+from collections.abc import Callable
+from collections.abc import Iterator
+import contextlib
+import math
+from pathlib import Path
+import sys
+import time
+
+import numpy as np
+from scipy.stats import norm
+from scipy.stats import spearmanr
+
+import optuna_costbo.gp as gp
+
+
+Function = Callable[[np.ndarray], np.ndarray]  # (m, D) in [0, 1]^D -> (m,)
+
+
+def synthetic(Z: np.ndarray) -> np.ndarray:
+    """The paper's synthetic problem (Figure 4) on [-1, 1]^2."""
+    r = np.linalg.norm(2.0 * Z - 1.0, axis=1)
+    out: np.ndarray = 10.0 * r * np.sin(2.0 * np.pi * r)
+    return out
+
+
+_H6_A = np.array(
+    [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
+     [17, 8, 0.05, 10, 0.1, 14]]
+)  # fmt: skip
+_H6_P = 1e-4 * np.array(
+    [[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+     [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]]
+)  # fmt: skip
+_H6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+
+
+def hartmann6(Z: np.ndarray) -> np.ndarray:
+    out: np.ndarray = -np.sum(
+        _H6_ALPHA * np.exp(-np.sum(_H6_A * (Z[:, None, :] - _H6_P) ** 2, axis=2)), axis=1
+    )
+    return out
+
+
+def ackley(Z: np.ndarray) -> np.ndarray:
+    x = 64.0 * Z - 32.0  # (m, D)
+    out: np.ndarray = (
+        -20.0 * np.exp(-0.2 * np.sqrt(np.mean(x**2, axis=1)))
+        - np.exp(np.mean(np.cos(2.0 * np.pi * x), axis=1))
+        + 20.0
+        + math.e
+    )
+    return out
+
+
+def log_rosenbrock(Z: np.ndarray) -> np.ndarray:
+    x = 4.0 * Z - 2.0
+    terms = 100.0 * (x[:, 1:] - x[:, :-1] ** 2) ** 2 + (1.0 - x[:, :-1]) ** 2
+    out: np.ndarray = np.log1p(np.sum(terms, axis=1))
+    return out
+
+
+def styblinski_tang(Z: np.ndarray) -> np.ndarray:
+    x = 10.0 * Z - 5.0
+    out: np.ndarray = 0.5 * np.sum(x**4 - 16.0 * x**2 + 5.0 * x, axis=1)
+    return out
+
+
+def sensor_function(data_dir: str | None) -> Function | None:
+    """The sensor-placement RMSE of benchmarks/sensors.py as a function of the box, or None."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        import sensors
+
+        network = sensors.load_network(data_dir)
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+    problem = sensors.SensorProblem(network)
+    names = problem.names()
+
+    def f(Z: np.ndarray) -> np.ndarray:
+        return np.array(
+            [problem.kriging.rmse(problem.snap(dict(zip(names, z, strict=True)))) for z in Z]
+        )
+
+    return f
+
+
+def log_normal_prior(log_params: np.ndarray) -> tuple[float, np.ndarray]:
+    """The replaced prior: log ls ~ N(sqrt 2 + log(D)/2, 3); signal and noise as the package."""
+    theta = np.asarray(log_params, dtype=float)
+    D = theta.shape[0] - 2
+    value, grad = CURRENT_PRIOR(theta)
+    # Take the current lengthscale term out and put the log-normal one in.
+    up, down = np.exp(2.0 * theta[:D]), np.exp(-2.0 * theta[:D])  # (D,), (D,)
+    value -= gp.LENGTHSCALE_PRIOR_WEIGHT * float(np.sum(up + down))
+    scale = math.sqrt(3.0)
+    u = (theta[:D] - math.sqrt(2.0) - 0.5 * math.log(D)) / scale  # (D,)
+    return value + 0.5 * float(u @ u), np.concatenate([u / scale, grad[D:]])
+
+
+CURRENT_PRIOR = gp.log_prior
+
+
+@contextlib.contextmanager
+def prior(kind: str) -> Iterator[None]:
+    """Fit with the given prior (the module looks ``log_prior`` up at call time)."""
+    gp.log_prior = log_normal_prior if kind == "log-normal" else CURRENT_PRIOR
+    try:
+        yield
+    finally:
+        gp.log_prior = CURRENT_PRIOR
+
+
+def scores(mean: np.ndarray, sd: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """(NLPD in standardized units, Spearman rho, normalized RMSE) of predictions of y."""
+    s = float(np.std(y))
+    nlpd = float(-np.mean(norm.logpdf(y, mean, sd)) + math.log(s))
+    rho = float(spearmanr(mean, y)[0])
+    return nlpd, rho, float(np.sqrt(np.mean((mean - y) ** 2)) / s)
+
+
+def fit_ours(
+    kind: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    with prior(kind):
+        model = gp.fit_gp(X, y, rng=np.random.default_rng(seed))
+    mean, var = model.predict(Xt)
+    return mean, np.sqrt(var + model.hyper.noise_var * model.y_std**2)
+
+
+def fit_optuna(X: np.ndarray, y: np.ndarray, Xt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from optuna._gp import gp as ogp
+    from optuna._gp import prior as oprior
+    import torch
+
+    y_mean, y_std = float(np.mean(y)), float(np.std(y))
+    model = ogp.fit_kernel_params(
+        X=X,
+        Y=(y - y_mean) / y_std,
+        is_categorical=np.zeros(X.shape[1], dtype=bool),
+        log_prior=oprior.default_log_prior,
+        minimum_noise=oprior.DEFAULT_MINIMUM_NOISE_VAR,
+        deterministic_objective=False,
+    )
+    with torch.no_grad():
+        mean, var = model.posterior(torch.from_numpy(Xt))
+    sd = np.sqrt(var.numpy() + float(model.noise_var)) * y_std
+    return mean.numpy() * y_std + y_mean, sd
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--ns", type=int, nargs="+", default=[10, 30, 60])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+
+    functions: dict[str, tuple[Function, int]] = {
+        "synthetic (paper, 2-D)": (synthetic, 2),
+        "Hartmann 6-D": (hartmann6, 6),
+        "Ackley 5-D": (ackley, 5),
+        "log Rosenbrock 10-D": (log_rosenbrock, 10),
+        "Styblinski-Tang 20-D": (styblinski_tang, 20),
+        "Ackley 20-D": (ackley, 20),
+    }
+    sensor = sensor_function(args.data_dir or os.environ.get("COSTBO_DATA_DIR"))
+    if sensor is not None:
+        functions["sensor placement 20-D"] = (sensor, 20)
+    kinds = ["current", "log-normal"]
+    try:
+        import torch  # noqa: F401
+
+        kinds.append("Optuna GP")
+    except ImportError:
+        print("torch not installed: no Optuna GP column", file=sys.stderr)
+
+    start = time.time()
+    header = "| function | n | " + " | ".join(f"{k}: NLPD / rho / nRMSE" for k in kinds) + " |"
+    lines = [header, "|---|---|" + "---|" * len(kinds)]
+    wins = {k: 0 for k in kinds}
+    cells = 0
+    for name, (f, D) in functions.items():
+        for n in args.ns:
+            results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
+            for seed in range(args.seeds):
+                rng = np.random.default_rng(seed)
+                X, Xt = rng.uniform(size=(n, D)), rng.uniform(size=(300, D))
+                y, yt = f(X), f(Xt)
+                for k in kinds:
+                    mean, sd = (
+                        fit_optuna(X, y, Xt) if k == "Optuna GP" else fit_ours(k, X, y, Xt, seed)
+                    )
+                    results[k].append(scores(mean, sd, yt))
+            means = {k: np.mean(results[k], axis=0) for k in kinds}
+            best = min(kinds, key=lambda k: means[k][0])
+            wins[best] += 1
+            cells += 1
+            row = f"| {name} | {n} | " + " | ".join(
+                f"{m[0]:.2f} / {m[1]:.2f} / {m[2]:.2f}" for m in means.values()
+            )
+            lines.append(row + " |")
+            print(lines[-1], flush=True)
+    summary = ", ".join(f"{k} {wins[k]}" for k in kinds)
+    text = "\n".join(
+        [
+            "# Lengthscale prior: held-out accuracy of GP fits",
+            "",
+            f"Uniform random designs, 300 held-out points, {args.seeds} seeds per cell; mean "
+            "over seeds of NLPD (standardized units, lower is better), Spearman rho (higher "
+            "is better) and RMSE / sd (1 = the mean's error). Lowest NLPD per cell: "
+            f"{summary} of {cells}. {time.time() - start:.0f} s.",
+            "",
+            *lines,
+            "",
+        ]
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "gp_prior.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
