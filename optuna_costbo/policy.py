@@ -49,10 +49,14 @@ class KnownCost:
             state-dependent cost: from the last evaluated point).
         pair_fn: For a state-dependent cost, the cost of moving between any two points; the
             rollout charges trajectories with it. ``None`` for a state-independent cost.
+        origin: For a state-dependent cost, the current state as a box point (D,) (the last
+            evaluated point), if it lies in the space: the cheapest move stays near it, so
+            the acquisition maximizer starts a run there.
     """
 
     fn: BoxCost
     pair_fn: BoxPairCost | None = None
+    origin: np.ndarray | None = None
 
     def cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
         """Cost of evaluating each point next."""
@@ -275,15 +279,20 @@ def _propose(
     )
     best = float(np.min(y))
     starts = X[np.argsort(y)[: min(3, len(y))]]  # (<=3, D)
+    # NOTE: with a moving cost the cheap moves are next to the current point, where EI per
+    # unit cost may peak although neither the screening nor the best points lead there.
+    origin = known_cost.origin if known_cost is not None else None
 
     def maximize(cost_exponent: float) -> tuple[np.ndarray, float]:
+        uses_cost = cost_exponent != 0.0
         acq = LogEIPerCost(
             model,
             best,
-            cost_model=log_cost if cost_exponent != 0.0 else None,  # type: ignore[arg-type]
+            cost_model=log_cost if uses_cost else None,  # type: ignore[arg-type]
             cost_exponent=cost_exponent,
         )
-        return maximize_acquisition(acq.value_and_grad, codec, rng, extra_starts=starts, fun=acq)
+        extra = starts if origin is None or not uses_cost else np.vstack([starts, origin[None]])
+        return maximize_acquisition(acq.value_and_grad, codec, rng, extra_starts=extra, fun=acq)
 
     if acquisition == "ei" or log_cost is None:
         z, value = maximize(0.0)

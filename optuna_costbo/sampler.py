@@ -653,7 +653,10 @@ class CostRolloutSampler(BaseSampler):
             rows = [[cost_fn(q, p) for q in targets] for p in sources]
             return _checked_costs(rows, "these parameters").reshape(len(sources), len(targets))
 
-        return KnownCost(fn=first, pair_fn=pair)
+        origin = None
+        if previous is not None and bridge.holds_params(previous):
+            origin = bridge.encode_params([previous])[0]  # (D,)
+        return KnownCost(fn=first, pair_fn=pair, origin=origin)
 
     def _startup_params(self, bridge: SpaceBridge, trial_number: int) -> dict[str, Any]:
         # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a

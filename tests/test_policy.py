@@ -79,3 +79,40 @@ def test_infinite_values_do_not_break_the_fit(bad: float) -> None:
         budget=1.0,
     )
     assert np.all(np.isfinite(p.z)) and np.isfinite(p.value)
+
+
+def test_a_moving_cost_starts_the_search_at_the_current_point() -> None:
+    # A state-dependent cost that only a small neighbourhood of the current point makes cheap
+    # and that is flat elsewhere (6-D: the 1024-point screening almost never lands there, and
+    # no gradient leads there from outside), as a snapped or discrete cost is. EIpu should
+    # find a move into it when the policy knows where the current point is, and cannot when it
+    # does not.
+    codec = BoxCodec([NumericParam(0.0, 1.0)] * 6)
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 6))  # (n, 6)
+    y = np.sum((X - 0.5) ** 2, axis=1)  # (n,)
+    # The current point is not one of the observed points the search starts from anyway
+    # (e.g. the last trial failed), and it is promising: EI is high around it.
+    here = np.full(6, 0.45)
+
+    def moving(Z: np.ndarray) -> np.ndarray:  # (m, 6) -> (m,): flat 50.1 beyond ~0.1
+        return 0.1 + 50.0 * (1.0 - np.exp(-np.sum((Z - here) ** 2, axis=1) / 1e-3))
+
+    def cost_of_proposal(origin: np.ndarray | None) -> float:
+        known = KnownCost(fn=moving, pair_fn=lambda A, B: moving(B)[None], origin=origin)
+        p = propose(
+            codec,
+            X,
+            y,
+            X[:0],
+            np.empty(0),
+            acquisition="eipu",
+            rng=np.random.default_rng(1),
+            remaining=100.0,
+            budget=100.0,
+            known_cost=known,
+        )
+        return float(moving(p.z[None])[0])
+
+    assert cost_of_proposal(here) < 2.0
+    assert cost_of_proposal(None) > 10.0

@@ -311,6 +311,35 @@ def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
     assert any(prev is not None and prev not in xs for _, prev in seen)
 
 
+def test_a_moving_cost_tells_the_policy_where_the_last_trial_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import optuna_costbo.sampler as sampler_mod
+
+    origins: list[np.ndarray | None] = []
+    real_propose = sampler_mod.propose
+
+    def spy(*args: object, **kwargs: object) -> object:
+        known = kwargs["known_cost"]
+        origins.append(getattr(known, "origin", None))
+        return real_propose(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sampler_mod, "propose", spy)
+    sampler = CostRolloutSampler(
+        budget=1e6,
+        cost_fn=lambda p, prev: 1.0 + abs(p["x"] - (prev or {"x": 0.0})["x"]),
+        acquisition="eipu",
+        seed=0,
+        n_startup_trials=3,
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", 2.0, 6.0) - 4.7) ** 2, n_trials=5)
+    assert len(origins) == 2  # the two model-based trials
+    for origin, last in zip(origins, study.trials[2:4], strict=True):
+        assert origin is not None
+        assert 2.0 + 4.0 * origin[0] == pytest.approx(last.params["x"])  # its box point
+
+
 def test_unaffordable_suggestion_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     # Two trials of cost 6 leave 3 of a budget of 15: no point costs less than about 6.
     sampler = CostRolloutSampler(budget=15.0, seed=0, n_startup_trials=1)
