@@ -59,6 +59,7 @@ def _lbfgsb(
     V0: np.ndarray,  # (R,) their values
     cols: np.ndarray,  # (k,) columns to optimize; the others stay fixed
     bounds: np.ndarray | None = None,  # (R, k, 2) per-start box; default [0, 1]
+    max_evals: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """L-BFGS-B ascent over ``Z[:, cols]`` in [0, 1] from R starts at once.
 
@@ -100,7 +101,7 @@ def _lbfgsb(
         jac=True,
         method="L-BFGS-B",
         bounds=[(0.0, 1.0)] * (R * k) if bounds is None else bounds.reshape(R * k, 2),
-        options={"maxiter": _LBFGS_MAX_ITER},
+        options={"maxiter": _LBFGS_MAX_ITER, "maxfun": max_evals or 15_000},
     )
     out = Z0.copy()
     out[:, cols] = best_x
@@ -116,6 +117,7 @@ def maximize_acquisition(
     n_restarts: int = 5,
     extra_starts: np.ndarray | None = None,
     fun: Callable[[np.ndarray], np.ndarray] | None = None,
+    max_evals: int | None = None,
 ) -> tuple[np.ndarray, float]:
     """Maximize an acquisition over the legal points of the box.
 
@@ -152,6 +154,8 @@ def maximize_acquisition(
             projected to legal points first.
         fun: Optional value-only evaluator ``Z (m, D) -> (m,)`` used where gradients are not
             needed (screening, sweeps); defaults to ``fun_and_grad(Z)[0]``.
+        max_evals: Cap on the evaluations of ``fun_and_grad`` in each L-BFGS-B phase, for
+            acquisitions whose gradient is expensive (default: no cap below scipy's).
 
     Returns:
         ``(z, value)``: the best legal point found, shape (D,), and its value.
@@ -214,7 +218,7 @@ def maximize_acquisition(
 
     # Phase 2: relaxed L-BFGS-B from every start, projected and evaluated in one batch.
     if len(numeric):
-        relaxed, _ = _lbfgsb(fun_and_grad, X, V, numeric)
+        relaxed, _ = _lbfgsb(fun_and_grad, X, V, numeric, max_evals=max_evals)
         proj = codec.project(relaxed)  # (R, D)
         # Rounding may lose to the start; keep the best R distinct of starts and rounded optima.
         X, V = np.vstack([X, proj]), np.concatenate([V, values_of(proj)])
@@ -229,7 +233,7 @@ def maximize_acquisition(
         for _ in range(_MAX_ROUNDS):
             if len(floats) and polish.any():
                 rows = np.flatnonzero(polish)
-                Zr, _ = _lbfgsb(fun_and_grad, X[rows], V[rows], floats)
+                Zr, _ = _lbfgsb(fun_and_grad, X[rows], V[rows], floats, max_evals=max_evals)
                 Zr = codec.project(Zr)
                 Vr = values_of(Zr)
                 better = Vr > V[rows]

@@ -269,3 +269,25 @@ def test_invalid_arguments_raise() -> None:
         maximize_acquisition(f, codec, rng, n_candidates=0)
     with pytest.raises(ValueError, match=r"extra_starts must have shape \(k, 1\)"):
         maximize_acquisition(f, codec, rng, extra_starts=np.zeros((2, 3)))
+
+
+def test_max_evals_caps_the_gradient_evaluations() -> None:
+    codec = BoxCodec([NumericParam(0.0, 1.0)] * 8)
+    scales = np.logspace(0, 3, 8)  # an ill-conditioned bowl: L-BFGS-B needs many steps
+
+    calls = {"n": 0}
+
+    def f(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        calls["n"] += 1
+        d = Z - 0.3
+        return -np.sum(scales * d**2, axis=1), -2 * scales * d
+
+    def values(Z: np.ndarray) -> np.ndarray:
+        return -np.sum(scales * (Z - 0.3) ** 2, axis=1)
+
+    maximize_acquisition(f, codec, np.random.default_rng(0), fun=values)
+    free = calls["n"]
+    calls["n"] = 0
+    maximize_acquisition(f, codec, np.random.default_rng(0), fun=values, max_evals=5)
+    assert free > 20
+    assert calls["n"] <= 5 + 3  # scipy checks the cap once per iteration
