@@ -32,6 +32,7 @@ FunAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 _MAX_ROUNDS = 4
 _MAX_SWEEPS = 50
 _LBFGS_MAX_ITER = 200
+_LBFGS_MAX_FUN = 15_000  # scipy's default
 
 
 def default_n_candidates(dim: int) -> int:
@@ -101,7 +102,7 @@ def _lbfgsb(
         jac=True,
         method="L-BFGS-B",
         bounds=[(0.0, 1.0)] * (R * k) if bounds is None else bounds.reshape(R * k, 2),
-        options={"maxiter": _LBFGS_MAX_ITER, "maxfun": max_evals or 15_000},
+        options={"maxiter": _LBFGS_MAX_ITER, "maxfun": max_evals or _LBFGS_MAX_FUN},
     )
     out = Z0.copy()
     out[:, cols] = best_x
@@ -123,9 +124,10 @@ def maximize_acquisition(
 
     1. Screen ``n_candidates`` Latin hypercube points (made legal) plus ``extra_starts``
        (projected) in one batched call.
-    2. From the ``n_restarts`` best distinct screened points run L-BFGS-B over the numeric
-       columns (integers and steps relaxed, one-hot columns fixed at the start's values), then
-       project each result to a legal point and evaluate it there.
+    2. From the ``n_restarts`` best distinct screened points, and from every extra start
+       whatever its value, run L-BFGS-B over the numeric columns (integers and steps relaxed,
+       one-hot columns fixed at the start's values), then project each result to a legal
+       point and evaluate it there.
     3. With integer, stepped or categorical parameters: an L-BFGS-B polish over the float
        columns with the grid columns fixed at their rounded values, then a discrete sweep,
        batched over all restarts, that moves each point to its best neighbour (another choice
@@ -150,8 +152,8 @@ def maximize_acquisition(
         rng: Source of randomness (only the Latin hypercube uses it).
         n_candidates: Latin hypercube size; ``None`` for :func:`default_n_candidates`.
         n_restarts: Number of L-BFGS-B starts, >= 1. Default 5, as in the paper.
-        extra_starts: Extra screened points, shape (k, D), e.g. the best observed points;
-            projected to legal points first.
+        extra_starts: Points that always start an L-BFGS-B run besides the screened ones,
+            shape (k, D), e.g. the best observed points; projected to legal points first.
         fun: Optional value-only evaluator ``Z (m, D) -> (m,)`` used where gradients are not
             needed (screening, sweeps); defaults to ``fun_and_grad(Z)[0]``.
         max_evals: Cap on the evaluations of ``fun_and_grad`` in each L-BFGS-B phase, for
