@@ -12,7 +12,10 @@ compares, on the same data, fits under
 
 Data: ``n`` uniform random points of the unit box and 300 held-out points, for test
 functions of D = 2 to 20, and the sensor-placement objective of ``benchmarks/sensors.py``
-(20-D) when its data is found (``--data-dir`` or ``COSTBO_DATA_DIR``). Reported per
+(20-D) when its data is found (``--data-dir`` or ``COSTBO_DATA_DIR``), and random subsets of
+the KNN configurations an ``hpo.py`` run evaluated (``--knn-configs``, by default
+``results/hpo_knn_w2a_params.csv``: not uniform, real errors and log wall-clock costs; held
+out: 300 other configurations). Reported per
 (function, n), mean over seeds: the negative log predictive density of the held-out values
 (NLPD, in units where the held-out values have standard deviation 1: lower is better), the
 Spearman rank correlation of the predicted means with the values (higher is better) and the
@@ -117,6 +120,30 @@ def sensor_function(data_dir: str | None) -> Function | None:
     return f
 
 
+def evaluated_configurations(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The KNN configurations an HPO run evaluated (``hpo_knn_*_params.csv``), encoded as the
+    sampler encodes them: {"error": (X, validation errors), "log cost": (X, log seconds)}."""
+    import csv
+    import json
+
+    import optuna
+
+    from optuna_costbo._space import SpaceBridge
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import hpo
+
+    trial = optuna.create_study().ask()
+    hpo.MODELS["knn"].suggest(trial)  # only to get the search space's distributions
+    bridge = SpaceBridge(trial.distributions)
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    X = bridge.encode_params([json.loads(r["params"]) for r in rows])  # (N, D)
+    values = np.array([float(r["value"]) for r in rows])  # (N,)
+    costs = np.array([float(r["cost"]) for r in rows])  # (N,)
+    return {"error": (X, values), "log cost": (X, np.log(costs))}
+
+
 def log_normal_prior(log_params: np.ndarray) -> tuple[float, np.ndarray]:
     """The replaced prior: log ls ~ N(sqrt 2 + log(D)/2, 3); signal and noise as the package."""
     theta = np.asarray(log_params, dtype=float)
@@ -186,6 +213,12 @@ def main() -> None:
     parser.add_argument("--ns", type=int, nargs="+", default=[10, 30, 60])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument(
+        "--knn-configs",
+        type=Path,
+        default=Path(__file__).parent / "results" / "hpo_knn_w2a_params.csv",
+        help="an hpo.py KNN params CSV: fits also on random subsets of its configurations",
+    )
     args = parser.parse_args()
 
     functions: dict[str, tuple[Function, int]] = {
@@ -233,12 +266,36 @@ def main() -> None:
             )
             lines.append(row + " |")
             print(lines[-1], flush=True)
+    if args.knn_configs.exists():
+        for target, (X_all, v_all) in evaluated_configurations(args.knn_configs).items():
+            name = f"KNN w2a configurations, {target}"
+            for n in args.ns:
+                results = {k: [] for k in kinds}
+                for seed in range(args.seeds):
+                    idx = np.random.default_rng(seed).permutation(len(X_all))
+                    tr, te = idx[:n], idx[n : n + 300]
+                    for k in kinds:
+                        X, Xt, y = X_all[tr], X_all[te], v_all[tr]
+                        if k == "Optuna GP":
+                            mean, sd = fit_optuna(X, y, Xt)
+                        else:
+                            mean, sd = fit_ours(k, X, y, Xt, seed)
+                        results[k].append(scores(mean, sd, v_all[te]))
+                means = {k: np.mean(results[k], axis=0) for k in kinds}
+                wins[min(kinds, key=lambda k: means[k][0])] += 1
+                cells += 1
+                row = f"| {name} | {n} | " + " | ".join(
+                    f"{m[0]:.2f} / {m[1]:.2f} / {m[2]:.2f}" for m in means.values()
+                )
+                lines.append(row + " |")
+                print(lines[-1], flush=True)
     summary = ", ".join(f"{k} {wins[k]}" for k in kinds)
     text = "\n".join(
         [
             "# Lengthscale prior: held-out accuracy of GP fits",
             "",
-            f"Uniform random designs, 300 held-out points, {args.seeds} seeds per cell; mean "
+            "Uniform random designs (KNN rows: random subsets of the evaluated configurations), "
+            f"300 held-out points, {args.seeds} seeds per cell; mean "
             "over seeds of NLPD (standardized units, lower is better), Spearman rho (higher "
             "is better) and RMSE / sd (1 = the mean's error). Lowest NLPD per cell: "
             f"{summary} of {cells}. {time.time() - start:.0f} s.",
