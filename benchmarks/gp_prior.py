@@ -207,6 +207,35 @@ def fit_optuna(X: np.ndarray, y: np.ndarray, Xt: np.ndarray) -> tuple[np.ndarray
     return mean.numpy() * y_std + y_mean, sd
 
 
+Draw = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]  # X, y, Xt, yt, seed
+
+
+def uniform_draws(f: Function, D: int, n: int, seeds: int) -> Iterator[Draw]:
+    """n uniform training points and 300 held-out ones of the box, per seed."""
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        X, Xt = rng.uniform(size=(n, D)), rng.uniform(size=(300, D))
+        yield X, f(X), Xt, f(Xt), seed
+
+
+def subset_draws(X_all: np.ndarray, v_all: np.ndarray, n: int, seeds: int) -> Iterator[Draw]:
+    """n random rows for training and 300 other rows held out, per seed."""
+    for seed in range(seeds):
+        idx = np.random.default_rng(seed).permutation(len(X_all))
+        tr, te = idx[:n], idx[n : n + 300]
+        yield X_all[tr], v_all[tr], X_all[te], v_all[te], seed
+
+
+def cell_means(kinds: list[str], draws: Iterator[Draw]) -> dict[str, np.ndarray]:
+    """Mean (NLPD, rho, nRMSE) over the draws for each kind of fit."""
+    results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
+    for X, y, Xt, yt, seed in draws:
+        for k in kinds:
+            mean, sd = fit_optuna(X, y, Xt) if k == "Optuna GP" else fit_ours(k, X, y, Xt, seed)
+            results[k].append(scores(mean, sd, yt))
+    return {k: np.mean(results[k], axis=0) for k in kinds}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=6)
@@ -245,50 +274,27 @@ def main() -> None:
     lines = [header, "|---|---|" + "---|" * len(kinds)]
     wins = {k: 0 for k in kinds}
     cells = 0
+
+    def add_row(name: str, n: int, draws: Iterator[Draw]) -> None:
+        nonlocal cells
+        means = cell_means(kinds, draws)
+        wins[min(kinds, key=lambda k: means[k][0])] += 1
+        cells += 1
+        row = " | ".join(f"{m[0]:.2f} / {m[1]:.2f} / {m[2]:.2f}" for m in means.values())
+        lines.append(f"| {name} | {n} | {row} |")
+        print(lines[-1], flush=True)
+
     for name, (f, D) in functions.items():
         for n in args.ns:
-            results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
-            for seed in range(args.seeds):
-                rng = np.random.default_rng(seed)
-                X, Xt = rng.uniform(size=(n, D)), rng.uniform(size=(300, D))
-                y, yt = f(X), f(Xt)
-                for k in kinds:
-                    mean, sd = (
-                        fit_optuna(X, y, Xt) if k == "Optuna GP" else fit_ours(k, X, y, Xt, seed)
-                    )
-                    results[k].append(scores(mean, sd, yt))
-            means = {k: np.mean(results[k], axis=0) for k in kinds}
-            best = min(kinds, key=lambda k: means[k][0])
-            wins[best] += 1
-            cells += 1
-            row = f"| {name} | {n} | " + " | ".join(
-                f"{m[0]:.2f} / {m[1]:.2f} / {m[2]:.2f}" for m in means.values()
-            )
-            lines.append(row + " |")
-            print(lines[-1], flush=True)
+            add_row(name, n, uniform_draws(f, D, n, args.seeds))
     if args.knn_configs.exists():
         for target, (X_all, v_all) in evaluated_configurations(args.knn_configs).items():
-            name = f"KNN w2a configurations, {target}"
             for n in args.ns:
-                results = {k: [] for k in kinds}
-                for seed in range(args.seeds):
-                    idx = np.random.default_rng(seed).permutation(len(X_all))
-                    tr, te = idx[:n], idx[n : n + 300]
-                    for k in kinds:
-                        X, Xt, y = X_all[tr], X_all[te], v_all[tr]
-                        if k == "Optuna GP":
-                            mean, sd = fit_optuna(X, y, Xt)
-                        else:
-                            mean, sd = fit_ours(k, X, y, Xt, seed)
-                        results[k].append(scores(mean, sd, v_all[te]))
-                means = {k: np.mean(results[k], axis=0) for k in kinds}
-                wins[min(kinds, key=lambda k: means[k][0])] += 1
-                cells += 1
-                row = f"| {name} | {n} | " + " | ".join(
-                    f"{m[0]:.2f} / {m[1]:.2f} / {m[2]:.2f}" for m in means.values()
+                add_row(
+                    f"KNN w2a configurations, {target}",
+                    n,
+                    subset_draws(X_all, v_all, n, args.seeds),
                 )
-                lines.append(row + " |")
-                print(lines[-1], flush=True)
     summary = ", ".join(f"{k} {wins[k]}" for k in kinds)
     text = "\n".join(
         [
