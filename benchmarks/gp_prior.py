@@ -1,7 +1,7 @@
 """Which lengthscale prior predicts better: held-out accuracy of the objective model's fits.
 
-``optuna_costbo.gp`` fits its GP by MAP with a prior on each lengthscale ``ls``. This script
-compares, on the same data, fits under
+``optuna_costbo._numerics.fit`` fits its GP by MAP with a prior on each lengthscale ``ls``.
+This script compares, on the same data, fits under
 
 - "current": the package's prior, ``w (ls^2 + ls^-2)`` nats per dimension (Optuna's form,
   smallest at ``ls = 1``), with the package's signal and noise priors;
@@ -45,7 +45,8 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import spearmanr
 
-import optuna_costbo.gp as gp
+import optuna_costbo._numerics.fit as gp
+from optuna_costbo._numerics.prior import LENGTHSCALE_PRIOR_WEIGHT
 
 
 Function = Callable[[np.ndarray], np.ndarray]  # (m, D) in [0, 1]^D -> (m,)
@@ -151,7 +152,7 @@ def log_normal_prior(log_params: np.ndarray) -> tuple[float, np.ndarray]:
     value, grad = CURRENT_PRIOR(theta)
     # Take the current lengthscale term out and put the log-normal one in.
     up, down = np.exp(2.0 * theta[:D]), np.exp(-2.0 * theta[:D])  # (D,), (D,)
-    value -= gp.LENGTHSCALE_PRIOR_WEIGHT * float(np.sum(up + down))
+    value -= LENGTHSCALE_PRIOR_WEIGHT * float(np.sum(up + down))
     scale = math.sqrt(3.0)
     u = (theta[:D] - math.sqrt(2.0) - 0.5 * math.log(D)) / scale  # (D,)
     return value + 0.5 * float(u @ u), np.concatenate([u / scale, grad[D:]])
@@ -162,7 +163,7 @@ CURRENT_PRIOR = gp.log_prior
 
 @contextlib.contextmanager
 def prior(kind: str) -> Iterator[None]:
-    """Fit with the given prior (the module looks ``log_prior`` up at call time)."""
+    """Fit with the given prior (the fit module looks ``log_prior`` up at call time)."""
     gp.log_prior = log_normal_prior if kind == "log-normal" else CURRENT_PRIOR
     try:
         yield

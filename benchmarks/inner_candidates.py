@@ -1,10 +1,10 @@
 """Which inner candidates the rollout needs: accuracy of Lambda_h's choice against its cost.
 
 The rollout's base policy takes an argmax over a finite set of points at every simulated step
-(``optuna_costbo.rollout``). Scoring cost grows with that set's size, so the policy keeps only
-the points of a Sobol pool that the current model rates best by EI and by EIpu. This script
-checks what that costs in accuracy. For fitted models on random data, with the same first
-actions and the same QMC draws, it computes Lambda_h with
+(``optuna_costbo._numerics.rollout``). Scoring cost grows with that set's size, so the policy keeps
+only the points of a Sobol pool that the current model rates best by EI and by EIpu. This script
+checks what that costs in accuracy. For fitted models on random data, with the same first actions
+and the same QMC draws, it computes Lambda_h with
 
 - "all 1024": every point of a 1024-point Sobol pool as inner candidate (the reference: the
   closest to a continuous inner argmax we can afford);
@@ -36,10 +36,13 @@ import time
 import numpy as np
 from scipy.stats import qmc
 
-from optuna_costbo import policy
-from optuna_costbo.gp import fit_gp
-from optuna_costbo.rollout import plain_ei
-from optuna_costbo.rollout import qmc_normals
+from optuna_costbo._numerics.acquisition import ei as plain_ei
+from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.fit import fit_gp
+from optuna_costbo._numerics.rollout import qmc_normals
+from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
+from optuna_costbo._numerics.rollout_acquisition import rollout_values_on
+from optuna_costbo._numerics.rollout_acquisition import top_indices
 
 
 Problem = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -73,33 +76,31 @@ def one_case(
     model = fit_gp(X, y, rng=rng, n_restarts=2)
     cost_model = fit_gp(X, np.log(c), rng=rng, n_restarts=2, min_noise_var=1e-4)
 
-    def cost_of(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-        out: np.ndarray = np.exp(cost_model.predict(Z)[0])
-        return out
+    cost = FittedLogCost(cost_model)
 
     best = float(y.min())
     # Remaining budget: about five median evaluations, so trajectories take several steps.
     tau = 5.0 * float(np.median(c))
     pool = qmc.Sobol(dim, scramble=True, seed=seed).random(1024)  # (1024, D)
     mean_p, var_p = model.predict(pool)
-    cost_p = cost_of(pool)
+    cost_p = cost.cost(pool)
     ei_p = plain_ei(mean_p, var_p, best)
     affordable = cost_p <= tau
-    by_ei = policy._top(ei_p, affordable, 8)
-    by_eipu = policy._top(ei_p / cost_p, affordable, 8)
+    by_ei = top_indices(ei_p, affordable, 8)
+    by_eipu = top_indices(ei_p / cost_p, affordable, 8)
     first = np.unique(np.vstack([pool[by_ei], pool[by_eipu]]), axis=0)
     normals = qmc_normals(64, horizon, np.random.default_rng(seed))
-    settings = policy.RolloutSettings(horizon=horizon)
+    settings = RolloutSettings(horizon=horizon)
     sets = {"all 1024": np.flatnonzero(affordable), "all 256": np.flatnonzero(affordable[:256])}
     for k in ks:
         sets[f"best {k}"] = np.union1d(
-            policy._top(ei_p, affordable, k), policy._top(ei_p / cost_p, affordable, k)
+            top_indices(ei_p, affordable, k), top_indices(ei_p / cost_p, affordable, k)
         )
     out = {}
     for name, keep in sets.items():
         start = time.perf_counter()
-        values = policy._rollout_values_on(
-            model, first, pool[keep], mean_p[keep], best, tau, normals, cost_of, None, settings
+        values = rollout_values_on(
+            model, first, pool[keep], mean_p[keep], best, tau, normals, cost, settings
         )
         out[name] = (values, time.perf_counter() - start, len(keep))
     return out

@@ -9,6 +9,12 @@ and torch are limited to one thread before they load.
 
     pip install torch==2.13.0     # for GPSampler
     python benchmarks/suggest_speed.py [--dims 2 5 10] [--trials 25 50 100 200] [--repeats 7]
+
+``--clock cpu`` times CPU seconds of this process instead of wall-clock seconds (for a machine
+shared with other work). ``--baseline DIR`` also times the package found in ``DIR`` (another
+checkout, e.g. a ``git worktree`` of the commit before a change) in the same run: for each cell
+a child process times the baseline's samplers and another child the current ones, and the table
+gets a "current / baseline" column per sampler.
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 from collections.abc import Callable
 import functools
+import json
 import math
 from pathlib import Path
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -65,13 +74,23 @@ def make_study(sampler: optuna.samplers.BaseSampler, dim: int, n: int, seed: int
     return study
 
 
+# NOTE: "--clock cpu" (also passed to the children of --baseline through the environment)
+# times this process's CPU seconds instead of wall-clock ones: on a machine shared with other
+# work, wall-clock times of two runs differ by the load each met, CPU times much less.
+_CPU_CLOCK = os.environ.get("COSTBO_SPEED_CLOCK") == "cpu"
+
+
+def _now() -> float:
+    return time.process_time() if _CPU_CLOCK else time.perf_counter()
+
+
 def time_suggestions(study: optuna.Study, dim: int, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = _now()
         trial = study.ask()
         x = np.array([trial.suggest_float(f"x{i}", -1.0, 1.0) for i in range(dim)])
-        times.append(time.perf_counter() - start)
+        times.append(_now() - start)
         value, cost = test_function(x)
         trial.set_user_attr("cost", cost)
         study.tell(trial, value)
@@ -101,13 +120,91 @@ def samplers() -> dict[str, Callable[[], optuna.samplers.BaseSampler]]:
     return out
 
 
+def _cell(
+    makers: dict[str, Callable[[], optuna.samplers.BaseSampler]], dim: int, n: int, repeats: int
+) -> dict[str, tuple[float, float]]:
+    """(median, mean) seconds per suggestion of each sampler on one (D, n) cell."""
+    medians = {}
+    for name, make in makers.items():
+        times = time_suggestions(make_study(make(), dim, n, seed=dim * 1000 + n), dim, repeats)
+        medians[name] = (statistics.median(times), statistics.fmean(times))
+    return medians
+
+
+def _child(dim: int, n: int, repeats: int, baseline: str | None) -> dict[str, list[float]]:
+    """One cell timed in a fresh process importing the package from ``baseline`` (or here)."""
+    env = dict(os.environ)
+    if baseline is not None:
+        env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, __file__, "--child", str(dim), str(n), str(repeats)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    result: dict[str, list[float]] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The costbo samplers of this checkout against those of ``args.baseline``, cell by cell."""
+    rows = []
+    for dim in args.dims:
+        for n in args.trials:
+            base = _child(dim, n, args.repeats, str(args.baseline))
+            cur = _child(dim, n, args.repeats, None)
+            rows.append((dim, n, base, cur))
+            print(
+                f"D={dim:<3} n={n:<4} "
+                + "  ".join(
+                    f"{k}: {cur[k][0] * 1e3:.1f} vs {base[k][0] * 1e3:.1f} ms" for k in cur
+                ),
+                flush=True,
+            )
+    names = [k for k in rows[0][3] if k != "optuna GPSampler"]
+    header = "| D | n | " + " | ".join(f"{k}: current / baseline ms (ratio)" for k in names)
+    lines = [header + " |", "|" + "---|" * (len(names) + 2)]
+    for dim, n, base, cur in rows:
+        cells = [
+            f"{cur[k][0] * 1e3:.1f} / {base[k][0] * 1e3:.1f} ({cur[k][0] / base[k][0]:.2f})"
+            for k in names
+        ]
+        lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
+    ratios = [cur[k][0] / base[k][0] for _, _, base, cur in rows for k in names]
+    table = "\n".join(lines)
+    print()
+    print(table)
+    print(f"\ngeometric mean of current / baseline: {statistics.geometric_mean(ratios):.3f}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "suggest_speed_vs_baseline.md").write_text(table + "\n")
+
+
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        dim, n, repeats = (int(a) for a in sys.argv[2:])
+        makers = {k: v for k, v in samplers().items() if k != "optuna GPSampler"}
+        for make in makers.values():  # warm-up: imports, first calls
+            time_suggestions(make_study(make(), 2, 5, 0), 2, 1)
+        print(json.dumps(_cell(makers, dim, n, repeats)))
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10])
     parser.add_argument("--trials", type=int, nargs="+", default=[25, 50, 100, 200])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another checkout's root to time in the same run",
+    )
+    parser.add_argument(
+        "--clock", choices=["wall", "cpu"], default="wall", help="seconds measured (default wall)"
+    )
     args = parser.parse_args()
+    if args.clock == "cpu":
+        global _CPU_CLOCK
+        _CPU_CLOCK = True
+        os.environ["COSTBO_SPEED_CLOCK"] = "cpu"  # for the children of --baseline
+    if args.baseline is not None:
+        compare(args)
+        return
 
     makers = samplers()
     # Warm-up: the first suggestion in a process pays for imports (torch especially).
@@ -117,12 +214,7 @@ def main() -> None:
     rows = []
     for dim in args.dims:
         for n in args.trials:
-            medians = {}
-            for name, make in makers.items():
-                times = time_suggestions(
-                    make_study(make(), dim, n, seed=dim * 1000 + n), dim, args.repeats
-                )
-                medians[name] = (statistics.median(times), statistics.fmean(times))
+            medians = _cell(makers, dim, n, args.repeats)
             rows.append((dim, n, medians))
             cells = "  ".join(f"{k}: {v[0] * 1e3:7.1f} ms" for k, v in medians.items())
             print(f"D={dim:<3} n={n:<4} {cells}", flush=True)

@@ -18,10 +18,10 @@ from optuna.distributions import FloatDistribution
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial
 
-from optuna_costbo.search_space import BoxCodec
-from optuna_costbo.search_space import CategoricalParam
-from optuna_costbo.search_space import NumericParam
-from optuna_costbo.search_space import Param
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import CategoricalParam
+from optuna_costbo._numerics.search_space import NumericParam
+from optuna_costbo._numerics.search_space import Param
 
 
 def _to_param(distribution: BaseDistribution) -> Param:

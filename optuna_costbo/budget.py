@@ -11,13 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 import datetime
 import math
-import numbers
 from typing import Any
 
 import optuna
 from optuna.pruners import BasePruner
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
+
+from optuna_costbo._numerics.checks import is_real
 
 
 # Study user attrs (shown by optuna-dashboard in the study's attribute table).
@@ -36,7 +37,7 @@ FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 def validate_budget(budget: Any) -> float:
     """Return ``budget`` as a float, or raise a ValueError saying what is allowed."""
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+    if not is_real(budget):
         raise ValueError(f"budget must be a positive finite number, got {budget!r}")
     value = float(budget)
     if not math.isfinite(value) or value <= 0.0:
@@ -50,7 +51,7 @@ def validate_cost(cost: Any, *, name: str = "cost") -> float:
     A cost must be a real number, finite and strictly positive: the cost model works on
     log(cost), and a free or negative evaluation would make the budget meaningless.
     """
-    if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
+    if not is_real(cost):
         raise ValueError(
             f"{name} must be a positive finite number (int or float), got {cost!r} "
             f"of type {type(cost).__name__}"
@@ -94,7 +95,7 @@ def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
 def sampler_seconds(trial: FrozenTrial) -> float:
     """Seconds the sampler spent choosing this trial's parameters, as recorded on the trial."""
     value = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_real(value):
         return 0.0
     return float(value) if math.isfinite(value) and value > 0.0 else 0.0
 

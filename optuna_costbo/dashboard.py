@@ -18,7 +18,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo import budget as ledger_mod
+from optuna_costbo.budget import storage_trials
 
 
 __all__ = ["GRAPH_NAME", "GRAPH_OBJECT_ID", "update_dashboard"]
@@ -124,7 +124,7 @@ def _figure(
     from optuna_costbo.visualization._cost_history import get_cost_histories
     from optuna_costbo.visualization._plotly import build_figure
 
-    trials = ledger_mod.storage_trials(study)  # the one read of the trials
+    trials = storage_trials(study)  # the one read of the trials
     if trial is not None:
         assert state is not None
         trials = [

@@ -1,17 +1,17 @@
 """CostRolloutSampler: cost-aware Bayesian optimization under a budget, as an Optuna sampler.
 
-This module is glue: it gathers trials from storage, hands encoded arrays to
-:func:`optuna_costbo.policy.propose`, and writes costs and the ledger back to storage.
+This module is glue: Optuna's sampler hooks. Per suggestion it reads the study once
+(:mod:`._snapshot`), hands encoded arrays to :func:`optuna_costbo._numerics.policy.propose`
+and decodes the point; it records each trial's cost and the ledger after the trial and stops
+the study when the budget is spent. The parallel clash rule is in :mod:`._clash`, the user's
+``cost_fn`` adapter in :mod:`._user_cost`, the dashboard schedule in :mod:`._chart_schedule`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-import datetime
-import inspect
 import logging
-import math
 import threading
 import time
 from typing import Any
@@ -28,36 +28,32 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo import budget as ledger_mod
+from optuna_costbo import _clash
+from optuna_costbo._chart_schedule import ChartSchedule
+from optuna_costbo._cost_record import record_cost
+from optuna_costbo._numerics.checks import is_int
+from optuna_costbo._numerics.policy import Proposal
+from optuna_costbo._numerics.policy import ProposalRequest
+from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.policy import propose
+from optuna_costbo._numerics.registry import make_acquisition
+from optuna_costbo._numerics.strategies import AcquisitionOptions
+from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
-from optuna_costbo.policy import ACQUISITIONS
-from optuna_costbo.policy import KnownCost
-from optuna_costbo.policy import RolloutSettings
-from optuna_costbo.policy import WarmStart
-from optuna_costbo.policy import needs_cost_model
-from optuna_costbo.policy import propose
+from optuna_costbo._study_control import check_single_objective
+from optuna_costbo._study_control import in_optimize_loop
+from optuna_costbo._study_control import stop
+from optuna_costbo._user_cost import UserCost
+from optuna_costbo.budget import SAMPLER_SECONDS_ATTR
+from optuna_costbo.budget import SKIPPED_ATTR
+from optuna_costbo.budget import Ledger
+from optuna_costbo.budget import stored_budget
+from optuna_costbo.budget import study_ledger
+from optuna_costbo.budget import validate_budget
+from optuna_costbo.budget import write_ledger
 
 
 _logger = logging.getLogger(__name__)
-
-_CHART_INTERVAL_SECONDS = 2.0
-
-PROPOSED_ATTR = "costbo:proposed_params"
-"""Trial system attr: the parameters the sampler proposed for a running trial."""
-
-CHECKED_ATTR = "costbo:proposal_checked"
-"""Trial system attr, set once the proposal in PROPOSED_ATTR is final (checked for clashes)."""
-
-# NOTE: how long a proposal waits for a later trial that holds the same point to say whether it
-# keeps it (that trial is between two storage calls; it only takes long if its worker died),
-# and how many times one trial proposes again after clashes (three workers clashing at once).
-_CLASH_WAIT_SECONDS = 30.0
-_CLASH_POLL_SECONDS = 0.02
-_MAX_CLASH_ROUNDS = 4
-
-# NOTE: the smallest cost recorded for a measured trial, so that log(cost) is always defined
-# even for an objective that returns in less than the clock's resolution.
-_MIN_MEASURED_COST = 1e-6
 
 
 class CostRolloutSampler(BaseSampler):
@@ -146,31 +142,22 @@ class CostRolloutSampler(BaseSampler):
         charge_sampler_time: bool = False,
         dashboard_chart: bool | None = None,
     ) -> None:
-        self._budget = ledger_mod.validate_budget(budget)
+        self._budget = validate_budget(budget)
         for name, value, low in (("horizon", horizon, 1), ("n_samples", n_samples, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            if not is_int(value) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        self._cost_fn_arity = _cost_fn_arity(cost_fn)
-        self._cost_fn = cost_fn
-        self._rollout = RolloutSettings(horizon=horizon, n_samples=n_samples)
-        if acquisition not in ACQUISITIONS:
-            raise ValueError(
-                f"acquisition must be one of {', '.join(map(repr, ACQUISITIONS))}, "
-                f"got {acquisition!r}"
-            )
-        if n_startup_trials is not None and (
-            isinstance(n_startup_trials, bool)
-            or not isinstance(n_startup_trials, int)
-            or n_startup_trials < 0
-        ):
+        self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
+        self._acquisition = make_acquisition(
+            acquisition, AcquisitionOptions(horizon=horizon, n_samples=n_samples)
+        )
+        if n_startup_trials is not None and (not is_int(n_startup_trials) or n_startup_trials < 0):
             raise ValueError(
                 f"n_startup_trials must be None or a non-negative int, got {n_startup_trials!r}"
             )
         if not isinstance(cost_attr, str) or not cost_attr:
             raise ValueError(f"cost_attr must be a non-empty str, got {cost_attr!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        if seed is not None and not is_int(seed):
             raise ValueError(f"seed must be None or an int, got {seed!r}")
-        self._acquisition = acquisition
         self._n_startup_trials = n_startup_trials
         self._cost_attr = cost_attr
         self._seed = seed
@@ -179,13 +166,12 @@ class CostRolloutSampler(BaseSampler):
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
         self._warn_independent_sampling = warn_independent_sampling
         self._charge_sampler_time = charge_sampler_time
-        self._dashboard_chart = dashboard_chart
+        self._chart = ChartSchedule(dashboard_chart)
         self._lock = threading.RLock()
         self._warm: dict[tuple[Any, ...], WarmStart] = {}
         self._sampler_seconds: dict[int, float] = {}
         self._skipped: set[int] = set()
-        self._pending: dict[int, dict[str, Any]] = {}  # trial id -> params proposed for it
-        self._chart_times: dict[int, float] = {}  # study id -> time of the last chart redraw
+        self._pending = _clash.Pending()  # this process's proposals for running trials
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -205,11 +191,9 @@ class CostRolloutSampler(BaseSampler):
         """The total budget, in cost units."""
         return self._budget
 
-    def ledger(self, study: optuna.Study) -> ledger_mod.Ledger:
+    def ledger(self, study: optuna.Study) -> Ledger:
         """The study's budget ledger, recomputed from storage now."""
-        return ledger_mod.study_ledger(
-            study, self._budget, self._cost_attr, self._charge_sampler_time
-        )
+        return study_ledger(study, self._budget, self._cost_attr, self._charge_sampler_time)
 
     def remaining_budget(self, study: optuna.Study) -> float:
         """Budget minus the cost of every finished trial of ``study`` (may be negative).
@@ -238,7 +222,7 @@ class CostRolloutSampler(BaseSampler):
         trial: FrozenTrial,
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
-        _check_single_objective(study)
+        check_single_objective(study)
         if not search_space:
             return {}
         start = time.perf_counter()
@@ -255,7 +239,7 @@ class CostRolloutSampler(BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        _check_single_objective(study)
+        check_single_objective(study)
         start = time.perf_counter()
         try:
             self._raise_if_skipped(study, trial)
@@ -282,7 +266,7 @@ class CostRolloutSampler(BaseSampler):
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self._independent_sampler.before_trial(study, trial)
-        if self._wants_dashboard(study):
+        if self._chart.wanted(study):
             # Import plotly now, while no heartbeat is running: the first import takes
             # seconds, and after_trial runs after Optuna has stopped the trial's heartbeat.
             import optuna_dashboard  # noqa: F401
@@ -290,14 +274,14 @@ class CostRolloutSampler(BaseSampler):
 
             import optuna_costbo.dashboard  # noqa: F401
         ledger = self.ledger(study)
-        if ledger_mod.stored_budget(study) != self._budget:
-            ledger_mod.write_ledger(study, ledger)
+        if stored_budget(study) != self._budget:
+            write_ledger(study, ledger)
         if not ledger.exhausted:
             return
-        if _in_optimize_loop(study):
+        if in_optimize_loop(study):
             # Another worker (or an earlier session) spent the budget: end this optimize loop
             # and prune the new trial at its first suggestion, before the objective's work.
-            _stop(study)
+            stop(study)
             with self._lock:
                 self._skipped.add(trial._trial_id)
         else:
@@ -321,6 +305,8 @@ class CostRolloutSampler(BaseSampler):
         with get_heartbeat_thread(trial._trial_id, study._storage):
             self._after_trial(study, trial, state, values)
 
+    # -- after a trial: its cost, the ledger, the chart, the stop ---------------------------
+
     def _after_trial(
         self,
         study: optuna.Study,
@@ -332,24 +318,34 @@ class CostRolloutSampler(BaseSampler):
         with self._lock:
             seconds = self._sampler_seconds.pop(trial_id, 0.0)
             self._skipped.discard(trial_id)
-            self._pending.pop(trial_id, None)
-        storage.set_trial_system_attr(trial_id, ledger_mod.SAMPLER_SECONDS_ATTR, seconds)
+        self._pending.discard(trial_id)
+        storage.set_trial_system_attr(trial_id, SAMPLER_SECONDS_ATTR, seconds)
 
         # A trial cut short because the budget was already spent costs nothing; any other
         # trial gets its cost recorded, after which the ledger counts it as spent although
         # its state is stored only after this method (see compute_ledger).
-        skipped = bool(trial.system_attrs.get(ledger_mod.SKIPPED_ATTR))
-        error = None if skipped else self._record_cost(study, trial, seconds)
+        skipped = bool(trial.system_attrs.get(SKIPPED_ATTR))
+        error = (
+            None
+            if skipped
+            else record_cost(
+                study,
+                trial,
+                sampler_seconds=seconds,
+                cost_attr=self._cost_attr,
+                user_cost=self._user_cost,
+            )
+        )
         ledger = self.ledger(study)
         spent = ledger.spent
-        ledger_mod.write_ledger(study, ledger)
+        write_ledger(study, ledger)
         # Last writer wins: a worker that computed an older ledger may have written after us.
         # Read back once and store the newer figure if it moved.
         again = self.ledger(study)
         if again.spent != spent:
-            ledger_mod.write_ledger(study, again)
+            write_ledger(study, again)
             spent = again.spent
-        if self._wants_dashboard(study) and self._chart_due(study, spent):
+        if self._chart.wanted(study) and self._chart.due(study, spent, self._budget):
             from optuna_costbo.dashboard import update_dashboard
 
             update_dashboard(
@@ -361,76 +357,11 @@ class CostRolloutSampler(BaseSampler):
                 values=values,
             )
         if spent >= self._budget:
-            _stop(study)
+            stop(study)
         if error is not None:
             raise error
 
-    def _chart_due(self, study: optuna.Study, spent: float) -> bool:
-        """Redraw the chart at most every few seconds, and always when the budget is spent.
-
-        NOTE: a redraw reads every trial and writes the figure (tens of ms on SQLite, growing
-        with the number of trials); for cheap objectives that would dominate the loop.
-        """
-        now = time.monotonic()
-        with self._lock:
-            last = self._chart_times.get(study._study_id, -math.inf)
-            if spent < self._budget and now - last < _CHART_INTERVAL_SECONDS:
-                return False
-            self._chart_times[study._study_id] = now
-        return True
-
-    def _wants_dashboard(self, study: optuna.Study) -> bool:
-        if self._dashboard_chart is False:
-            return False
-        if self._dashboard_chart is None:
-            if isinstance(study._storage, optuna.storages.InMemoryStorage):
-                return False
-            import importlib.util
-
-            return all(
-                importlib.util.find_spec(m) is not None for m in ("optuna_dashboard", "plotly")
-            )
-        return True
-
-    # -- internals --------------------------------------------------------------------------
-
-    def _record_cost(
-        self, study: optuna.Study, trial: FrozenTrial, sampler_seconds: float
-    ) -> ValueError | None:
-        """Store the trial's cost as a numeric user attr; return an error for a bad report."""
-        storage, trial_id = study._storage, trial._trial_id
-        raw = trial.user_attrs.get(self._cost_attr)
-        if raw is not None:
-            try:
-                ledger_mod.validate_cost(raw, name=f"the reported cost {self._cost_attr!r}")
-                storage.set_trial_system_attr(trial_id, ledger_mod.COST_SOURCE_ATTR, "reported")
-                return None
-            except ValueError as exc:
-                error = ValueError(
-                    f"{exc}. Trial {trial.number} was charged its wall-clock time instead; "
-                    f"its reported value is kept in system attr "
-                    f"{ledger_mod.INVALID_COST_ATTR!r}."
-                )
-                storage.set_trial_system_attr(trial_id, ledger_mod.INVALID_COST_ATTR, repr(raw))
-        else:
-            error = None
-        if self._cost_fn is not None and error is None:
-            params = dict(trial.params)
-            args = (
-                (params,)
-                if self._cost_fn_arity == 1
-                else (params, self._previous_params(ledger_mod.storage_trials(study), trial))
-            )
-            cost = float(_checked_costs([self._cost_fn(*args)], f"trial {trial.number}")[0])
-            source = "cost_fn"
-        else:
-            start = trial.datetime_start or datetime.datetime.now()
-            elapsed = (datetime.datetime.now() - start).total_seconds()
-            cost = max(elapsed - sampler_seconds, _MIN_MEASURED_COST)
-            source = "wall_clock"
-        storage.set_trial_user_attr(trial_id, self._cost_attr, cost)
-        storage.set_trial_system_attr(trial_id, ledger_mod.COST_SOURCE_ATTR, source)
-        return error
+    # -- a suggestion -----------------------------------------------------------------------
 
     def _startup_count(self, n_params: int) -> int:
         if self._n_startup_trials is not None:
@@ -443,7 +374,7 @@ class CostRolloutSampler(BaseSampler):
         if skipped:
             # Marked only now, when the trial is really cut short: a trial that never calls
             # the sampler (all parameters fixed or enqueued) runs and is charged as usual.
-            study._storage.set_trial_system_attr(trial._trial_id, ledger_mod.SKIPPED_ATTR, True)
+            study._storage.set_trial_system_attr(trial._trial_id, SKIPPED_ATTR, True)
             raise optuna.TrialPruned("the cost budget is spent; this trial was not run")
 
     def _add_sampler_seconds(self, trial: FrozenTrial, seconds: float) -> None:
@@ -462,201 +393,77 @@ class CostRolloutSampler(BaseSampler):
         # The lock covers reading the trials too: a thread that proposes meanwhile must see
         # this one's proposal as pending, and this one must see its.
         with self._lock:
-            trials = study.get_trials(deepcopy=False)
-            params = self._propose_params(study, trial, bridge, trials)
-            if params is None:
+            proposal = self._propose(study, trial, bridge, None)
+            if proposal is None:
                 return self._startup_params(bridge, trial.number)
-            self._pending[trial._trial_id] = params
+            params = bridge.decode(proposal.z)
+            self._pending.set(trial._trial_id, params)
         # Other workers see the proposal at once, before Optuna stores the parameters one by
-        # one as the objective suggests them. Every proposal is written before the other
-        # workers' proposals are read, so of two workers proposing the same point at the same
-        # moment, at least the one that wrote last sees the other (see _must_repropose).
+        # one as the objective suggests them (see optuna_costbo._clash).
         storage = study._storage
-        storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
-        for _ in range(_MAX_CLASH_ROUNDS):
-            if not self._must_repropose(study, trial, params):
+        storage.set_trial_system_attr(trial._trial_id, _clash.PROPOSED_ATTR, params)
+        for _ in range(_clash.MAX_ROUNDS):
+            if not _clash.must_repropose(study, trial, params):
                 break
             # Same data, same maximizer: propose again with the other trial as pending.
             with self._lock:
-                trials = study.get_trials(deepcopy=False)
-                params = self._propose_params(study, trial, bridge, trials) or params
-                self._pending[trial._trial_id] = params
-            storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
-        storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)
+                again = self._propose(study, trial, bridge, proposal)
+                if again is not None:
+                    proposal, params = again, bridge.decode(again.z)
+                self._pending.set(trial._trial_id, params)
+            storage.set_trial_system_attr(trial._trial_id, _clash.PROPOSED_ATTR, params)
+        storage.set_trial_system_attr(trial._trial_id, _clash.CHECKED_ATTR, True)
         return params
 
-    def _must_repropose(
-        self, study: optuna.Study, trial: FrozenTrial, params: dict[str, Any]
-    ) -> bool:
-        """Whether another running trial holds ``params`` and ``trial`` is the one to move.
-
-        The rule does not depend on timing. A later trial that proposed the same point moves
-        if it saw this trial's proposal, and it says whether it did by marking its own final
-        proposal (CHECKED_ATTR); so this trial moves when the other one is earlier, or later
-        but kept the point (it wrote first and read before this trial wrote), or holds the
-        point without proposing it (enqueued or fixed parameters). Waits go only from earlier
-        to later trials, so they cannot form a cycle.
-        """
-        for t in ledger_mod.storage_trials(study):
-            if t.state != TrialState.RUNNING or t._trial_id == trial._trial_id:
-                continue
-            if not _holds(t, params):
-                continue
-            if t.number < trial.number or PROPOSED_ATTR not in t.system_attrs:
-                return True
-            if self._later_trial_keeps(study, t, params):
-                return True
-        return False
-
-    def _later_trial_keeps(
-        self, study: optuna.Study, later: FrozenTrial, params: dict[str, Any]
-    ) -> bool:
-        """Wait until ``later`` finalized its proposal; whether it still holds ``params``."""
-        deadline = time.monotonic() + _CLASH_WAIT_SECONDS
-        while True:
-            t = study._storage.get_trial(later._trial_id)
-            if t.state != TrialState.RUNNING:
-                # Failed or pruned: the point is free again; completed: it is taken.
-                return t.state == TrialState.COMPLETE and _holds(t, params)
-            if t.system_attrs.get(CHECKED_ATTR):
-                return _holds(t, params)
-            if time.monotonic() > deadline:
-                # Its worker is stuck or dead: assume it keeps the point.
-                return True
-            time.sleep(_CLASH_POLL_SECONDS)
-
-    def _propose_params(
+    def _propose(
         self,
         study: optuna.Study,
         trial: FrozenTrial,
         bridge: SpaceBridge,
-        trials: list[FrozenTrial],
-    ) -> dict[str, Any] | None:
-        """The model's proposal for ``trial``; None while the startup design is not done."""
-        complete = [t for t in trials if t.state == TrialState.COMPLETE and bridge.holds(t)]
-        if len(complete) < self._startup_count(len(bridge.names)):
-            return None
+        previous: Proposal | None,
+    ) -> Proposal | None:
+        """The model's proposal for ``trial``; None while the startup design is not done.
 
-        sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-        X = bridge.encode_trials(complete)  # (n, D)
-        y = sign * np.array([t.value for t in complete], dtype=float)  # (n,)
-
-        X_cost = np.empty((0, bridge.codec.dim))
-        costs = np.empty(0)
-        known = None
-        if needs_cost_model(self._acquisition) and self._cost_fn is None:
-            X_cost, costs = self._cost_data(bridge, trials)
-        elif self._cost_fn is not None:
-            known = self._known_cost(bridge, trials, trial)
-        X_running = self._pending_points(bridge, trials, trial)  # (r, D) or None
-
-        ledger = ledger_mod.compute_ledger(
-            trials, self._budget, self._cost_attr, self._charge_sampler_time
+        ``previous``: this trial's proposal before a clash; its fitted models are reused when
+        the data have not changed since.
+        """
+        trials = study.get_trials(deepcopy=False)
+        snap = take_snapshot(
+            trials,
+            trial,
+            bridge,
+            sign=-1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0,
+            budget_total=self._budget,
+            cost_attr=self._cost_attr,
+            charge_sampler_time=self._charge_sampler_time,
+            pending=self._pending.snapshot(),
         )
+        if len(snap.y) < self._startup_count(len(bridge.names)):
+            return None
         key = (
             study._study_id,
             tuple((n, repr(d)) for n, d in zip(bridge.names, bridge.distributions, strict=True)),
         )
-        proposal = propose(
-            bridge.codec,
-            X,
-            y,
-            X_cost,
-            costs,
-            acquisition=self._acquisition,
-            rng=self._rng,
-            remaining=ledger.remaining,
+        request = ProposalRequest(
+            codec=bridge.codec,
+            X=snap.X,
+            y=snap.y,
+            remaining=snap.ledger.remaining,
             budget=self._budget,
+            cost_data=snap.cost_data,
+            known_cost=(
+                self._user_cost.on_box(bridge, snap.previous)
+                if self._user_cost is not None
+                else None
+            ),
+            X_running=snap.X_running,
             warm=self._warm.get(key),
-            X_running=X_running,
-            known_cost=known,
-            rollout=self._rollout,
         )
+        proposal = propose(request, self._acquisition, self._rng, reuse=previous)
         self._warm[key] = proposal.warm
         if proposal.message is not None:
             _logger.warning(f"Trial {trial.number}: {proposal.message}")
-        return bridge.decode(proposal.z)
-
-    def _pending_points(
-        self, bridge: SpaceBridge, trials: list[FrozenTrial], trial: FrozenTrial
-    ) -> np.ndarray | None:
-        """Encoded points of the other running trials (r, D), or None if there are none.
-
-        A running trial's point is what it has stored, completed by what a sampler proposed
-        for it (this one in memory, or any worker through the trial's system attrs).
-        """
-        with self._lock:
-            pending = dict(self._pending)
-        points = []
-        for t in trials:
-            if t.state != TrialState.RUNNING or t._trial_id == trial._trial_id:
-                continue
-            merged = _point_of(t, pending.get(t._trial_id))
-            if bridge.holds_params(merged):
-                points.append(merged)
-        return bridge.encode_params(points) if points else None
-
-    def _cost_data(
-        self, bridge: SpaceBridge, trials: list[FrozenTrial]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Encoded points (k, D) and costs (k,) of every priced finished trial in the space."""
-        priced = [
-            t
-            for t in trials
-            if t.state in ledger_mod.FINISHED_STATES
-            and not t.system_attrs.get(ledger_mod.SKIPPED_ATTR)
-            and bridge.holds(t)
-        ]
-        cost_list = [ledger_mod.objective_cost(t, self._cost_attr) for t in priced]
-        keep = [i for i, c in enumerate(cost_list) if c > 0.0 and math.isfinite(c)]
-        if not keep:
-            return np.empty((0, bridge.codec.dim)), np.empty(0)
-        return bridge.encode_trials([priced[i] for i in keep]), np.array(
-            [cost_list[i] for i in keep]
-        )
-
-    def _previous_params(
-        self, trials: list[FrozenTrial], trial: FrozenTrial
-    ) -> dict[str, Any] | None:
-        """Parameters of the latest trial before ``trial``: where a moving cost starts from."""
-        earlier = [
-            t
-            for t in trials
-            if t.number < trial.number
-            and t.state in (*ledger_mod.FINISHED_STATES, TrialState.RUNNING)
-            and not t.system_attrs.get(ledger_mod.SKIPPED_ATTR)
-        ]
-        return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
-
-    def _known_cost(
-        self, bridge: SpaceBridge, trials: list[FrozenTrial], trial: FrozenTrial
-    ) -> KnownCost:
-        """The user's cost_fn as a function of box points."""
-        cost_fn = self._cost_fn
-        assert cost_fn is not None
-        if self._cost_fn_arity == 1:
-
-            def single(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-                params = bridge.decode_many(Z)
-                return _checked_costs([cost_fn(p) for p in params], "these parameters")
-
-            return KnownCost(fn=single)
-
-        previous = self._previous_params(trials, trial)
-
-        def first(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-            params = bridge.decode_many(Z)
-            return _checked_costs([cost_fn(p, previous) for p in params], "these parameters")
-
-        def pair(Z_from: np.ndarray, Z_to: np.ndarray) -> np.ndarray:  # (k, D), (m, D) -> (k, m)
-            sources, targets = bridge.decode_many(Z_from), bridge.decode_many(Z_to)
-            rows = [[cost_fn(q, p) for q in targets] for p in sources]
-            return _checked_costs(rows, "these parameters").reshape(len(sources), len(targets))
-
-        origin = None
-        if previous is not None and bridge.holds_params(previous):
-            origin = bridge.encode_params([previous])[0]  # (D,)
-        return KnownCost(fn=first, pair_fn=pair, origin=origin)
+        return proposal
 
     def _startup_params(self, bridge: SpaceBridge, trial_number: int) -> dict[str, Any]:
         # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a
@@ -664,90 +471,3 @@ class CostRolloutSampler(BaseSampler):
         n = 1 << max(trial_number, 1).bit_length()
         points = bridge.codec.sobol_points(n, seed=self._sobol_seed)  # (n, D)
         return bridge.decode(points[trial_number % n])
-
-
-def _point_of(trial: FrozenTrial, proposed: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A running trial's point: its stored params over what was proposed for it.
-
-    ``proposed`` is this process's own record, if any; else the trial's PROPOSED_ATTR.
-    """
-    return {**(proposed or trial.system_attrs.get(PROPOSED_ATTR) or {}), **trial.params}
-
-
-def _holds(trial: FrozenTrial, params: dict[str, Any]) -> bool:
-    """Whether ``trial`` holds or was proposed exactly ``params``."""
-    other = _point_of(trial)
-    return bool(params) and all(other.get(k) == v for k, v in params.items())
-
-
-def _cost_fn_arity(cost_fn: Callable[..., float] | None) -> int:
-    """1 for ``cost_fn(params)``, 2 for ``cost_fn(params, previous_params)``; 0 for None."""
-    if cost_fn is None:
-        return 0
-    if not callable(cost_fn):
-        raise ValueError(f"cost_fn must be callable or None, got {cost_fn!r}")
-    try:
-        params = inspect.signature(cost_fn).parameters.values()
-    except (TypeError, ValueError):
-        return 1
-    positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    if any(p.kind == p.VAR_POSITIONAL for p in params) or len(positional) == 2:
-        return 2
-    if len(positional) == 1:
-        return 1
-    raise ValueError(
-        "cost_fn must take (params) or (params, previous_params); got a function with "
-        f"{len(positional)} required positional arguments"
-    )
-
-
-def _checked_costs(values: list[Any], what: str) -> np.ndarray:
-    """Costs from the user's cost_fn as an array, >= 0 and finite, or a clear ValueError."""
-    try:
-        costs = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"cost_fn must return numbers; got {values[:3]!r}... for {what}"
-        ) from None
-    bad = ~np.isfinite(costs) | (costs < 0.0)
-    if bad.any():
-        raise ValueError(
-            f"cost_fn must return non-negative finite numbers; got {costs[bad][0]!r} for {what}"
-        )
-    # NOTE: a state-dependent cost is 0 for staying put; a tiny floor keeps EI / cost finite.
-    out: np.ndarray = np.maximum(costs, _MIN_MEASURED_COST)
-    return out
-
-
-def _check_single_objective(study: optuna.Study) -> None:
-    if len(study.directions) > 1:
-        raise ValueError(
-            "CostRolloutSampler supports single-objective studies only; this study has "
-            f"{len(study.directions)} objectives."
-        )
-
-
-def _root_study(study: optuna.Study) -> optuna.Study:
-    """The user's study behind HyperbandPruner's per-bracket view of it."""
-    while isinstance(getattr(study, "_study", None), optuna.Study):
-        study = study._study  # type: ignore[attr-defined]
-    return study
-
-
-def _in_optimize_loop(study: optuna.Study) -> bool:
-    return bool(_root_study(study)._thread_local.in_optimize_loop)
-
-
-def _stop(study: optuna.Study) -> None:
-    """Stop the optimize loop if there is one (``study.stop`` raises under ask-and-tell)."""
-    root = _root_study(study)
-    if not root._thread_local.in_optimize_loop:
-        return
-    try:
-        root.stop()
-    except RuntimeError:
-        pass

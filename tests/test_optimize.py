@@ -7,11 +7,11 @@ import itertools
 import numpy as np
 import pytest
 
-from optuna_costbo.optimize import maximize_acquisition
-from optuna_costbo.search_space import BoxCodec
-from optuna_costbo.search_space import CategoricalParam
-from optuna_costbo.search_space import NumericParam
-from optuna_costbo.search_space import Param
+from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import CategoricalParam
+from optuna_costbo._numerics.search_space import NumericParam
+from optuna_costbo._numerics.search_space import Param
 
 
 class _Quadratic:
@@ -246,8 +246,8 @@ def test_value_only_function_gives_the_same_answer() -> None:
 
 
 def test_with_real_gp_log_ei_beats_random_search() -> None:
-    gp = pytest.importorskip("optuna_costbo.gp")
-    from optuna_costbo.acquisition import LogEIPerCost
+    gp = pytest.importorskip("optuna_costbo._numerics.fit")
+    from optuna_costbo._numerics.acquisition import LogEIPerCost
 
     rng = np.random.default_rng(0)
     codec = BoxCodec([NumericParam(0.0, 1.0)] * 4 + [CategoricalParam(2)])

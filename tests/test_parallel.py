@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
+from optuna_costbo import _clash
 from optuna_costbo import budget as b
 from optuna_costbo import report_cost
 from optuna_costbo import sampler as sampler_mod
@@ -77,7 +78,7 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
     # Per-trial caches of the shared sampler are emptied as the trials finish.
     assert sampler._sampler_seconds == {}
     assert sampler._skipped == set()
-    assert getattr(sampler, "_pending", {}) == {}
+    assert sampler._pending.snapshot() == {}
     for t in trials:
         assert -1.0 <= t.params.get("x", 0.0) <= 1.0 and -1.0 <= t.params.get("y", 0.0) <= 1.0
     print(f"\nthreads[{acquisition}, {storage_kind}]: {report.summary()}")
@@ -115,7 +116,7 @@ def test_threads_never_use_the_random_state_concurrently(monkeypatch: pytest.Mon
     real_propose = sampler_mod.propose
 
     def watched(*args: Any, **kwargs: Any) -> Any:
-        key = id(kwargs["rng"])
+        key = id(args[2])
         with guard:
             active[key] = active.get(key, 0) + 1
             if active[key] > 1:
@@ -327,7 +328,7 @@ def test_a_proposal_made_while_another_thread_samples_is_pending(
     sampler = CostRolloutSampler(budget=100.0, seed=7, acquisition=acquisition)
     study = optuna.load_study(study_name="s", storage=storage, sampler=sampler)
     b_gathered, a_done = threading.Event(), threading.Event()
-    real_pending = sampler._pending_points
+    real_pending = sampler_mod.take_snapshot
     thread_b: list[threading.Thread] = []
 
     def watched_pending(*args: Any, **kwargs: Any) -> Any:
@@ -338,7 +339,7 @@ def test_a_proposal_made_while_another_thread_samples_is_pending(
             a_done.wait(timeout=5.0)
         return out
 
-    monkeypatch.setattr(sampler, "_pending_points", watched_pending)
+    monkeypatch.setattr(sampler_mod, "take_snapshot", watched_pending)
     trial_a = study.ask()
     points: dict[str, Any] = {}
 
@@ -431,7 +432,7 @@ def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
     _seeded_study(storage, "s")
     sampler_a, trial_a, _sampler_b, trial_b = _two_workers(storage, acquisition)
     b_done = threading.Event()
-    real_propose_a = sampler_a._propose_params
+    real_propose_a = sampler_a._propose
     calls: list[int] = []
 
     def held_propose_a(*args: Any, **kwargs: Any) -> Any:
@@ -441,7 +442,7 @@ def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
             assert b_done.wait(timeout=60.0)
         return out
 
-    monkeypatch.setattr(sampler_a, "_propose_params", held_propose_a)
+    monkeypatch.setattr(sampler_a, "_propose", held_propose_a)
     points: dict[str, Any] = {}
     thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
     points["b"] = (_suggest_x(trial_b), _suggest_y(trial_b))
@@ -463,11 +464,11 @@ def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
     _seeded_study(storage, "s")
     sampler_a, trial_a, sampler_b, trial_b = _two_workers(storage, acquisition)
     b_written, a_waiting = threading.Event(), threading.Event()
-    real_propose_a = sampler_a._propose_params
-    real_check_b = sampler_b._must_repropose
-    real_keeps_a = sampler_a._later_trial_keeps
+    real_propose_a = sampler_a._propose
+    real_check = _clash.must_repropose
+    real_keeps = _clash._later_trial_keeps
     proposals_b: list[int] = []
-    real_propose_b = sampler_b._propose_params
+    real_propose_b = sampler_b._propose
 
     def held_propose_a(*args: Any, **kwargs: Any) -> Any:
         out = real_propose_a(*args, **kwargs)
@@ -479,20 +480,22 @@ def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
         proposals_b.append(1)
         return real_propose_b(*args, **kwargs)
 
-    def held_check_b(*args: Any, **kwargs: Any) -> Any:
-        if not a_waiting.is_set():  # written, not checked: let a write and check first
-            b_written.set()
+    def held_check_b(study: Any, trial: Any, params: Any) -> Any:
+        # b's check (a's goes straight through)
+        if trial.number == trial_b.number and not a_waiting.is_set():
+            b_written.set()  # written, not checked: let a write and check first
             assert a_waiting.wait(timeout=60.0)
-        return real_check_b(*args, **kwargs)
+        return real_check(study, trial, params)
 
-    def watched_keeps_a(*args: Any, **kwargs: Any) -> Any:
-        a_waiting.set()
-        return real_keeps_a(*args, **kwargs)
+    def watched_keeps_a(study: Any, later: Any, params: Any) -> Any:
+        if later.number == trial_b.number:  # a waits for b's verdict
+            a_waiting.set()
+        return real_keeps(study, later, params)
 
-    monkeypatch.setattr(sampler_a, "_propose_params", held_propose_a)
-    monkeypatch.setattr(sampler_b, "_propose_params", counted_propose_b)
-    monkeypatch.setattr(sampler_b, "_must_repropose", held_check_b)
-    monkeypatch.setattr(sampler_a, "_later_trial_keeps", watched_keeps_a)
+    monkeypatch.setattr(sampler_a, "_propose", held_propose_a)
+    monkeypatch.setattr(sampler_b, "_propose", counted_propose_b)
+    monkeypatch.setattr(_clash, "must_repropose", held_check_b)
+    monkeypatch.setattr(_clash, "_later_trial_keeps", watched_keeps_a)
     points: dict[str, Any] = {}
     thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
     thread_b = _in_thread(lambda: (_suggest_x(trial_b), _suggest_y(trial_b)), points, "b")

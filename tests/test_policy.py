@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from _policy_helpers import propose
 import numpy as np
 import pytest
 
-from optuna_costbo.policy import KnownCost
-from optuna_costbo.policy import propose
-from optuna_costbo.search_space import BoxCodec
-from optuna_costbo.search_space import NumericParam
+from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import NumericParam
 
 
 CODEC = BoxCodec([NumericParam(0.0, 1.0), NumericParam(0.0, 1.0)])

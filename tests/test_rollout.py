@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import math
 from typing import Any
 
+from _policy_helpers import propose
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -36,18 +37,18 @@ from scipy.special import ndtr
 from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
-from optuna_costbo import policy
-from optuna_costbo.acquisition import ei as acq_ei
-from optuna_costbo.gp import GPModel
-from optuna_costbo.gp import fit_gp
-from optuna_costbo.policy import KnownCost
-from optuna_costbo.policy import RolloutSettings
-from optuna_costbo.policy import propose
-from optuna_costbo.rollout import plain_ei
-from optuna_costbo.rollout import qmc_normals
-from optuna_costbo.rollout import rollout_values
-from optuna_costbo.search_space import BoxCodec
-from optuna_costbo.search_space import NumericParam
+from optuna_costbo._numerics import rollout_acquisition
+from optuna_costbo._numerics.acquisition import ei as acq_ei
+from optuna_costbo._numerics.acquisition import ei as plain_ei
+from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.fit import fit_gp
+from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.policy import Proposal
+from optuna_costbo._numerics.rollout import qmc_normals
+from optuna_costbo._numerics.rollout import rollout_values
+from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import NumericParam
 
 
 # cost(prev, Z): cost of evaluating each row of Z (m, D) next, coming from the point prev (D,),
@@ -835,7 +836,7 @@ def test_fixed_seed_gives_identical_values(problem_1d: _Problem) -> None:
 _SETTINGS = RolloutSettings(horizon=2, n_samples=64, n_inner=128, n_shortlist=4)
 
 
-def _propose_1d(remaining: float, seed: int, **kwargs: object) -> policy.Proposal:
+def _propose_1d(remaining: float, seed: int, **kwargs: object) -> Proposal:
     X = np.array([[0.05], [0.2], [0.45], [0.55], [0.7], [0.85]])
     return propose(
         BoxCodec([NumericParam(0.0, 1.0)]), X, _f1(X), X, _linear_cost(X),
@@ -869,14 +870,14 @@ def test_propose_rollout_never_picks_an_unaffordable_point(horizon: int, seed: i
 @pytest.mark.parametrize("seed", range(3))
 def test_propose_when_nothing_is_affordable(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     seen: list[tuple[Any, ...]] = []
-    real = policy._rollout_choice
+    real = rollout_acquisition.rollout_choice
 
     def spy(*args: Any) -> Any:
         # (model, codec, rng, best, tau, seeds, ...): keep a copy of the rng as it was.
         seen.append((*args[:2], copy.deepcopy(args[2]), *args[3:]))
         return real(*args)
 
-    monkeypatch.setattr(policy, "_rollout_choice", spy)
+    monkeypatch.setattr(rollout_acquisition, "rollout_choice", spy)
     p = _propose_1d(0.5, seed, rollout=_SETTINGS)  # every cost is >= 1
     assert p.message is not None and "affordable" in p.message
     # The candidates were the EI / EIpu maximizers and the Sobol pool: the proposal is

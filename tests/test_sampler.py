@@ -257,7 +257,7 @@ def test_conditional_parameters_go_to_the_independent_sampler(
 
 def test_rollout_is_the_default_acquisition() -> None:
     sampler = CostRolloutSampler(budget=1.0)
-    assert sampler._acquisition == "rollout"
+    assert sampler._acquisition.name == "rollout"
 
 
 @pytest.mark.parametrize(
@@ -320,7 +320,7 @@ def test_a_moving_cost_tells_the_policy_where_the_last_trial_is(
     real_propose = sampler_mod.propose
 
     def spy(*args: object, **kwargs: object) -> object:
-        known = kwargs["known_cost"]
+        known = args[0].known_cost  # type: ignore[attr-defined]
         origins.append(getattr(known, "origin", None))
         return real_propose(*args, **kwargs)  # type: ignore[arg-type]
 

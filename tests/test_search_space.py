@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
-from optuna_costbo.search_space import BoxCodec
-from optuna_costbo.search_space import CategoricalParam
-from optuna_costbo.search_space import NumericParam
-from optuna_costbo.search_space import Param
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import CategoricalParam
+from optuna_costbo._numerics.search_space import NumericParam
+from optuna_costbo._numerics.search_space import Param
 
 
 # ---------------------------------------------------------------- strategies

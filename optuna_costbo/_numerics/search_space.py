@@ -32,6 +32,8 @@ import math
 import numpy as np
 from scipy.stats import qmc
 
+from optuna_costbo._numerics.checks import is_int
+
 
 __all__ = ["BoxCodec", "CategoricalParam", "NumericParam", "Param"]
 
@@ -92,7 +94,7 @@ def _check_param(i: int, p: object) -> None:
     where = f"params[{i}] = {p!r}"
     if isinstance(p, CategoricalParam):
         n = p.n_choices
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        if not is_int(n) or n < 1:
             raise ValueError(f"{where}: n_choices must be an integer >= 1, got {n!r}")
         return
     if not isinstance(p, NumericParam):

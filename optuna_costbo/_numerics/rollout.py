@@ -28,29 +28,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtr
 from scipy.special import ndtri
 from scipy.stats import qmc
+
+from optuna_costbo._numerics.acquisition import ei
 
 
 PairCost = Callable[[np.ndarray], np.ndarray]
 """``rows (k,) indices into P -> (k, |P|)``: cost of moving from each row's point to each point."""
 
 _TINY_VAR = 1e-300
-_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
-
-
-def plain_ei(mean: np.ndarray, var: np.ndarray, best: np.ndarray | float) -> np.ndarray:
-    """EI = sigma (phi(z) + z Phi(z)), z = (best - mean) / sigma; any broadcastable shapes.
-
-    The plain formula, clipped at 0: it underflows far below the incumbent, which is harmless
-    for the argmax over many points and for an average of rewards that it serves here.
-    """
-    sigma = np.sqrt(np.maximum(var, _TINY_VAR))
-    z = (best - mean) / sigma
-    h = np.exp(-0.5 * z * z) * _INV_SQRT_2PI + z * ndtr(z)
-    out: np.ndarray = sigma * np.maximum(h, 0.0)
-    return out
 
 
 def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -> np.ndarray:
@@ -125,7 +112,7 @@ def rollout_values(
             raise ValueError("first_cost is required with pair_cost")
         first_cost = cost[:B]
     var0 = np.maximum(np.diag(cov), _TINY_VAR)  # (P,)
-    ei0 = plain_ei(mean[:B], var0[:B], best)  # (B,)
+    ei0 = ei(mean[:B], var0[:B], best)  # (B,)
     affordable0 = first_cost <= tau  # (B,)
     values = np.where(affordable0, ei0, -np.inf)  # (B,)
     if horizon == 1 or not affordable0.any():
@@ -153,7 +140,7 @@ def rollout_values(
             uniq, inv = np.unique(prev, return_inverse=True)
             c_next = pair_cost(uniq)[inv.reshape(B, N)]  # (B, N, P)
         afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
-        gain = plain_ei(m, v, ystar[..., None])  # (B, N, P)
+        gain = ei(m, v, ystar[..., None])  # (B, N, P)
         # NOTE: a state-dependent cost may be zero (staying put); the floor keeps EI / cost
         # finite, and such a point has no EI to speak of anyway.
         score = gain if last else gain / np.maximum(c_next, 1e-12)

@@ -1,9 +1,9 @@
 """Maximization of an acquisition function over the unit box with mixed variables.
 
 The optimizer knows nothing of which acquisition it maximizes: it takes a batched function
-``Z (m, D) -> (values (m,), grads (m, D))`` and a :class:`~optuna_costbo.search_space.BoxCodec`
-that says which columns are continuous, which are on a step grid and which form one-hot
-categorical blocks. It only ever returns legal points (codec fixed points).
+``Z (m, D) -> (values (m,), grads (m, D))`` and a :class:`.search_space.BoxCodec` that says which
+columns are continuous, which are on a step grid and which form one-hot categorical blocks. It
+only ever returns legal points (codec fixed points).
 
 The scheme follows Lee et al. (UAI 2021, section 5): evaluate the acquisition on a Latin
 hypercube, start L-BFGS-B from the best few points, and keep the best. Mixed spaces add a
@@ -18,7 +18,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize
 
-from optuna_costbo.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import BoxCodec
 
 
 __all__ = ["default_n_candidates", "maximize_acquisition"]
@@ -168,7 +168,7 @@ def maximize_acquisition(
 
     Example:
         >>> import numpy as np
-        >>> from optuna_costbo.search_space import BoxCodec, NumericParam
+        >>> from optuna_costbo._numerics.search_space import BoxCodec, NumericParam
         >>> codec = BoxCodec([NumericParam(0.0, 1.0), NumericParam(0, 10, integer=True)])
         >>> def f(Z):  # (m, 2) -> (m,), (m, 2); peak at z = (0.3, 0.7)
         ...     return -((Z - [0.3, 0.7]) ** 2).sum(axis=1), -2 * (Z - [0.3, 0.7])

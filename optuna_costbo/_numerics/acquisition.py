@@ -29,7 +29,6 @@ __all__ = [
     "LogEIPerCost",
     "PosteriorModel",
     "ei",
-    "ei_and_grad",
     "log_ei",
     "log_ei_and_grad",
     "log_h",
@@ -39,6 +38,9 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)  # c1 in Ament et al.
 _LOG_SQRT_HALF_PI = 0.5 * math.log(0.5 * math.pi)  # c2 in Ament et al.
 _SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+# NOTE(acq): variance floor of the plain EI: sqrt stays positive, z finite.
+_TINY_VAR = 1e-300
 
 # NOTE(acq): branch points of log h(z). Above -1, h = phi + z Phi loses at most a factor 3 to
 # cancellation. In (-30, -1], h = phi(z) * (1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2)) (Ament et al.,
@@ -158,9 +160,17 @@ def log_ei(mean: np.ndarray, var: np.ndarray, best: float | np.ndarray) -> np.nd
     return out
 
 
-def ei(mean: np.ndarray, var: np.ndarray, best: float | np.ndarray) -> np.ndarray:
-    """E[max(best - Y, 0)] for Y ~ N(mean, var): (m,) -> (m,). ``exp(log_ei)``; may underflow."""
-    out: np.ndarray = np.exp(log_ei(mean, var, best))
+def ei(mean: np.ndarray, var: np.ndarray, best: np.ndarray | float) -> np.ndarray:
+    """EI = sigma (phi(z) + z Phi(z)), z = (best - mean) / sigma; any broadcastable shapes.
+
+    The plain closed form, clipped at 0: it underflows far below the incumbent, which is
+    harmless for an argmax over many points and for averages of rewards (the rollout's use);
+    an optimizer needs :func:`log_ei` instead.
+    """
+    sigma = np.sqrt(np.maximum(var, _TINY_VAR))
+    z = (best - mean) / sigma
+    h = np.exp(-0.5 * z * z) * _INV_SQRT_2PI + z * ndtr(z)
+    out: np.ndarray = sigma * np.maximum(h, 0.0)
     return out
 
 
@@ -186,27 +196,8 @@ def log_ei_and_grad(
     return lh + np.log(sigma), -Phi_over_h / sigma, phi_over_h / (2.0 * var_)
 
 
-def ei_and_grad(
-    mean: np.ndarray, var: np.ndarray, best: float | np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """EI and its derivatives: ``dEI/dmean = -Phi(z)``, ``dEI/dvar = phi(z) / (2 sigma)``.
-
-    Args:
-        mean: Posterior means, shape (m,).
-        var: Posterior variances, shape (m,).
-        best: Incumbent, float or broadcastable to (m,).
-
-    Returns:
-        ``(ei (m,), dei/dmean (m,), dei/dvar (m,))``.
-    """
-    z, sigma, _ = _standardize(mean, var, best)
-    value = sigma * np.exp(_log_h_parts(z)[0])
-    phi = np.exp(-0.5 * z * z - _LOG_SQRT_2PI)
-    return value, -ndtr(z), phi / (2.0 * sigma)
-
-
 class PosteriorModel(Protocol):
-    """What an acquisition needs from a model (:class:`optuna_costbo.gp.GPModel` fits)."""
+    """What an acquisition needs from a model (:class:`.gp.GPModel` fits)."""
 
     def predict(self, Xq: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
         """``(mean (m,), var (m,))``, plus ``(dmean (m, D), dvar (m, D))`` if ``return_grad``."""

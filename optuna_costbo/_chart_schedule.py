@@ -1,0 +1,61 @@
+"""When the sampler redraws the optuna-dashboard chart (see :mod:`optuna_costbo.dashboard`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import threading
+import time
+from typing import Any
+
+import optuna
+
+
+__all__ = ["ChartSchedule"]
+
+_INTERVAL_SECONDS = 2.0
+
+
+class ChartSchedule:
+    """Whether a study gets the chart, and whether it is due for a redraw.
+
+    Args:
+        enabled: ``True``/``False`` forces it; ``None``: when optuna-dashboard and plotly are
+            installed and the storage is not in memory.
+    """
+
+    def __init__(self, enabled: bool | None) -> None:
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._times: dict[int, float] = {}  # study id -> time of the last redraw
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"enabled": self.enabled}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["enabled"])  # type: ignore[misc]
+
+    def wanted(self, study: optuna.Study) -> bool:
+        if self.enabled is False:
+            return False
+        if self.enabled is None:
+            if isinstance(study._storage, optuna.storages.InMemoryStorage):
+                return False
+            return all(
+                importlib.util.find_spec(m) is not None for m in ("optuna_dashboard", "plotly")
+            )
+        return True
+
+    def due(self, study: optuna.Study, spent: float, budget: float) -> bool:
+        """Redraw at most every few seconds, and always when the budget is spent.
+
+        NOTE: a redraw reads every trial and writes the figure (tens of ms on SQLite, growing
+        with the number of trials); for cheap objectives that would dominate the loop.
+        """
+        now = time.monotonic()
+        with self._lock:
+            last = self._times.get(study._study_id, -math.inf)
+            if spent < budget and now - last < _INTERVAL_SECONDS:
+                return False
+            self._times[study._study_id] = now
+        return True

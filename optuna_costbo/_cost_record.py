@@ -1,0 +1,68 @@
+"""What a finished trial cost: the objective's report, the user's cost_fn, or the wall clock.
+
+Written on the trial as its numeric user attr (``cost`` by default, where optuna-dashboard shows
+and sorts it), with where it came from in a system attr; the ledger then reads it from storage.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import optuna
+from optuna.trial import FrozenTrial
+
+from optuna_costbo._numerics.cost_model import COST_FLOOR
+from optuna_costbo._snapshot import previous_params
+from optuna_costbo._user_cost import UserCost
+from optuna_costbo.budget import COST_SOURCE_ATTR
+from optuna_costbo.budget import INVALID_COST_ATTR
+from optuna_costbo.budget import storage_trials
+from optuna_costbo.budget import validate_cost
+
+
+__all__ = ["record_cost"]
+
+
+def record_cost(
+    study: optuna.Study,
+    trial: FrozenTrial,
+    *,
+    sampler_seconds: float,
+    cost_attr: str,
+    user_cost: UserCost | None,
+) -> ValueError | None:
+    """Store the trial's cost as a numeric user attr; return an error for a bad report.
+
+    Precedence: a valid cost the objective reported (kept as is); else ``user_cost`` of the
+    trial's parameters; else the wall-clock time since the trial started, less the sampler's
+    own time. A reported value that is not a valid cost is kept in a system attr, the trial is
+    charged its wall-clock time, and the error is returned for the caller to raise.
+    """
+    storage, trial_id = study._storage, trial._trial_id
+    raw = trial.user_attrs.get(cost_attr)
+    error = None
+    if raw is not None:
+        try:
+            validate_cost(raw, name=f"the reported cost {cost_attr!r}")
+            storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, "reported")
+            return None
+        except ValueError as exc:
+            error = ValueError(
+                f"{exc}. Trial {trial.number} was charged its wall-clock time instead; "
+                f"its reported value is kept in system attr {INVALID_COST_ATTR!r}."
+            )
+            storage.set_trial_system_attr(trial_id, INVALID_COST_ATTR, repr(raw))
+    if user_cost is not None and error is None:
+        previous = previous_params(storage_trials(study), trial) if user_cost.moving else None
+        cost = user_cost.charge(trial.params, previous, f"trial {trial.number}")
+        source = "cost_fn"
+    else:
+        start = trial.datetime_start or datetime.datetime.now()
+        elapsed = (datetime.datetime.now() - start).total_seconds()
+        # NOTE: the floor keeps log(cost) defined for an objective that returns in less than
+        # the clock's resolution.
+        cost = max(elapsed - sampler_seconds, COST_FLOOR)
+        source = "wall_clock"
+    storage.set_trial_user_attr(trial_id, cost_attr, cost)
+    storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, source)
+    return error

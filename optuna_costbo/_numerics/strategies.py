@@ -1,0 +1,188 @@
+"""Acquisition strategies: how one suggestion chooses a point, one small object each.
+
+A strategy has a ``name`` (what users pass as ``acquisition=``), says whether it needs a cost
+model (``needs_cost``), is built from the user's options (``from_options``) and chooses a
+point of the box from an :class:`AcquisitionContext` (``choose``). The context carries the
+fitted objective model (conditioned on the running trials), the cost model if the strategy
+needs one, the budget state, and a maximizer of ``log EI - cost_exponent * log c``.
+
+The myopic strategies live here; the rollout lives in :mod:`.rollout_acquisition`; the
+registry of names is :mod:`.registry`. Adding an acquisition is one new class satisfying
+:class:`AcquisitionStrategy`, one line in the registry and its tests.
+
+This module imports only numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+from typing import Protocol
+
+import numpy as np
+
+from optuna_costbo._numerics.acquisition import LogEIPerCost
+from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.search_space import BoxCodec
+
+
+__all__ = [
+    "EI",
+    "AcquisitionContext",
+    "AcquisitionOptions",
+    "AcquisitionStrategy",
+    "Choice",
+    "EICool",
+    "EIPerCost",
+]
+
+
+@dataclass(frozen=True)
+class AcquisitionOptions:
+    """The user's acquisition settings, handed to every strategy's ``from_options``.
+
+    Attributes:
+        horizon: Rollout steps h >= 1.
+        n_samples: Quasi-Monte Carlo trajectories per rollout value.
+    """
+
+    horizon: int = 2
+    n_samples: int = 64
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The point a strategy chose, its acquisition value and a message for the user's log."""
+
+    z: np.ndarray  # (D,)
+    value: float
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class AcquisitionContext:
+    """Everything a strategy may use to choose one point.
+
+    Attributes:
+        codec: The search space codec.
+        model: The objective model (minimization), conditioned on the running trials.
+        best: The incumbent, the smallest observed objective value.
+        cost: The cost model, or ``None`` (strategies that do not need one, or no costs yet).
+        rng: Source of randomness.
+        remaining: Remaining budget (budget minus spent).
+        budget: Total budget.
+        starts: Points that always start a maximizer run (the best observed ones), (k, D).
+        X_running: Encoded points of the other running trials, (r, D), or ``None``.
+    """
+
+    codec: BoxCodec
+    model: GPModel
+    best: float
+    cost: CostModel | None
+    rng: np.random.Generator
+    remaining: float
+    budget: float
+    starts: np.ndarray  # (k, D)
+    X_running: np.ndarray | None = None  # (r, D)
+
+    def reserved(self) -> float:
+        """Predicted cost of the running trials, not yet spent but committed."""
+        if self.cost is None or self.X_running is None or len(self.X_running) == 0:
+            return 0.0
+        return float(np.sum(self.cost.cost(self.X_running)))
+
+    def maximize(self, cost_exponent: float) -> tuple[np.ndarray, float]:
+        """Maximize ``log EI - cost_exponent * log c`` over the legal points: ``(z (D,), value)``.
+
+        A cost exponent of 0 (or no cost model) is log EI.
+        """
+        uses_cost = cost_exponent != 0.0 and self.cost is not None
+        acq = LogEIPerCost(
+            self.model,
+            self.best,
+            cost_model=self.cost if uses_cost else None,
+            cost_exponent=cost_exponent if uses_cost else 0.0,
+        )
+        extra = self.starts
+        max_evals = None
+        if uses_cost:
+            assert self.cost is not None
+            # NOTE: with a moving cost the cheap moves are next to the current point, where EI
+            # per unit cost may peak although neither the screening nor the best points lead
+            # there.
+            if self.cost.origin is not None:
+                extra = np.vstack([self.starts, self.cost.origin[None]])
+            max_evals = self.cost.max_evals
+        return maximize_acquisition(
+            acq.value_and_grad,
+            self.codec,
+            self.rng,
+            extra_starts=extra,
+            fun=acq,
+            max_evals=max_evals,
+        )
+
+
+class AcquisitionStrategy(Protocol):
+    """One acquisition: a name, whether it needs a cost model, and how it chooses a point."""
+
+    name: ClassVar[str]
+    needs_cost: ClassVar[bool]
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> AcquisitionStrategy:
+        """The strategy for the user's settings."""
+        ...
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        """The point to evaluate next."""
+        ...
+
+
+class EI:
+    """Expected improvement, maximized as log EI; ignores cost."""
+
+    name: ClassVar[str] = "ei"
+    needs_cost: ClassVar[bool] = False
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> EI:
+        return cls()
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        return Choice(*ctx.maximize(0.0))
+
+
+class EIPerCost:
+    """EI per unit predicted cost, maximized as log EI - log c."""
+
+    name: ClassVar[str] = "eipu"
+    needs_cost: ClassVar[bool] = True
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> EIPerCost:
+        return cls()
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        return Choice(*ctx.maximize(1.0))
+
+
+class EICool:
+    """EI / c^alpha with alpha = remaining / total budget: EIpu at the start, EI at the end.
+
+    NOTE: EI-cool (Lee et al., "Cost-aware Bayesian optimization", 2020): the cost exponent
+    cools from 1 to 0 as the budget is used up.
+    """
+
+    name: ClassVar[str] = "ei-cool"
+    needs_cost: ClassVar[bool] = True
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> EICool:
+        return cls()
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        alpha = float(np.clip(ctx.remaining / ctx.budget, 0.0, 1.0))
+        return Choice(*ctx.maximize(alpha))

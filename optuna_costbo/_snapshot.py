@@ -1,0 +1,109 @@
+"""One read of the study per suggestion: trials filtered and encoded once for the models.
+
+:func:`take_snapshot` walks the trial list once, keeps the trials whose parameters lie in the
+relative search space, encodes them in one batch, and hands the policy what it needs: the
+completed points and values, the priced finished points and their costs, the running points
+and the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+from optuna_costbo import budget
+from optuna_costbo._clash import running_points
+from optuna_costbo._numerics.policy import CostData
+from optuna_costbo._space import SpaceBridge
+
+
+__all__ = ["Snapshot", "previous_params", "take_snapshot"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The study as one suggestion sees it.
+
+    Attributes:
+        X: Encoded points of the completed trials in the space, shape (n, D).
+        y: Their values, to minimize (negated for a maximize study), shape (n,).
+        cost_data: Encoded points and costs (> 0) of the priced finished trials in the space.
+        X_running: Encoded points of the other running trials in the space, (r, D), or None.
+        ledger: The budget ledger from the same trial list.
+        previous: Parameters of the latest earlier trial (where a moving cost starts from).
+    """
+
+    X: np.ndarray  # (n, D)
+    y: np.ndarray  # (n,)
+    cost_data: CostData
+    X_running: np.ndarray | None  # (r, D)
+    ledger: budget.Ledger
+    previous: dict[str, Any] | None
+
+
+def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[str, Any] | None:
+    """Parameters of the latest trial before ``trial``: where a moving cost starts from."""
+    earlier = [
+        t
+        for t in trials
+        if t.number < trial.number
+        and t.state in (*budget.FINISHED_STATES, TrialState.RUNNING)
+        and not t.system_attrs.get(budget.SKIPPED_ATTR)
+    ]
+    return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
+
+
+def take_snapshot(
+    trials: Sequence[FrozenTrial],
+    trial: FrozenTrial,
+    bridge: SpaceBridge,
+    *,
+    sign: float,
+    budget_total: float,
+    cost_attr: str,
+    charge_sampler_time: bool,
+    pending: Mapping[int, Mapping[str, Any]],
+) -> Snapshot:
+    """Read ``trials`` once for the suggestion of ``trial``.
+
+    Args:
+        trials: Every trial of the study.
+        trial: The trial being suggested for.
+        bridge: The relative search space with its codec.
+        sign: -1 for a maximize study, 1 for minimize.
+        budget_total: The sampler's budget.
+        cost_attr: The trial user attr holding costs.
+        charge_sampler_time: Whether the ledger charges the sampler's time.
+        pending: This process's proposals for running trials (trial id -> params).
+    """
+    finished = [t for t in trials if t.state in budget.FINISHED_STATES and bridge.holds(t)]
+    encoded = bridge.encode_trials(finished)  # (f, D)
+    complete = np.array([t.state == TrialState.COMPLETE for t in finished], dtype=bool)
+    y = sign * np.array([t.value for t in finished if t.state == TrialState.COMPLETE], dtype=float)
+
+    costs = np.array(
+        [
+            -1.0
+            if t.system_attrs.get(budget.SKIPPED_ATTR)
+            else budget.objective_cost(t, cost_attr)
+            for t in finished
+        ],
+        dtype=float,
+    )
+    priced = (costs > 0.0) & np.isfinite(costs)
+
+    running = [p for p in running_points(trials, trial, pending) if bridge.holds_params(p)]
+    return Snapshot(
+        X=encoded[complete],
+        y=y,
+        cost_data=CostData(encoded[priced], costs[priced]),
+        X_running=bridge.encode_params(running) if running else None,
+        ledger=budget.compute_ledger(trials, budget_total, cost_attr, charge_sampler_time),
+        previous=previous_params(trials, trial),
+    )
