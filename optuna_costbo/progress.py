@@ -223,7 +223,8 @@ class CostProgressBar:
         kwargs.update(self._tqdm_kwargs)
         self._bar = tqdm(**kwargs)
         self._drawn = self._line_open = True
-        self._route_optuna_logs(tqdm)
+        if not self._bar.disable:  # tqdm(disable=True) draws nothing to keep clear of
+            self._route_optuna_logs(tqdm)
 
     def _route_optuna_logs(self, tqdm: Any) -> None:
         """Send Optuna's log lines through ``tqdm.write`` while the bar is open."""
@@ -283,7 +284,8 @@ class _BarLogHandler(logging.Handler):
         try:
             message = self.format(record)
             owner, bar = self._owner, self._owner._bar
-            if bar is not None and bar.fp == self._stream and not _isatty(self._stream):
+            same_stream = bar is not None and getattr(bar, "fp", None) == self._stream
+            if same_stream and not _isatty(self._stream):
                 prefix = "\n" if owner._line_open else ""
                 owner._line_open = False
                 self._stream.write(f"{prefix}{message}\n")

@@ -308,3 +308,15 @@ def test_hint_is_found_from_worker_threads(
             show_progress_bar=True,
         )
     assert len(_hints(caplog)) == 1
+
+
+def test_disabled_bar_leaves_optunas_logging_alone() -> None:
+    out = io.StringIO()
+    root = logging.getLogger("optuna")
+    with _optuna_logs_to(out):
+        handlers = set(root.handlers)
+        bar = CostProgressBar(budget=5.0, file=out, disable=True)
+        optuna.create_study().optimize(_scripted([1.0], [1.0]), n_trials=1, callbacks=[bar])
+        assert set(root.handlers) == handlers
+        bar.close()
+    assert "Cost:" not in out.getvalue() and "Trial 0 finished" in out.getvalue()
