@@ -3,9 +3,10 @@
 Runs a small study on SQLite with ``CostRolloutSampler``, then prints the command that opens it
 in optuna-dashboard and what to look at there:
 
-- the trials table has a ``cost`` column: each trial's cost (here its wall-clock seconds, less
-  the sampler's own time), stored by the sampler as a numeric trial user attr, so the
-  dashboard can sort by it and plot it;
+- the trials table (on the "Smart Selection" page, called "Trials (Selection)" in earlier
+  optuna-dashboard releases) has a "UserAttribute cost" column: each trial's cost (here its
+  wall-clock seconds, less the sampler's own time), stored by the sampler as a numeric trial
+  user attr, so the dashboard can sort by it and plot it;
 - the study's user attributes hold the ledger: ``cost_budget``, ``cost_spent`` and
   ``cost_remaining``, updated after every trial;
 - the study page shows a "Best value vs cumulative cost" chart, which the sampler keeps
@@ -83,7 +84,10 @@ def main() -> None:
     print(f"    optuna-dashboard {args.storage}")
     print()
     print(f"then http://127.0.0.1:{args.port}/ and the study {name!r}. What to look at:")
-    print("  - Trials (table): the 'cost' column, each trial's cost in seconds; sort by it.")
+    print(
+        "  - Smart Selection page ('Trials (Selection)' in earlier releases), the table at the "
+        "bottom: the 'UserAttribute cost' column, each trial's cost in seconds; sort by it."
+    )
     print(
         "  - Study user attributes: cost_budget, cost_spent and cost_remaining "
         f"(now {study.user_attrs.get('cost_budget')}, {study.user_attrs.get('cost_spent'):.3g}, "

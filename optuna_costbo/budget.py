@@ -231,11 +231,17 @@ class CostBudgetPruner(BasePruner):
 
     Args:
         budget: The budget in cost units. ``None`` reads it from the study, where
-            :class:`~optuna_costbo.CostRolloutSampler` stores it.
+            :class:`~optuna_costbo.CostRolloutSampler` stores it. A pruner given here, as in
+            ``CostBudgetPruner(MedianPruner())``, is taken as ``wrapped_pruner`` (the budget
+            is then read from the study).
         wrapped_pruner: Another pruner consulted first (for example a median pruner);
             the trial is pruned if either says so.
         cost_attr: Name of the trial user attr that carries reported costs.
         charge_sampler_time: Count the sampler's own time, as the sampler option of the same name.
+
+    Raises:
+        ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, or
+            a pruner is given both as ``budget`` and as ``wrapped_pruner``.
 
     Example:
 
@@ -246,18 +252,35 @@ class CostBudgetPruner(BasePruner):
 
             study = optuna.create_study(
                 sampler=CostRolloutSampler(budget=60.0),
-                pruner=CostBudgetPruner(wrapped_pruner=optuna.pruners.MedianPruner()),
+                pruner=CostBudgetPruner(optuna.pruners.MedianPruner()),  # budget: the study's
             )
     """
 
     def __init__(
         self,
-        budget: float | None = None,
+        budget: float | BasePruner | None = None,
         *,
         wrapped_pruner: BasePruner | None = None,
         cost_attr: str = "cost",
         charge_sampler_time: bool = False,
     ) -> None:
+        # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written
+        # elsewhere (PatientPruner(MedianPruner(), ...)); it means the wrapped pruner.
+        if isinstance(budget, BasePruner):
+            if wrapped_pruner is not None:
+                raise ValueError(
+                    "CostBudgetPruner got two pruners: one as its first argument (budget) and "
+                    "one as wrapped_pruner; pass a budget (a positive finite number or None) "
+                    "first, or only one pruner"
+                )
+            budget, wrapped_pruner = None, budget
+        elif budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, numbers.Real)
+        ):
+            raise ValueError(
+                "budget must be a positive finite number, None (the study's budget) or a "
+                f"pruner to wrap (also wrapped_pruner=...), got {budget!r}"
+            )
         self._budget = None if budget is None else validate_budget(budget)
         self._wrapped = wrapped_pruner
         self._cost_attr = cost_attr

@@ -2,13 +2,21 @@
 
 Optuna's own progress bar knows ``n_trials`` and ``timeout`` only; a study run by
 :class:`~optuna_costbo.CostRolloutSampler` has neither, and ends when its cost budget is spent.
-:class:`CostProgressBar` shows that budget filling up.
+:class:`CostProgressBar` shows that budget filling up. ``study.optimize(...,
+show_progress_bar=True)`` without ``n_trials`` or ``timeout`` only gets Optuna's warning
+"Progress bar won't be displayed because n_trials and timeout are None." (from
+``optuna/progress_bar.py``); :func:`hint_cost_progress_bar` points such a call to
+:class:`CostProgressBar`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+import sys
 import threading
+from types import FrameType
 from typing import IO
 from typing import Any
 
@@ -17,15 +25,27 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo import _units
 from optuna_costbo import budget as ledger_mod
 
 
-__all__ = ["CostProgressBar"]
+__all__ = ["CostProgressBar", "hint_cost_progress_bar"]
+
+_logger = logging.getLogger(__name__)
 
 PROGRESS_EXTRA_HINT = 'pip install "optuna-costbo[progress]"'
 
+PROGRESS_BAR_HINT = (
+    "Optuna's progress bar counts n_trials or timeout, and this study runs until its cost "
+    "budget is spent: for a bar over the budget, pass callbacks=[CostProgressBar()] to "
+    "study.optimize (from optuna_costbo.progress import CostProgressBar; "
+    f"{PROGRESS_EXTRA_HINT})."
+)
+"""The hint :func:`hint_cost_progress_bar` logs."""
+
 _BAR_FORMAT = (
-    "{desc}: {percentage:3.0f}%|{bar}| {n:.4g}/{total:.4g} [{elapsed}<{remaining}{postfix}]"
+    "{{desc}}: {{percentage:3.0f}}%|{{bar}}| {{n:.4g}}/{{total:.4g}}{unit} "
+    "[{{elapsed}}<{{remaining}}{{postfix}}]"
 )
 
 
@@ -46,10 +66,19 @@ class CostProgressBar:
             ``cost_attr``).
         charge_sampler_time: Count the sampler's own time, as the sampler option of the same
             name; pass the sampler's value so that the bar shows the sampler's ledger.
+        unit: The unit printed after the numbers (``"$"``, ``"kWh"``; ``""`` for none).
+            ``None`` (default): ``"s"`` when the trials' costs are measured wall-clock time,
+            none when the objective reports them or a ``cost_fn`` gives them.
         desc: Text in front of the bar.
-        file: Where tqdm writes; default ``sys.stderr``. Works on a non-tty (log files, CI).
+        file: Where tqdm writes; default ``sys.stderr``. Works on a non-tty (log files, CI):
+            each state is written once.
         **tqdm_kwargs: Other keyword arguments for :class:`tqdm.tqdm` (``ncols``, ``leave``,
             ``disable``, ...).
+
+    While the bar is open, Optuna's log lines ("Trial 3 finished ...") are written with
+    ``tqdm.write`` to the stream they went to, so that they print above the bar instead of
+    breaking into it (Optuna's own progress bar does the same); Optuna's handler is put back
+    when the bar closes.
 
     Raises:
         ImportError: tqdm is not installed (``pip install "optuna-costbo[progress]"``).
@@ -72,8 +101,8 @@ class CostProgressBar:
 
             sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
             study = optuna.create_study(sampler=sampler)
-            study.optimize(objective, callbacks=[CostProgressBar()])
-            # Cost: 100%|██████████| 10/10 [00:00<00:00, best=1.84e-5, trials=7]
+            study.optimize(objective, callbacks=[CostProgressBar(unit="$")])
+            # Cost: 100%|██████████| 10/10 $ [00:00<00:00, best=1.84e-5, trials=7]
     """
 
     def __init__(
@@ -82,6 +111,7 @@ class CostProgressBar:
         *,
         cost_attr: str = "cost",
         charge_sampler_time: bool = False,
+        unit: str | None = None,
         desc: str = "Cost",
         file: IO[str] | None = None,
         **tqdm_kwargs: Any,
@@ -95,10 +125,14 @@ class CostProgressBar:
         self._budget = None if budget is None else ledger_mod.validate_budget(budget)
         self._cost_attr = cost_attr
         self._charge_sampler_time = charge_sampler_time
+        self._unit = unit
         self._desc = desc
         self._file = file
         self._tqdm_kwargs = tqdm_kwargs
         self._bar: Any = None
+        self._drawn = False  # whether the bar's current state is on screen
+        self._line_open = False  # whether the bar's last frame awaits a newline
+        self._log_handlers: tuple[logging.Handler, logging.Handler] | None = None
         self._closed = False
         self._lock = threading.Lock()
         self.spent = 0.0
@@ -139,17 +173,23 @@ class CostProgressBar:
             self.n_trials = ledger.n_finished
             if len(study.directions) == 1:
                 self.best_value = _best_value(trials, study.direction)
-            bar = self._ensure_bar()
             postfix: dict[str, Any] = {}
             if self.best_value is not None:
                 postfix["best"] = self.best_value
             postfix["trials"] = self.n_trials
-            bar.set_postfix(postfix, refresh=False)
-            # Set the position and redraw once (bar.update would redraw before the postfix).
-            bar.n = min(ledger.spent, self._budget)
-            bar.refresh()
+            position = min(ledger.spent, self._budget)
+            if self._bar is None:
+                unit = _units.cost_unit(trials, self._cost_attr, self._unit)
+                self._open(position, postfix, unit)  # tqdm draws the first state itself
+            else:
+                self._bar.set_postfix(postfix, refresh=False)
+                self._bar.n = position  # bar.update would redraw before the postfix
+                self._drawn = False
             if ledger.exhausted:
-                self._close_locked()
+                self._close_locked()  # draws the final state, once
+            elif not self._drawn:
+                self._bar.refresh()
+                self._drawn = self._line_open = True
 
     def close(self) -> None:
         """Close the bar (idempotent). Later calls of the callback do nothing."""
@@ -162,32 +202,169 @@ class CostProgressBar:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _ensure_bar(self) -> Any:
-        if self._bar is None:
-            # NOTE: tqdm.auto picks a notebook widget in Jupyter, which ignores ``file``.
-            if self._file is None:
-                from tqdm.auto import tqdm
-            else:
-                from tqdm import tqdm
+    def _open(self, position: float, postfix: dict[str, Any], unit: str | None) -> None:
+        # NOTE: tqdm.auto picks a notebook widget in Jupyter, which ignores ``file``.
+        if self._file is None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm import tqdm
 
-            kwargs: dict[str, Any] = {
-                "total": self._budget,
-                "desc": self._desc,
-                "bar_format": _BAR_FORMAT,
-                "dynamic_ncols": self._file is None,
-            }
-            if self._file is not None:
-                kwargs["file"] = self._file
-            kwargs.update(self._tqdm_kwargs)
-            self._bar = tqdm(**kwargs)
-        return self._bar
+        suffix = "" if not unit else " " + unit.replace("{", "{{").replace("}", "}}")
+        kwargs: dict[str, Any] = {
+            "total": self._budget,
+            "initial": position,
+            "postfix": postfix,
+            "desc": self._desc,
+            "bar_format": _BAR_FORMAT.format(unit=suffix),
+            "dynamic_ncols": self._file is None,
+        }
+        if self._file is not None:
+            kwargs["file"] = self._file
+        kwargs.update(self._tqdm_kwargs)
+        self._bar = tqdm(**kwargs)
+        self._drawn = self._line_open = True
+        if not self._bar.disable:  # tqdm(disable=True) draws nothing to keep clear of
+            self._route_optuna_logs(tqdm)
+
+    def _route_optuna_logs(self, tqdm: Any) -> None:
+        """Send Optuna's log lines through ``tqdm.write`` while the bar is open."""
+        root = logging.getLogger("optuna")
+        default = getattr(optuna.logging, "_default_handler", None)
+        # Not attached: disabled by the user, or Optuna's own bar has already rerouted it.
+        if not isinstance(default, logging.StreamHandler) or default not in root.handlers:
+            return
+        handler = _BarLogHandler(self, tqdm, default.stream)
+        handler.setLevel(default.level)
+        handler.setFormatter(default.formatter)
+        root.addHandler(handler)
+        root.removeHandler(default)
+        self._log_handlers = (handler, default)
+
+    def _restore_optuna_logs(self) -> None:
+        if self._log_handlers is None:
+            return
+        handler, default = self._log_handlers
+        self._log_handlers = None
+        root = logging.getLogger("optuna")
+        if handler in root.handlers:
+            root.removeHandler(handler)
+            root.addHandler(default)
 
     def _close_locked(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._bar is not None:
-            self._bar.close()
+        bar = self._bar
+        if bar is not None:
+            if self._drawn and bar.leave is not False:
+                # NOTE: tqdm's close() draws the bar once more before its newline. The state
+                # on screen is current already, and a file that keeps every frame (a log, CI)
+                # would show the final line twice; only the newline is wanted.
+                bar.display = lambda *args, **kwargs: True
+            bar.close()
+            self._line_open = False
+        self._restore_optuna_logs()
+
+
+class _BarLogHandler(logging.Handler):
+    """Writes Optuna's log records to their stream without breaking into an open bar.
+
+    On a terminal, ``tqdm.write`` clears the bar, writes the line and redraws the bar. A file
+    (a log, CI) keeps every frame, so a redraw would repeat a stale state there: the bar's line
+    is ended with a newline instead, and the next update draws the new state.
+    """
+
+    def __init__(self, owner: CostProgressBar, tqdm: Any, stream: IO[str]) -> None:
+        super().__init__()
+        self._owner = owner
+        self._tqdm = tqdm
+        self._stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = self.format(record)
+            owner, bar = self._owner, self._owner._bar
+            same_stream = bar is not None and getattr(bar, "fp", None) == self._stream
+            if same_stream and not _isatty(self._stream):
+                prefix = "\n" if owner._line_open else ""
+                owner._line_open = False
+                self._stream.write(f"{prefix}{message}\n")
+                self.flush()
+            else:
+                self._tqdm.write(message, file=self._stream)
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def flush(self) -> None:
+        with self.lock or contextlib.nullcontext():
+            if hasattr(self._stream, "flush"):
+                self._stream.flush()
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False
+
+
+def hint_cost_progress_bar(study: optuna.Study) -> bool:
+    """Log, once per process, a pointer to :class:`CostProgressBar` if Optuna's bar was refused.
+
+    ``study.optimize(objective, show_progress_bar=True)`` without ``n_trials`` and ``timeout``,
+    the way a study with a cost budget is run, gets Optuna's warning "Progress bar won't be
+    displayed because n_trials and timeout are None." and no bar. Called while ``study`` is
+    being optimized (from a sampler's ``before_trial``, or from the objective), this finds
+    that ``optimize`` call on the stack and, if it is such a call, logs
+    :data:`PROGRESS_BAR_HINT` as a warning. It never raises.
+
+    Args:
+        study: The study being optimized.
+
+    Returns:
+        Whether the hint was logged by this call.
+    """
+    global _hinted
+    with _hint_lock:
+        if _hinted:
+            return False
+        try:
+            refused = _optuna_bar_refused(study)
+        except Exception:  # a hint must never break an optimization
+            return False
+        if not refused:
+            return False
+        _hinted = True
+    _logger.warning(PROGRESS_BAR_HINT)
+    return True
+
+
+_hint_lock = threading.Lock()
+_hinted = False
+
+
+def _optuna_bar_refused(study: optuna.Study) -> bool:
+    """Whether an ``optimize`` call of ``study`` on a stack asked for Optuna's bar in vain."""
+    # NOTE: with n_jobs > 1 the trials run in pool threads, and the optimize call is on the
+    # stack of the thread that called it, so every thread's stack is searched.
+    stacks: list[FrameType | None] = [sys._getframe(1), *sys._current_frames().values()]
+    for frame in stacks:
+        while frame is not None:
+            if (
+                frame.f_code.co_name == "_optimize"
+                and frame.f_globals.get("__name__") == "optuna.study._optimize"
+            ):
+                local = frame.f_locals
+                if local.get("study") is study:
+                    return bool(
+                        local.get("show_progress_bar")
+                        and local.get("n_trials") is None
+                        and local.get("timeout") is None
+                    )
+            frame = frame.f_back
+    return False
 
 
 def _best_value(trials: list[FrozenTrial], direction: StudyDirection) -> float | None:

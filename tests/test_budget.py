@@ -170,3 +170,39 @@ def test_budget_pruner_reads_budget_from_study_and_wraps_another_pruner() -> Non
     assert study.pruner.prune(study, study._storage.get_trial(trial._trial_id))
     wrapped = CostBudgetPruner(budget=1e9, wrapped_pruner=Always())
     assert wrapped.prune(study, study._storage.get_trial(trial._trial_id))
+
+
+def test_budget_pruner_takes_a_positional_pruner_as_the_wrapped_one() -> None:
+    """``CostBudgetPruner(MedianPruner())``, as wrapping pruners are written, wraps it."""
+    median = optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=0)
+    pruner = CostBudgetPruner(median)
+    study = optuna.create_study(pruner=pruner)
+    study.set_user_attr(b.BUDGET_ATTR, 100.0)  # the budget comes from the study
+    pruned: list[int] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        report_cost(trial, 1.0)
+        value = [1.0, 5.0][trial.number]  # the second trial is worse than the median
+        trial.report(value, 0)
+        if trial.should_prune():
+            pruned.append(trial.number)
+            raise optuna.TrialPruned()
+        return value
+
+    study.optimize(objective, n_trials=2)
+    assert pruned == [1]  # the median pruner spoke: 2 of 100 spent is far from the budget
+    # The budget is still the study's: a spent one prunes too.
+    study.set_user_attr(b.BUDGET_ATTR, 1.5)
+    trial = study.ask()
+    report_cost(trial, 1.0)
+    assert pruner.prune(study, study._storage.get_trial(trial._trial_id))
+
+
+def test_budget_pruner_rejects_two_pruners_and_names_wrapped_pruner_for_other_objects() -> None:
+    median = optuna.pruners.MedianPruner()
+    with pytest.raises(ValueError, match="two pruners"):
+        CostBudgetPruner(median, wrapped_pruner=optuna.pruners.NopPruner())
+    with pytest.raises(ValueError, match=r"wrapped_pruner=.*got 'median'"):
+        CostBudgetPruner("median")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive finite number, got -1"):
+        CostBudgetPruner(-1.0)

@@ -8,11 +8,14 @@ the exit code and a line the example prints at the end. The whole file takes abo
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+import json
 import os
 from pathlib import Path
 import subprocess
 import sys
 
+import optuna
 import pytest
 
 
@@ -21,7 +24,10 @@ EXAMPLES = REPO / "examples"
 
 # example -> (arguments besides --storage, lines expected in its output)
 CASES: dict[str, tuple[list[str], list[str]]] = {
-    "quickstart.py": (["--budget", "0.5"], ["best validation error:", "spent/budget:"]),
+    "quickstart.py": (
+        ["--budget", "0.5"],
+        ["best validation error:", "spent/budget:", "optuna-dashboard sqlite:///"],
+    ),
     # No --no-openml: without the openml package or the network it must fall back by itself.
     "knn_openml.py": (["--budget", "0.5"], ["dataset:", "spent/budget:"]),
     "random_forest_openml.py": (
@@ -32,9 +38,64 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "dashboard.py": (["--budget", "0.5"], ["optuna-dashboard sqlite:///", "cost_budget"]),
     "ask_and_tell.py": (["--budget", "2"], ["trial   0:", "spent/budget:"]),
     "money_cost.py": (["--budget", "1"], ["trial   0:", "spent/budget: $"]),
+    "sklearn_search_cv.py": (
+        ["--budget", "0.5"],
+        ["best params:", "test accuracy of the refitted forest:", "spent/budget:"],
+    ),
 }
 
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+
+
+def _dashboard_charts(storage: str) -> dict[str, dict]:  # type: ignore[type-arg]
+    """The plotly charts optuna-dashboard shows on the (one) study's page, by ID.
+
+    optuna-dashboard's ``save_plotly_graph_object`` stores a chart's JSON in the study's
+    system attrs, cut into pieces ``dashboard:plot_data:<id>:0``, ``...:1``, ... (its
+    ``_custom_plot_data`` module), which the dashboard joins back when it serves the page.
+    """
+    study = optuna.load_study(study_name=None, storage=storage)
+    attrs = study._storage.get_study_system_attrs(study._study_id)
+    pieces: dict[str, dict[int, str]] = {}
+    for key, value in attrs.items():
+        if key.startswith("dashboard:plot_data:"):
+            graph_id, index = key.removeprefix("dashboard:plot_data:").rsplit(":", 1)
+            pieces.setdefault(graph_id, {})[int(index)] = value
+    return {
+        graph_id: json.loads("".join(parts[i] for i in range(len(parts))))
+        for graph_id, parts in pieces.items()
+    }
+
+
+def _check_quickstart(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """The README's main job: a budget bar while it runs, and the chart in the study."""
+    from optuna_costbo.dashboard import GRAPH_NAME
+    from optuna_costbo.dashboard import GRAPH_OBJECT_ID
+
+    assert "Cost: 100%|" in proc.stderr and "/0.5 s [" in proc.stderr  # the progress bar
+    assert f"optuna-dashboard {storage}" in proc.stdout
+    charts = _dashboard_charts(storage)
+    assert GRAPH_OBJECT_ID in charts, f"no optuna-dashboard chart in the study: {list(charts)}"
+    chart = charts[GRAPH_OBJECT_ID]
+    assert chart["layout"]["title"]["text"] == GRAPH_NAME
+    assert chart["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s)"
+    assert chart["layout"]["shapes"][0]["x0"] == 0.5  # the budget line
+
+
+# example -> a check of what it left behind, after the lines it printed
+CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
+    "quickstart.py": _check_quickstart,
+}
+
+
+def test_examples_extra_installs_what_the_quickstart_shows() -> None:
+    """The README's main job installs ".[examples]": the dashboard chart and the bar need these."""
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    names = {req.split(">")[0].split("=")[0].split("[")[0] for req in extras["examples"]}
+    assert {"scikit-learn", "optuna-dashboard", "plotly", "tqdm"} <= names
 
 
 def test_every_example_is_smoke_tested() -> None:
@@ -70,3 +131,5 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, f"{name} exited with {proc.returncode}:\n{output[-4000:]}"
     for line in expected:
         assert line in proc.stdout, f"{name} did not print {line!r}:\n{output[-4000:]}"
+    if name in CHECKS:
+        CHECKS[name](proc, storage)

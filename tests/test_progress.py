@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
+import contextlib
 import io
+import logging
+import re
 import sys
 
 import optuna
@@ -12,8 +16,10 @@ import pytest
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import budget as b
+from optuna_costbo import progress
 from optuna_costbo import report_cost
 from optuna_costbo.progress import CostProgressBar
+from optuna_costbo.progress import hint_cost_progress_bar
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -24,6 +30,43 @@ def _final_line(output: str) -> str:
     """The last state tqdm drew (redraws are separated by carriage returns)."""
     frames = [frame.strip() for frame in output.replace("\n", "\r").split("\r")]
     return [frame for frame in frames if frame][-1]
+
+
+def _frames(output: str) -> list[str]:
+    """Every state written, in order (tqdm separates redraws with carriage returns)."""
+    frames = [frame.strip() for frame in output.replace("\n", "\r").split("\r")]
+    return [frame for frame in frames if frame]
+
+
+def _screen(output: str) -> list[str]:
+    """The lines a terminal shows: each carriage return rewrites its line from column 0."""
+    lines = []
+    for raw in output.split("\n"):
+        shown = ""
+        for frame in raw.split("\r"):
+            shown = frame + shown[len(frame) :]
+        lines.append(shown.rstrip())
+    return [line for line in lines if line]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def _optuna_logs_to(stream: io.StringIO) -> Iterator[None]:
+    """Optuna's INFO lines to ``stream`` through its own default handler, as in a script."""
+    handler = optuna.logging._default_handler
+    assert isinstance(handler, logging.StreamHandler)
+    old_stream, old_level = handler.stream, optuna.logging.get_verbosity()
+    handler.setStream(stream)
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+    try:
+        yield
+    finally:
+        handler.setStream(old_stream)
+        optuna.logging.set_verbosity(old_level)
 
 
 def _scripted(values: list[float], costs: list[float]) -> Callable[[optuna.Trial], float]:
@@ -126,3 +169,154 @@ def test_missing_tqdm_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tqdm", None)
     with pytest.raises(ImportError, match=r'pip install "optuna-costbo\[progress\]"'):
         CostProgressBar(budget=1.0)
+
+
+# -- Optuna's log lines, the final line, units -----------------------------------------------
+
+
+@pytest.mark.parametrize("stream_type", [io.StringIO, _Terminal], ids=["file", "terminal"])
+def test_optuna_log_lines_print_above_the_bar_and_handlers_come_back(
+    stream_type: type[io.StringIO],
+) -> None:
+    out = stream_type()
+    root = logging.getLogger("optuna")
+    handlers_before = list(root.handlers)
+    bar = CostProgressBar(budget=5.0, file=out)
+    with _optuna_logs_to(out):
+        study = optuna.create_study()
+        study.optimize(_scripted([3.0, 2.0, 4.0, 1.0], [1.0] * 4), n_trials=3, callbacks=[bar])
+        assert optuna.logging._default_handler not in root.handlers  # rerouted while open
+        bar.close()
+        assert set(root.handlers) == set(handlers_before)
+        optuna.logging.get_logger("optuna.test").info("after the bar")
+
+    screen = _screen(out.getvalue())
+    logged = [line for line in screen if "Trial " in line]
+    assert len(logged) == 3
+    # Each log line is a line of its own: the bar never shares a line with it.
+    assert all(line.startswith("[I ") and "Cost:" not in line for line in logged)
+    assert screen[-1].endswith("after the bar") and screen[-2].startswith("Cost:  60%|")
+    assert "3/5 [" in screen[-2] and "trials=3" in screen[-2]
+
+
+def test_each_state_is_written_once_on_a_file() -> None:
+    out = io.StringIO()
+    bar = CostProgressBar(file=out)
+    sampler = CostRolloutSampler(budget=3.0, n_startup_trials=10, seed=0)
+    with _optuna_logs_to(out):
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(_scripted([3.0, 2.0, 4.0, 1.0], [1.0] * 4), callbacks=[bar])
+    assert bar.closed
+    bar_frames = [frame for frame in _frames(out.getvalue()) if frame.startswith("Cost:")]
+    # One frame per trial, the final one included (tqdm's close would draw it again).
+    assert [re.search(r"\| (\S+) \[", frame)[1] for frame in bar_frames] == [  # type: ignore[index]
+        "1/3",
+        "2/3",
+        "3/3",
+    ]
+    assert out.getvalue().endswith("trials=3]\n")
+
+
+def test_closing_by_hand_writes_no_second_final_line() -> None:
+    out = io.StringIO()
+    with CostProgressBar(budget=10.0, file=out) as bar:
+        optuna.create_study().optimize(
+            _scripted([1.0, 2.0], [1.5, 2.5]), n_trials=2, callbacks=[bar]
+        )
+    frames = _frames(out.getvalue())
+    assert len(frames) == 2 and frames[-1].startswith("Cost:  40%") and "4/10 [" in frames[-1]
+    assert out.getvalue().endswith("\n")
+
+
+def test_units_seconds_when_measured_named_when_reported() -> None:
+    # Measured costs (no reported cost): seconds, with a plain sampler and with ours.
+    for sampler in (None, CostRolloutSampler(budget=1000.0, n_startup_trials=10, seed=0)):
+        out = io.StringIO()
+        bar = CostProgressBar(budget=1000.0, file=out)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2, callbacks=[bar])
+        bar.close()
+        assert re.search(r"\| \S+/1000 s \[", _final_line(out.getvalue()))
+    # A reported cost: the unit the user names, else none (it is not seconds).
+    for unit, shown in (("$", "/10 $ ["), (None, "/10 [")):
+        out = io.StringIO()
+        bar = CostProgressBar(budget=10.0, unit=unit, file=out)
+        optuna.create_study().optimize(_scripted([1.0], [2.0]), n_trials=1, callbacks=[bar])
+        bar.close()
+        assert "| 2" + shown in _final_line(out.getvalue())
+
+
+# -- the hint for show_progress_bar=True ----------------------------------------------------
+
+
+class _HintingSampler(CostRolloutSampler):
+    """Calls the hint where the sampler would (see hint_cost_progress_bar)."""
+
+    def before_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        hint_cost_progress_bar(study)
+        super().before_trial(study, trial)
+
+
+def _hints(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "optuna_costbo.progress"]
+
+
+def test_show_progress_bar_without_trials_or_timeout_logs_one_hint(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "_hinted", False)
+    caplog.set_level(logging.WARNING, logger="optuna_costbo.progress")
+    study = optuna.create_study(sampler=_HintingSampler(budget=3.0, n_startup_trials=10))
+    # Optuna's own warning comes from optuna/progress_bar.py, and says nothing of budgets.
+    with pytest.warns(UserWarning, match="Progress bar won't be displayed"):
+        study.optimize(_scripted([1.0] * 4, [1.0] * 4), show_progress_bar=True)
+    assert len(study.trials) == 3
+    (hint,) = _hints(caplog)  # once, not once per trial
+    assert "callbacks=[CostProgressBar()]" in hint
+    assert "from optuna_costbo.progress import CostProgressBar" in hint
+    assert not hint_cost_progress_bar(study)  # once per process
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"show_progress_bar": False}, {"show_progress_bar": True, "n_trials": 2}, {}],
+    ids=["no-bar-asked", "n_trials-given", "default"],
+)
+def test_no_hint_when_optunas_bar_was_not_refused(
+    kwargs: dict[str, object],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(progress, "_hinted", False)
+    caplog.set_level(logging.WARNING, logger="optuna_costbo.progress")
+    study = optuna.create_study(sampler=_HintingSampler(budget=2.0, n_startup_trials=10))
+    study.optimize(_scripted([1.0] * 3, [1.0] * 3), **kwargs)  # type: ignore[arg-type]
+    assert _hints(caplog) == []
+    assert not hint_cost_progress_bar(study)  # outside optimize: nothing to point at
+
+
+def test_hint_is_found_from_worker_threads(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "_hinted", False)
+    caplog.set_level(logging.WARNING, logger="optuna_costbo.progress")
+    study = optuna.create_study(sampler=_HintingSampler(budget=2.0, n_startup_trials=10))
+    with pytest.warns(UserWarning, match="Progress bar won't be displayed"):
+        study.optimize(
+            lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0.0, 1.0),  # type: ignore[func-returns-value]
+            n_jobs=2,
+            show_progress_bar=True,
+        )
+    assert len(_hints(caplog)) == 1
+
+
+def test_disabled_bar_leaves_optunas_logging_alone() -> None:
+    out = io.StringIO()
+    root = logging.getLogger("optuna")
+    with _optuna_logs_to(out):
+        handlers = set(root.handlers)
+        bar = CostProgressBar(budget=5.0, file=out, disable=True)
+        optuna.create_study().optimize(_scripted([1.0], [1.0]), n_trials=1, callbacks=[bar])
+        assert set(root.handlers) == handlers
+        bar.close()
+    assert "Cost:" not in out.getvalue() and "Trial 0 finished" in out.getvalue()

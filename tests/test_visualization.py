@@ -194,7 +194,7 @@ def test_plotly_figure_matches_hand_computation() -> None:
     assert best.line.shape == "hv"
     (line,) = fig.layout.shapes
     assert line.type == "line" and line.x0 == line.x1 == 9.0
-    assert fig.layout.xaxis.title.text == "Cumulative cost"
+    assert fig.layout.xaxis.title.text == "Cumulative Cost"  # reported costs: no unit known
 
 
 def test_plotly_budget_argument_overrides_study_attr() -> None:
@@ -211,9 +211,8 @@ def test_plotly_overlay_one_line_per_study() -> None:
     first = _crafted_study(name="first", budget=9.0)
     second = _crafted_study(direction="maximize", name="second", budget=11.0)
     fig = plot_cost_history([first, second])
-    assert len(fig.data) == 4
-    lines = [trace for trace in fig.data if trace.mode == "lines"]
-    assert [trace.name for trace in lines] == ["Best value of first", "Best value of second"]
+    lines = [trace for trace in fig.data if trace.name.startswith("Best Value")]
+    assert [trace.name for trace in lines] == ["Best Value of first", "Best Value of second"]
     np.testing.assert_allclose(lines[0].y, BEST_MIN)
     np.testing.assert_allclose(lines[1].y, BEST_MAX)
     assert lines[0].line.color != lines[1].line.color
@@ -222,9 +221,9 @@ def test_plotly_overlay_one_line_per_study() -> None:
     fig = plot_cost_history([first, second], labels=["A", "B"], budget=10.0)
     assert {trace.name for trace in fig.data} == {
         "Objective Value of A",
-        "Best value of A",
+        "Best Value of A",
         "Objective Value of B",
-        "Best value of B",
+        "Best Value of B",
     }
     assert [shape.x0 for shape in fig.layout.shapes] == [10.0]  # one shared budget, one line
 
@@ -306,6 +305,205 @@ def test_matplotlib_overlay_into_given_axes() -> None:
         steps = [line for line in ax.lines if line.get_drawstyle() == "steps-post"]
         assert len(steps) == 2 and len(ax.collections) == 2
         np.testing.assert_allclose(steps[1].get_ydata(), BEST_MAX)
-        assert "Best value of B" in ax.get_legend_handles_labels()[1]
+        assert "Best Value of B" in ax.get_legend_handles_labels()[1]
     finally:
         plt.close(fig)
+
+
+# -- colors, padding, budgets of overlays, labels, units (both backends) --------------------
+
+
+def _mpl_axes(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from optuna_costbo.visualization.matplotlib import plot_cost_history as mpl_plot
+
+    return mpl_plot(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def _close(ax) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)
+
+
+def _wall_clock_study(name: str = "timed", budget: float = 9.0) -> optuna.Study:
+    """Trials without a reported cost: the ledger charges their measured seconds."""
+    study = optuna.create_study(study_name=name)
+    for i, (seconds, value) in enumerate([(2.0, 3.0), (3.0, 1.0), (1.0, 2.0)]):
+        start = T0 + datetime.timedelta(seconds=10 * i)
+        study.add_trial(
+            FrozenTrial(
+                number=i,
+                state=TrialState.COMPLETE,
+                value=value,
+                datetime_start=start,
+                datetime_complete=start + datetime.timedelta(seconds=seconds),
+                params={},
+                distributions={},
+                user_attrs={},
+                system_attrs={},
+                intermediate_values={},
+                trial_id=i,
+            )
+        )
+    study.set_user_attr(b.BUDGET_ATTR, budget)
+    return study
+
+
+def test_best_value_line_has_its_own_color_as_in_optuna() -> None:
+    pytest.importorskip("plotly")
+    points, best = plot_cost_history(_crafted_study()).data
+    # Optuna's plot_optimization_history: blue points, red best-value line.
+    assert (points.marker.color, best.line.color) == ("#636EFA", "#EF553B")
+    fig = plot_cost_history([_crafted_study(name="a"), _crafted_study(name="b")])
+    colors = [t.marker.color if t.mode == "markers" else t.line.color for t in fig.data]
+    assert len(colors) == 4 and len(set(colors)) == 4
+
+    ax = _mpl_axes(_crafted_study())
+    try:
+        (step,) = [line for line in ax.lines if line.get_drawstyle() == "steps-post"]
+        (scatter,) = ax.collections
+        assert step.get_color() == "#d62728"  # tab:red, as Optuna's matplotlib history plot
+        assert matplotlib_hex(scatter.get_facecolor()[0]) == "#1f77b4"  # tab:blue
+    finally:
+        _close(ax)
+    ax = _mpl_axes([_crafted_study(name="a"), _crafted_study(name="b")])
+    try:
+        colors = [matplotlib_hex(c.get_facecolor()[0]) for c in ax.collections]
+        colors += [line.get_color() for line in ax.lines if line.get_drawstyle() == "steps-post"]
+        assert len(set(colors)) == 4
+    finally:
+        _close(ax)
+
+
+def matplotlib_hex(rgba: object) -> str:
+    from matplotlib.colors import to_hex
+
+    return str(to_hex(rgba))  # type: ignore[arg-type]
+
+
+def _bottom_gap(low_limit: float, high_limit: float, lowest: float) -> float:
+    return (lowest - low_limit) / (high_limit - low_limit)
+
+
+def test_best_value_line_keeps_off_the_axis() -> None:
+    pytest.importorskip("plotly")
+    fig = plot_cost_history(_crafted_study(budget=9.0))
+    low, high = fig.layout.yaxis.range  # 10% of the span below the lowest value (1.0)
+    assert low == pytest.approx(1.0 - 0.1 * 4.0) and high == pytest.approx(5.0 + 0.1 * 4.0)
+    ax = _mpl_axes(_crafted_study(budget=9.0))
+    try:
+        assert _bottom_gap(*ax.get_ylim(), 1.0) >= 0.04
+    finally:
+        _close(ax)
+
+
+def test_overlaid_studies_with_their_own_budgets_get_their_own_budget_lines() -> None:
+    pytest.importorskip("plotly")
+    first = _crafted_study(name="first", budget=9.0)
+    second = _crafted_study(direction="maximize", name="second", budget=11.0)
+    fig = plot_cost_history([first, second])
+    best = {t.name: t.line.color for t in fig.data if t.name.startswith("Best Value")}
+    budget = {t.name: t.line.color for t in fig.data if t.name.startswith("Budget")}
+    assert budget == {
+        "Budget of first": best["Best Value of first"],
+        "Budget of second": best["Best Value of second"],
+    }
+    shapes = sorted(fig.layout.shapes, key=lambda shape: shape.x0)
+    assert [(s.x0, s.line.color) for s in shapes] == [
+        (9.0, budget["Budget of first"]),
+        (11.0, budget["Budget of second"]),
+    ]
+    # A shared budget stays one gray line with one name.
+    fig = plot_cost_history([first, second], budget=10.0)
+    assert not [t for t in fig.data if t.name.startswith("Budget")]
+    assert [(s.x0, s.line.color) for s in fig.layout.shapes] == [(10.0, "gray")]
+
+    ax = _mpl_axes([first, second])
+    try:
+        handles, names = ax.get_legend_handles_labels()
+        budget_lines = {n: h for h, n in zip(handles, names, strict=True) if "Budget" in n}
+        assert sorted(budget_lines) == ["Budget of first", "Budget of second"]
+        steps = {n: h for h, n in zip(handles, names, strict=True) if "Best" in n}
+        assert (
+            budget_lines["Budget of first"].get_color() == steps["Best Value of first"].get_color()
+        )
+        assert list(budget_lines["Budget of second"].get_xdata()) == [11.0, 11.0]
+    finally:
+        _close(ax)
+    ax = _mpl_axes([first, second], budget=10.0)
+    try:
+        assert ax.get_legend_handles_labels()[1].count("Budget") == 1
+    finally:
+        _close(ax)
+
+
+def test_labels_are_capitalized_alike() -> None:
+    pytest.importorskip("plotly")
+    first, second = _crafted_study(name="a", budget=9.0), _crafted_study(name="b", budget=11.0)
+    fig = plot_cost_history([first, second])
+    texts = [fig.layout.title.text, fig.layout.xaxis.title.text, fig.layout.yaxis.title.text]
+    texts += [t.name.removesuffix(" of a").removesuffix(" of b") for t in fig.data]
+    texts += [a.text.split(" ")[0] for a in fig.layout.annotations]
+    ax = _mpl_axes([first, second])
+    try:
+        texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        texts += [
+            n.removesuffix(" of a").removesuffix(" of b")
+            for n in ax.get_legend_handles_labels()[1]
+        ]
+    finally:
+        _close(ax)
+    assert set(texts) == {
+        "Cost History Plot",
+        "Cumulative Cost",
+        "Objective Value",
+        "Best Value",
+        "Budget",
+    }
+
+
+def test_cost_axis_names_its_unit() -> None:
+    pytest.importorskip("plotly")
+    timed = _wall_clock_study()
+    fig = plot_cost_history(timed)
+    assert fig.layout.xaxis.title.text == "Cumulative Cost (s)"  # measured: seconds
+    assert [a.text for a in fig.layout.annotations] == ["Budget 9 s"]
+    np.testing.assert_allclose(fig.data[1].x, [2.0, 5.0, 6.0])
+    assert "Cost %{customdata[1]:.4g} s" in fig.data[0].hovertemplate
+    reported = _crafted_study(budget=9.0)
+    assert plot_cost_history(reported).layout.xaxis.title.text == "Cumulative Cost"
+    fig = plot_cost_history(reported, cost_unit="$")
+    assert fig.layout.xaxis.title.text == "Cumulative Cost ($)"
+    assert [a.text for a in fig.layout.annotations] == ["Budget 9 $"]
+    # Studies in different units: none is claimed.
+    assert plot_cost_history([timed, reported]).layout.xaxis.title.text == "Cumulative Cost"
+
+    for study, kwargs, label in [
+        (timed, {}, "Cumulative Cost (s)"),
+        (reported, {}, "Cumulative Cost"),
+        (reported, {"cost_unit": "kWh"}, "Cumulative Cost (kWh)"),
+    ]:
+        ax = _mpl_axes(study, **kwargs)
+        try:
+            assert ax.get_xlabel() == label
+        finally:
+            _close(ax)
+
+
+def test_dashboard_chart_names_seconds_for_measured_costs() -> None:
+    pytest.importorskip("plotly")
+    pytest.importorskip("optuna_dashboard")
+    import json
+
+    from optuna_costbo.dashboard import GRAPH_OBJECT_ID
+    from optuna_costbo.dashboard import update_dashboard
+
+    study = _wall_clock_study()
+    assert update_dashboard(study)
+    prefix = f"dashboard:plot_data:{GRAPH_OBJECT_ID}:"
+    attrs = study._storage.get_study_system_attrs(study._study_id)
+    chunks = sorted((int(k[len(prefix) :]), v) for k, v in attrs.items() if k.startswith(prefix))
+    graph = json.loads("".join(v for _, v in chunks))
+    assert graph["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s)"

@@ -18,7 +18,17 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo import _units
 from optuna_costbo import budget as ledger_mod
+
+
+COST_AXIS_TITLE = "Cumulative Cost"
+BEST_VALUE_NAME = "Best Value"
+BUDGET_NAME = "Budget"
+PLOT_TITLE = "Cost History Plot"
+
+# NOTE: labels are capitalized as in Optuna's plots ("Objective Value", "Best Value"), which
+# these plots sit next to; a study's label is added as "... of <label>" when overlaying.
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,8 @@ class CostHistory:
             direction; NaN before the first COMPLETE trial. Shape ``(n,)``. ``None`` when a
             ``target`` was given (no direction is known for it, as in Optuna's plots).
         budget: The budget line's position, or ``None`` for no line.
+        cost_unit: The unit of the costs (``"s"`` for measured wall-clock time, or the one
+            the caller named), or ``None`` when unknown.
     """
 
     label: str
@@ -47,6 +59,7 @@ class CostHistory:
     values: np.ndarray
     best_values: np.ndarray | None
     budget: float | None
+    cost_unit: str | None = None
 
     @property
     def complete(self) -> np.ndarray:
@@ -167,6 +180,7 @@ def get_cost_histories(
     target: Callable[[FrozenTrial], float] | None = None,
     labels: Sequence[str] | None = None,
     trials: Sequence[FrozenTrial] | None = None,
+    cost_unit: str | None = None,
 ) -> list[CostHistory]:
     """Read each study's trials once and return one :class:`CostHistory` per study.
 
@@ -179,6 +193,8 @@ def get_cost_histories(
         labels: One legend label per study; default the study names.
         trials: The trials of the (single) study, if the caller already holds them: then
             storage is not read for trials.
+        cost_unit: The unit of the costs (``"$"``, ``"kWh"``). ``None``: ``"s"`` for a study
+            whose costs were all measured wall-clock time, unknown otherwise.
 
     Returns:
         One history per study, in the order given.
@@ -233,9 +249,90 @@ def get_cost_histories(
                 values=values,
                 best_values=best,
                 budget=budget if budget is not None else study_budget(study),
+                cost_unit=_units.cost_unit(study_trials, cost_attr, cost_unit),
             )
         )
     return histories
+
+
+def figure_cost_unit(histories: Sequence[CostHistory]) -> str | None:
+    """The unit shared by all ``histories``, or ``None`` if unknown or mixed."""
+    units = {h.cost_unit for h in histories}
+    return units.pop() if len(units) == 1 else None
+
+
+def with_unit(text: str, unit: str | None) -> str:
+    """``"Cumulative Cost (s)"`` from ``"Cumulative Cost"`` and ``"s"``; no unit, no brackets."""
+    return f"{text} ({unit})" if unit else text
+
+
+def format_cost(value: float, unit: str | None) -> str:
+    """A cost for an annotation: ``"6 s"``, ``"12.5 $"``, ``"6"``."""
+    return f"{value:.4g} {unit}" if unit else f"{value:.4g}"
+
+
+@dataclass(frozen=True)
+class BudgetLine:
+    """A budget line to draw.
+
+    Attributes:
+        budget: Its position on the cost axis.
+        study_index: The study it belongs to (its color), or ``None`` for the one budget
+            shared by every study with a budget (gray).
+        name: Its legend name: ``"Budget"``, or ``"Budget of <label>"``.
+    """
+
+    budget: float
+    study_index: int | None
+    name: str
+
+
+def budget_lines(histories: Sequence[CostHistory]) -> list[BudgetLine]:
+    """One gray line if all budgets agree, else one line per study in the study's color."""
+    with_budget = [(i, h) for i, h in enumerate(histories) if h.budget is not None]
+    budgets = {h.budget for _, h in with_budget}
+    if len(budgets) <= 1:
+        return [BudgetLine(b, None, BUDGET_NAME) for b in budgets if b is not None]
+    return [
+        BudgetLine(h.budget, i, f"{BUDGET_NAME} of {h.label}")
+        for i, h in with_budget
+        if h.budget is not None
+    ]
+
+
+def color_indices(study_index: int, n_studies: int, single_line: int = 1) -> tuple[int, int]:
+    """Palette indices of a study's points and of its best-value line.
+
+    As in Optuna's ``plot_optimization_history``: one study has blue points and a red line
+    (palette colors 0 and ``single_line``: 1 in plotly's palette, 3 in tab10), and study ``i``
+    of several has colors ``2i`` and ``2i + 1``, so that a line never has its points' color.
+    """
+    if n_studies == 1:
+        return 0, single_line
+    return 2 * study_index, 2 * study_index + 1
+
+
+def value_range(
+    histories: Sequence[CostHistory], padding: float = 0.1
+) -> tuple[float, float] | None:
+    """The y range of the plotted values, padded by ``padding`` of their span on both sides.
+
+    NOTE: plotly pads an autorange by the marker size only, so the best-value line (which
+    runs along the lowest points when minimizing) sat on the x axis, all the more in the
+    dashboard's small chart. ``None`` when fewer than two distinct finite values are plotted
+    (the plotting library's own range is fine then).
+
+    Returns:
+        ``(low, high)``, or ``None``.
+    """
+    arrays = [h.values for h in histories]
+    arrays += [h.best_values for h in histories if h.best_values is not None]
+    values = np.concatenate([a[np.isfinite(a)] for a in arrays]) if arrays else np.empty(0)
+    if values.size == 0 or values.min() == values.max():
+        return None
+    low, high = float(values.min()), float(values.max())
+    pad = padding * (high - low)
+    return low - pad, high + pad
 
 
 def finishing_trial(

@@ -12,6 +12,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import CostHistory
 from optuna_costbo.visualization._cost_history import get_cost_histories
 
@@ -24,8 +25,8 @@ _logger = logging.getLogger(__name__)
 
 PLOT_EXTRA_HINT = 'pip install "optuna-costbo[plot]"'
 
-# Plotly's default qualitative palette (plotly.colors.qualitative.Plotly), so that a study's
-# line and its points share one color without importing plotly at module import time.
+# Plotly's default qualitative palette (plotly.colors.qualitative.Plotly), written out so that
+# the colors are known without importing plotly at module import time.
 _COLORS = (
     "#636EFA",
     "#EF553B",
@@ -58,6 +59,7 @@ def plot_cost_history(
     target: Callable[[FrozenTrial], float] | None = None,
     target_name: str = "Objective Value",
     labels: Sequence[str] | None = None,
+    cost_unit: str | None = None,
 ) -> go.Figure:
     """Plot the best value so far against the cumulative cost of finished trials.
 
@@ -66,11 +68,15 @@ def plot_cost_history(
     (COMPLETE, PRUNED and FAIL trials all add cost, as in the budget ledger), the y axis the
     best value so far (a step function; only COMPLETE trials improve it, in the study's
     direction). Each COMPLETE trial is also a point at (cumulative cost after it, its value).
-    A dashed vertical line marks the budget.
+    A dashed vertical line marks the budget. Colors follow Optuna's
+    ``plot_optimization_history``: blue points and a red best-value line for one study, a
+    pair of colors per study when overlaying.
 
     Args:
-        study_or_studies: A study, or a sequence of studies to overlay (one line and one set
-            of points per study, colored alike).
+        study_or_studies: A study, or a sequence of studies to overlay (points and a line
+            per study, in the study's pair of colors; one gray budget line if the studies
+            share a budget, else a budget line per study in its line's color, named in the
+            legend).
         budget: Position of the budget line; ``None`` reads each study's ``cost_budget``
             user attr (stored by :class:`~optuna_costbo.CostRolloutSampler`). No line is
             drawn for a study without one.
@@ -81,6 +87,9 @@ def plot_cost_history(
             value line is drawn for a target, whose better direction is unknown.
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
+        cost_unit: The unit of the costs, shown in the x axis title ("Cumulative Cost ($)")
+            and with the budget. ``None``: seconds (``"s"``) when every trial's cost was
+            measured wall-clock time, no unit when costs were reported.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.
@@ -113,7 +122,12 @@ def plot_cost_history(
     """
     go = _import_plotly()
     histories = get_cost_histories(
-        study_or_studies, budget=budget, cost_attr=cost_attr, target=target, labels=labels
+        study_or_studies,
+        budget=budget,
+        cost_attr=cost_attr,
+        target=target,
+        labels=labels,
+        cost_unit=cost_unit,
     )
     return build_figure(go, histories, target_name=target_name)
 
@@ -122,34 +136,42 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
     """Draw ``histories`` into a new ``go.Figure`` (``go``: the plotly.graph_objects module)."""
     # NOTE: arrays go in as lists: plotly >= 6 would serialize numpy arrays as base64 typed
     # arrays, which plotly.js older than 2.28 (older optuna-dashboard bundles) cannot read.
+    unit = ch.figure_cost_unit(histories)
+    cost_suffix = f" {unit}" if unit else ""
     figure = go.Figure()
     figure.update_layout(
-        title="Cost History Plot",
-        xaxis={"title": "Cumulative cost"},
+        title=ch.PLOT_TITLE,
+        xaxis={"title": ch.with_unit(ch.COST_AXIS_TITLE, unit)},
         yaxis={"title": target_name},
         showlegend=True,
     )
+    y_range = ch.value_range(histories)
+    if y_range is not None:
+        figure.update_yaxes(range=list(y_range))
     if all(len(h.trial_numbers) == 0 for h in histories):
         _logger.warning("The study has no finished trials to plot.")
     overlay = len(histories) > 1
     for i, history in enumerate(histories):
-        color = _COLORS[i % len(_COLORS)]
+        points_color, line_color = (
+            _COLORS[k % len(_COLORS)] for k in ch.color_indices(i, len(histories))
+        )
         complete = history.complete  # (n,)
-        points_name = f"{target_name} of {history.label}" if overlay else target_name
+        of_label = f" of {history.label}" if overlay else ""
         figure.add_trace(
             go.Scatter(
                 x=history.cumulative_costs[complete].tolist(),
                 y=history.values[complete].tolist(),
                 mode="markers",
-                name=points_name,
+                name=f"{target_name}{of_label}",
                 legendgroup=history.label,
-                marker={"color": color},
+                marker={"color": points_color},
                 customdata=np.column_stack(
                     [history.trial_numbers[complete], history.costs[complete]]
                 ).tolist(),  # (n_complete, 2)
                 hovertemplate=(
-                    "Trial %{customdata[0]}<br>cost %{customdata[1]:.4g}<br>"
-                    "cumulative cost %{x:.4g}<br>value %{y:.6g}<extra></extra>"
+                    f"Trial %{{customdata[0]}}<br>Cost %{{customdata[1]:.4g}}{cost_suffix}<br>"
+                    f"{ch.COST_AXIS_TITLE} %{{x:.4g}}{cost_suffix}<br>"
+                    f"{target_name} %{{y:.6g}}<extra></extra>"
                 ),
             )
         )
@@ -159,21 +181,32 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
                     x=history.cumulative_costs.tolist(),
                     y=history.best_values.tolist(),
                     mode="lines",
-                    line={"shape": "hv", "color": color},
-                    name=f"Best value of {history.label}" if overlay else "Best Value",
+                    line={"shape": "hv", "color": line_color},
+                    name=f"{ch.BEST_VALUE_NAME}{of_label}",
                     legendgroup=history.label,
                     connectgaps=False,
                 )
             )
-    seen: list[float] = []
-    for history in histories:
-        if history.budget is None or history.budget in seen:
-            continue
-        seen.append(history.budget)
+    for line in ch.budget_lines(histories):
+        color = "gray"
+        if line.study_index is not None:
+            color = _COLORS[ch.color_indices(line.study_index, len(histories))[1] % len(_COLORS)]
+            # A shape has no legend entry: an empty trace gives the line its name there.
+            figure.add_trace(
+                go.Scatter(
+                    x=[None],
+                    y=[None],
+                    mode="lines",
+                    line={"dash": "dash", "color": color},
+                    name=line.name,
+                    legendgroup=histories[line.study_index].label,
+                )
+            )
         figure.add_vline(
-            x=history.budget,
-            line={"dash": "dash", "color": "gray"},
-            annotation_text=f"budget {history.budget:.4g}",
+            x=line.budget,
+            line={"dash": "dash", "color": color},
+            annotation_text=f"{ch.BUDGET_NAME} {ch.format_cost(line.budget, unit)}",
             annotation_position="top left",
+            annotation_font_color=color,
         )
     return figure

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import get_cost_histories
 
 
@@ -21,6 +22,8 @@ __all__ = ["plot_cost_history"]
 
 _logger = logging.getLogger(__name__)
 
+_RED = 3  # tab:red, the best-value line of a single study in Optuna's matplotlib plots
+
 
 def plot_cost_history(
     study_or_studies: optuna.Study | Sequence[optuna.Study],
@@ -30,6 +33,7 @@ def plot_cost_history(
     target: Callable[[FrozenTrial], float] | None = None,
     target_name: str = "Objective Value",
     labels: Sequence[str] | None = None,
+    cost_unit: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Plot the best value so far against the cumulative cost of finished trials, in matplotlib.
@@ -38,10 +42,13 @@ def plot_cost_history(
     cumulative cost of finished trials in completion order on x (COMPLETE, PRUNED and FAIL
     trials all add cost), the best value so far as a step line (only COMPLETE trials improve
     it, in the study's direction), each COMPLETE trial as a point, and a dashed vertical line
-    at the budget.
+    at the budget. Colors follow Optuna's ``plot_optimization_history``: blue points and a
+    red best-value line for one study, a pair of tab10 colors per study when overlaying.
 
     Args:
-        study_or_studies: A study, or a sequence of studies to overlay.
+        study_or_studies: A study, or a sequence of studies to overlay (one gray budget line
+            if they share a budget, else a budget line per study in its line's color, each
+            named in the legend).
         budget: Position of the budget line; ``None`` reads each study's ``cost_budget``
             user attr. No line is drawn for a study without one.
         cost_attr: The trial user attr holding each trial's cost.
@@ -49,6 +56,9 @@ def plot_cost_history(
             objective value; then no best value line is drawn.
         target_name: The y axis label and the points' legend name.
         labels: One legend label per study; default the study names.
+        cost_unit: The unit of the costs, shown in the x axis label ("Cumulative Cost ($)").
+            ``None``: seconds (``"s"``) when every trial's cost was measured wall-clock
+            time, no unit when costs were reported.
         ax: Axes to draw into; default a new figure's axes.
 
     Returns:
@@ -73,6 +83,7 @@ def plot_cost_history(
             ax.figure.savefig("cost_history.png")
     """
     try:
+        from matplotlib.colors import to_hex
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError(
@@ -81,47 +92,52 @@ def plot_cost_history(
         ) from exc
 
     histories = get_cost_histories(
-        study_or_studies, budget=budget, cost_attr=cost_attr, target=target, labels=labels
+        study_or_studies,
+        budget=budget,
+        cost_attr=cost_attr,
+        target=target,
+        labels=labels,
+        cost_unit=cost_unit,
     )
     if ax is None:
         _, ax = plt.subplots()
     assert ax is not None
-    ax.set_title("Cost History Plot")
-    ax.set_xlabel("Cumulative cost")
+    ax.set_title(ch.PLOT_TITLE)
+    ax.set_xlabel(ch.with_unit(ch.COST_AXIS_TITLE, ch.figure_cost_unit(histories)))
     ax.set_ylabel(target_name)
     if all(len(h.trial_numbers) == 0 for h in histories):
         _logger.warning("The study has no finished trials to plot.")
     overlay = len(histories) > 1
-    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    # NOTE: tab10, as Optuna's matplotlib plots, for figures that look like the plotly ones.
+    cmap = plt.get_cmap("tab10")
+
+    def palette(k: int) -> str:
+        return str(to_hex(cmap(k % 10)))
+
     for i, history in enumerate(histories):
-        color = cycle[i % len(cycle)]
+        points_color, line_color = (palette(k) for k in ch.color_indices(i, len(histories), _RED))
         complete = history.complete  # (n,)
+        of_label = f" of {history.label}" if overlay else ""
         ax.scatter(
             history.cumulative_costs[complete],
             history.values[complete],
-            color=color,
+            color=points_color,
             alpha=0.6,
-            label=f"{target_name} of {history.label}" if overlay else target_name,
+            label=f"{target_name}{of_label}",
         )
         if history.best_values is not None:
             ax.step(
                 history.cumulative_costs,
                 history.best_values,
                 where="post",
-                color=color,
-                label=f"Best value of {history.label}" if overlay else "Best Value",
+                color=line_color,
+                label=f"{ch.BEST_VALUE_NAME}{of_label}",
             )
-    seen: list[float] = []
-    for history in histories:
-        if history.budget is None or history.budget in seen:
-            continue
-        seen.append(history.budget)
-        ax.axvline(
-            history.budget,
-            color="gray",
-            linestyle="--",
-            label="Budget" if len(seen) == 1 else None,
-        )
+    for line in ch.budget_lines(histories):
+        color = "gray"
+        if line.study_index is not None:
+            color = palette(ch.color_indices(line.study_index, len(histories), _RED)[1])
+        ax.axvline(line.budget, color=color, linestyle="--", label=line.name)
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
     return ax
