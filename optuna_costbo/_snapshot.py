@@ -35,6 +35,8 @@ class Snapshot:
         y: Their values, to minimize (negated for a maximize study), shape (n,).
         cost_data: Encoded points and costs (> 0) of the priced finished trials in the space.
         X_running: Encoded points of the other running trials in the space, (r, D), or None.
+        X_evaluated: Encoded points of every finished trial in the space and of the running
+            ones, (k, D): configurations not to propose again.
         ledger: The budget ledger from the same trial list.
         previous: Parameters of the latest earlier trial (where a moving cost starts from).
     """
@@ -43,6 +45,7 @@ class Snapshot:
     y: np.ndarray  # (n,)
     cost_data: CostData
     X_running: np.ndarray | None  # (r, D)
+    X_evaluated: np.ndarray  # (k, D)
     ledger: budget.Ledger
     previous: dict[str, Any] | None
 
@@ -99,11 +102,13 @@ def take_snapshot(
     priced = (costs > 0.0) & np.isfinite(costs)
 
     running = [p for p in running_points(trials, trial, pending) if bridge.holds_params(p)]
+    X_running = bridge.encode_params(running) if running else None
     return Snapshot(
         X=encoded[complete],
         y=y,
         cost_data=CostData(encoded[priced], costs[priced]),
-        X_running=bridge.encode_params(running) if running else None,
+        X_running=X_running,
+        X_evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
         ledger=budget.compute_ledger(trials, budget_total, cost_attr, charge_sampler_time),
         previous=previous_params(trials, trial),
     )

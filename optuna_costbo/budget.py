@@ -274,9 +274,7 @@ class CostBudgetPruner(BasePruner):
                     "first, or only one pruner"
                 )
             budget, wrapped_pruner = None, budget
-        elif budget is not None and (
-            isinstance(budget, bool) or not isinstance(budget, numbers.Real)
-        ):
+        elif budget is not None and (not is_real(budget)):
             raise ValueError(
                 "budget must be a positive finite number, None (the study's budget) or a "
                 f"pruner to wrap (also wrapped_pruner=...), got {budget!r}"

@@ -51,9 +51,14 @@ from optuna_costbo.budget import stored_budget
 from optuna_costbo.budget import study_ledger
 from optuna_costbo.budget import validate_budget
 from optuna_costbo.budget import write_ledger
+from optuna_costbo.progress import hint_cost_progress_bar
 
 
 _logger = logging.getLogger(__name__)
+
+# NOTE: how many scramblings of the start-up design a trial tries for a configuration that no
+# trial has yet (a small discrete space may have none left: then the last one is taken).
+_STARTUP_SCRAMBLINGS = 16
 
 
 class CostRolloutSampler(BaseSampler):
@@ -93,13 +98,15 @@ class CostRolloutSampler(BaseSampler):
 
     Args:
         budget: Total budget in cost units (seconds by default). A positive finite number.
-        acquisition: ``"rollout"`` (default: the paper's nonmyopic CMDP rollout, which rolls
-            out EI per unit cost and then EI over the remaining budget), ``"ei"`` (log
-            expected improvement, ignores cost), ``"eipu"`` (EI per unit predicted cost) or
-            ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget over total budget:
-            cost-aware early, plain EI late).
-        horizon: Rollout steps h (1 = EI over affordable points). Used by ``"rollout"``.
-        n_samples: Quasi-Monte Carlo trajectories per candidate. Used by ``"rollout"``.
+        acquisition: ``"rollout"`` (default: the nonmyopic CMDP rollout, which rolls out EI
+            per unit cost and then EI over the remaining budget and values each point per
+            unit of the budget its trajectories consume), ``"rollout-paper"`` (the paper's
+            estimator as published: cost enters only when the budget cuts a trajectory
+            short), ``"ei"`` (log expected improvement, ignores cost), ``"eipu"`` (EI per
+            unit predicted cost) or ``"ei-cool"`` (EI / cost^alpha with alpha = remaining
+            budget over total budget: cost-aware early, plain EI late).
+        horizon: Rollout steps h. Used by the rollouts.
+        n_samples: Quasi-Monte Carlo trajectories per candidate. Used by the rollouts.
         cost_fn: A known cost, used instead of a fitted cost model and charged to the budget
             when the objective reports none: ``cost_fn(params) -> float``, or, for costs that
             depend on where you come from (moving sensors, reconfiguring a machine),
@@ -120,6 +127,12 @@ class CostRolloutSampler(BaseSampler):
             Turn it on when the budget is wall-clock you pay for as a whole (a job's time
             limit, a cloud bill) and the objective is cheap enough that suggestion time
             matters. Off by default: the budget then measures the objective alone.
+        deterministic_objective: Whether the objective returns the same value for the same
+            parameters. ``True`` holds the objective model's noise at its floor instead of
+            fitting it, as Optuna's ``GPSampler(deterministic_objective=True)``. Whatever the
+            setting, the sampler never proposes parameters that a finished or running trial
+            already has while any other configuration is left (with a deterministic objective
+            a repeat is wasted budget; with a noisy one EI rarely asks for an exact repeat).
         dashboard_chart: Keep a "Best value vs cumulative cost" chart for optuna-dashboard
             up to date: redrawn after a trial at most every 2 seconds, and when the budget is
             spent. ``None`` (default): when optuna-dashboard and plotly are installed and the
@@ -141,6 +154,7 @@ class CostRolloutSampler(BaseSampler):
         warn_independent_sampling: bool = True,
         charge_sampler_time: bool = False,
         dashboard_chart: bool | None = None,
+        deterministic_objective: bool = False,
     ) -> None:
         self._budget = validate_budget(budget)
         for name, value, low in (("horizon", horizon, 1), ("n_samples", n_samples, 1)):
@@ -167,11 +181,13 @@ class CostRolloutSampler(BaseSampler):
         self._warn_independent_sampling = warn_independent_sampling
         self._charge_sampler_time = charge_sampler_time
         self._chart = ChartSchedule(dashboard_chart)
+        self._deterministic = bool(deterministic_objective)
         self._lock = threading.RLock()
         self._warm: dict[tuple[Any, ...], WarmStart] = {}
         self._sampler_seconds: dict[int, float] = {}
         self._skipped: set[int] = set()
         self._pending = _clash.Pending()  # this process's proposals for running trials
+        self._last_evaluated = np.empty((0, 0))  # (k, D) of the last start-up snapshot
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -265,6 +281,7 @@ class CostRolloutSampler(BaseSampler):
             self._add_sampler_seconds(trial, time.perf_counter() - start)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        hint_cost_progress_bar(study)
         self._independent_sampler.before_trial(study, trial)
         if self._chart.wanted(study):
             # Import plotly now, while no heartbeat is running: the first import takes
@@ -395,7 +412,7 @@ class CostRolloutSampler(BaseSampler):
         with self._lock:
             proposal = self._propose(study, trial, bridge, None)
             if proposal is None:
-                return self._startup_params(bridge, trial.number)
+                return self._startup_params(bridge, trial.number, self._last_evaluated)
             params = bridge.decode(proposal.z)
             self._pending.set(trial._trial_id, params)
         # Other workers see the proposal at once, before Optuna stores the parameters one by
@@ -439,6 +456,7 @@ class CostRolloutSampler(BaseSampler):
             pending=self._pending.snapshot(),
         )
         if len(snap.y) < self._startup_count(len(bridge.names)):
+            self._last_evaluated = snap.X_evaluated
             return None
         key = (
             study._study_id,
@@ -458,6 +476,8 @@ class CostRolloutSampler(BaseSampler):
             ),
             X_running=snap.X_running,
             warm=self._warm.get(key),
+            deterministic=self._deterministic,
+            evaluated=snap.X_evaluated,
         )
         proposal = propose(request, self._acquisition, self._rng, reuse=previous)
         self._warm[key] = proposal.warm
@@ -465,9 +485,18 @@ class CostRolloutSampler(BaseSampler):
             _logger.warning(f"Trial {trial.number}: {proposal.message}")
         return proposal
 
-    def _startup_params(self, bridge: SpaceBridge, trial_number: int) -> dict[str, Any]:
+    def _startup_params(
+        self, bridge: SpaceBridge, trial_number: int, evaluated: np.ndarray
+    ) -> dict[str, Any]:
         # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a
-        # study take distinct points of the same low-discrepancy design.
+        # study take distinct points of the same low-discrepancy design. In a small discrete
+        # space two design points may decode to one configuration: a configuration a trial
+        # already has is replaced by the same index of another scrambling.
         n = 1 << max(trial_number, 1).bit_length()
-        points = bridge.codec.sobol_points(n, seed=self._sobol_seed)  # (n, D)
-        return bridge.decode(points[trial_number % n])
+        seen = {row.tobytes() for row in np.ascontiguousarray(evaluated, dtype=float)}
+        for k in range(_STARTUP_SCRAMBLINGS):
+            points = bridge.codec.sobol_points(n, seed=self._sobol_seed + k)  # (n, D)
+            z = bridge.codec.project(points[trial_number % n][None])[0]  # (D,)
+            if z.tobytes() not in seen:
+                break
+        return bridge.decode(z)

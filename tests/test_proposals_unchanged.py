@@ -23,7 +23,14 @@ from optuna_costbo import report_cost
 
 
 RECORDING = Path(__file__).parent / "data" / "proposals.json"
-ACQUISITIONS = [("rollout", 2), ("rollout", 3), ("ei", 2), ("eipu", 2), ("ei-cool", 2)]
+ACQUISITIONS = [
+    ("rollout", 2),
+    ("rollout-paper", 2),
+    ("rollout-paper", 3),
+    ("ei", 2),
+    ("eipu", 2),
+    ("ei-cool", 2),
+]
 SEEDS = (0, 1)
 N_TRIALS = 10
 

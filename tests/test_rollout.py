@@ -226,27 +226,43 @@ def _discrete_reference(
     normals: np.ndarray,  # (N, max(h - 1, 1))
     base: str = "eipu",
     choices: list[list[int]] | None = None,  # filled with the chosen indices per trajectory
+    noise_free: bool = False,
+    per_unit_cost: bool = False,
 ) -> np.ndarray:
-    """Lambda_h on the finite action set with the given normals, one trajectory at a time."""
+    """Lambda_h on the finite action set with the given normals, one trajectory at a time.
+
+    ``noise_free``: condition on the drawn latent values (a 1e-12 relative jitter, as the fast
+    estimator); ``per_unit_cost``: divide by the mean budget consumed (all of ``tau`` for a
+    trajectory that ends with budget that buys nothing more).
+    """
     out = np.full(n_first, -np.inf)
     var = np.diag(cov)
+    cond_noise = 1e-12 * float(np.max(var)) if noise_free else noise_var
     for b in range(n_first):
         if first_cost[b] > tau:
             continue
         acc = 0.0
+        consumed = 0.0
+        if horizon == 1:
+            left = tau - first_cost[b]
+            consumed = tau if left < cost_from(b).min() else first_cost[b]
+            out[b] = _ei_ref(mean[b], var[b], best) / (consumed if per_unit_cost else 1.0)
+            continue
         for u in normals:
             S = [b]
             ys = [mean[b] + math.sqrt(var[b]) * u[0]]
             ystar, budget, prev, total, path = min(best, ys[0]), tau - first_cost[b], b, 0.0, []
+            spent, stranded = first_cost[b], False
             for t in range(1, horizon):
                 last = t == horizon - 1
-                A = cov[np.ix_(S, S)] + noise_var * np.eye(len(S))
+                A = cov[np.ix_(S, S)] + cond_noise * np.eye(len(S))
                 C = cov[:, S]  # (P, |S|)
                 m = mean + C @ np.linalg.solve(A, np.array(ys) - mean[S])
                 v = np.maximum(var - np.einsum("ps,sp->p", C, np.linalg.solve(A, C.T)), 1e-300)
                 c = cost_from(prev)
                 ok = c <= budget
                 if not ok.any():
+                    stranded = True
                     break
                 gain = _ei_ref(m, v, ystar)
                 score = gain if (last or base == "ei") else gain / c
@@ -254,18 +270,26 @@ def _discrete_reference(
                 path.append(j)
                 if last:
                     total += gain[j]
+                    spent += c[j]
+                    budget -= c[j]
+                    prev = j
                     break
                 y = m[j] + math.sqrt(v[j]) * u[t]
                 total += max(ystar - y, 0.0)
                 ystar = min(ystar, y)
                 budget -= c[j]
+                spent += c[j]
                 prev = j
                 S.append(j)
                 ys.append(y)
+            stranded = stranded or budget < cost_from(prev).min()
             acc += total
+            consumed += tau if stranded else spent
             if choices is not None:
                 choices.append(path)
         out[b] = _ei_ref(mean[b], var[b], best) + acc / len(normals)
+        if per_unit_cost:
+            out[b] /= consumed / len(normals)
     return out
 
 
@@ -872,10 +896,10 @@ def test_propose_when_nothing_is_affordable(monkeypatch: pytest.MonkeyPatch, see
     seen: list[tuple[Any, ...]] = []
     real = rollout_acquisition.rollout_choice
 
-    def spy(*args: Any) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
         # (model, codec, rng, best, tau, seeds, ...): keep a copy of the rng as it was.
         seen.append((*args[:2], copy.deepcopy(args[2]), *args[3:]))
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(rollout_acquisition, "rollout_choice", spy)
     p = _propose_1d(0.5, seed, rollout=_SETTINGS)  # every cost is >= 1
@@ -930,3 +954,124 @@ def test_propose_with_a_state_dependent_known_cost(horizon: int, seed: int) -> N
     assert known.cost(p.z[None])[0] <= 1.1
     assert pair_rows  # the rollout charged its trajectories with pair_fn
     np.testing.assert_array_equal(p.z, runs[1].z)
+
+
+# --------------------------------------------------------------------------------------------
+# The cost-aware rollout: Lambda_h per unit of budget consumed, noise-free fantasies.
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tau", [3.0, 6.0, 40.0])
+@pytest.mark.parametrize("horizon", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("noise_free", "per_unit_cost"), [(True, False), (True, True), (False, True)]
+)
+def test_cost_aware_variants_match_discrete_reference(
+    tau: float, horizon: int, noise_free: bool, per_unit_cost: bool, problem_2d: _Problem
+) -> None:
+    mean, cov = problem_2d.mean_cov()
+    cost = _linear_cost(problem_2d.points)
+    B = len(problem_2d.firsts)
+    normals = qmc_normals(32, horizon, seed=3)
+    flags = dict(noise_free=noise_free, per_unit_cost=per_unit_cost)
+    fast = rollout_values(
+        mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, horizon, normals, **flags
+    )
+    ref = _discrete_reference(
+        mean, cov, problem_2d.noise_var, problem_2d.best, B, lambda i: cost, cost[:B], tau,
+        horizon, normals, **flags,
+    )  # fmt: skip
+    _assert_same_values(fast, ref, rtol=1e-8)
+
+
+def test_per_unit_cost_with_a_state_dependent_cost_matches_reference(problem_1d: _Problem) -> None:
+    mean, cov = problem_1d.mean_cov()
+    pts = problem_1d.points
+    B = len(problem_1d.firsts)
+    pair = _pair(pts, pts)  # (P, P): cost of moving from each point to each
+    first_cost = _pair(_X_LAST[None], pts[:B])[0]
+    normals = qmc_normals(32, 3, seed=4)
+    fast = rollout_values(
+        mean, cov, problem_1d.noise_var, problem_1d.best, B, None, 2.0, 3, normals,
+        pair_cost=lambda rows: pair[rows], first_cost=first_cost, per_unit_cost=True,
+        noise_free=True,
+    )  # fmt: skip
+    ref = _discrete_reference(
+        mean, cov, problem_1d.noise_var, problem_1d.best, B, lambda i: pair[i], first_cost, 2.0,
+        3, normals, per_unit_cost=True, noise_free=True,
+    )  # fmt: skip
+    _assert_same_values(fast, ref, rtol=1e-8)
+
+
+def test_noise_free_fantasies_keep_the_total_variance() -> None:
+    # First action a (cost 1.5), then only b (cost 0.5) is affordable: the second reward is
+    # EI at b under the fantasy posterior, with the incumbent min(best, y_a). If the fantasy
+    # posterior is the true conditional law of f_b given f_a (Var(m') + E[v'] = v), the tower
+    # property makes its expectation the plain joint expectation
+    # E[max(min(best, f_a) - f_b, 0)] over (f_a, f_b) ~ N(mean, cov), estimated here by brute
+    # force. The paper's fantasy (a latent draw conditioned as a noisy observation) is not
+    # that law (its mean moves too little, its variance shrinks too little): with noise as
+    # large as the signal it misses the joint expectation by far more than the Monte Carlo
+    # error.
+    mean = np.array([0.0, 0.2])
+    cov = np.array([[1.0, 0.9], [0.9, 1.0]])
+    cost = np.array([1.5, 0.5])
+    best, noise = 0.0, 1.0
+    rng = np.random.default_rng(0)
+    f = rng.multivariate_normal(mean, cov, size=2_000_000)  # (S, 2)
+    gain = np.maximum(np.minimum(best, f[:, 0]) - f[:, 1], 0.0)
+    joint, se = float(gain.mean()), float(gain.std() / math.sqrt(len(gain)))
+    normals = qmc_normals(4096, 2, seed=0)
+    ei_a = float(_ei_ref(mean[0], cov[0, 0], best))
+
+    def second_reward(noise_free: bool) -> float:
+        lam = rollout_values(
+            mean, cov, noise, best, 1, cost, 2.0, 2, normals, noise_free=noise_free
+        )
+        return float(lam[0]) - ei_a
+
+    assert abs(second_reward(True) - joint) < 4 * se + 2e-3 * joint
+    assert abs(second_reward(False) - joint) > 0.5 * joint  # measured: 0.112 against 0.044
+    # The same point observed exactly has nothing left to give: Lambda_2 = EI when the only
+    # action is the first one again (the paper's fantasy still expects an improvement there).
+    one = rollout_values(mean[:1], cov[:1, :1], noise, best, 1, np.ones(1), 10.0, 2, normals,
+                         noise_free=True)  # fmt: skip
+    assert one[0] == pytest.approx(ei_a, rel=1e-6)
+    paper = rollout_values(mean[:1], cov[:1, :1], noise, best, 1, np.ones(1), 10.0, 2, normals)
+    assert paper[0] > 1.05 * ei_a
+
+
+def test_per_unit_cost_reduces_to_lambda_under_uniform_cost(problem_2d: _Problem) -> None:
+    # Every trajectory consumes h steps of cost 1 (tau 40) or strands all of tau (tau 2.5):
+    # the divisor is the same for every first action, so the ranking is Lambda_h's.
+    mean, cov = problem_2d.mean_cov()
+    B = len(problem_2d.firsts)
+    uniform = np.ones(len(mean))
+    for tau, horizon in [(40.0, 3), (2.5, 3), (40.0, 2)]:
+        normals = qmc_normals(32, horizon, seed=1)
+        lam = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, uniform, tau,
+                             horizon, normals)  # fmt: skip
+        rate = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, uniform, tau,
+                              horizon, normals, per_unit_cost=True)  # fmt: skip
+        consumed = min(horizon, tau) if tau >= horizon else tau
+        np.testing.assert_allclose(rate, lam / consumed, rtol=1e-12)
+
+
+def test_per_unit_cost_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: _Problem) -> None:
+    mean, cov = problem_2d.mean_cov()
+    B = len(problem_2d.firsts)
+    cost = _linear_cost(problem_2d.points)
+    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem_2d.best)
+    normals = qmc_normals(16, 1, seed=0)
+    # h = 1 with budget to spare: EI / c.
+    h1 = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 100.0, 1,
+                        normals, per_unit_cost=True)  # fmt: skip
+    np.testing.assert_allclose(h1, ei0 / cost[:B], rtol=1e-12)
+    # Budget for one step only (every second step unaffordable): every trajectory strands the
+    # rest, the divisor is tau for all, and the ranking is EI's.
+    tau = float(cost[:B].min()) + 0.5 * float(cost.min())
+    last = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, 2,
+                          qmc_normals(16, 2, seed=0), per_unit_cost=True)  # fmt: skip
+    ok = cost[:B] <= tau
+    assert ok.any() and np.all(np.isneginf(last[~ok]))
+    np.testing.assert_allclose(last[ok], ei0[ok] / tau, rtol=1e-12)

@@ -379,3 +379,55 @@ def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:
     study.optimize(objective, n_trials=100)
     costs = [t.user_attrs["cost"] for t in study.trials]
     assert sum(costs) >= 5.0 and sum(costs[:-1]) < 5.0
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "ei", "eipu"])
+def test_an_evaluated_configuration_is_not_proposed_again(acquisition: str) -> None:
+    # A deterministic objective on 12 integer configurations whose optimum EI keeps returning
+    # to: 12 trials must try 12 different configurations (the first 4 are the Sobol design).
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_int("x", 0, 11)
+        report_cost(trial, 1.0 + 0.1 * x)
+        return (x - 7) ** 2
+
+    sampler = CostRolloutSampler(1e6, acquisition=acquisition, n_startup_trials=4, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=12)
+    xs = [t.params["x"] for t in study.trials]
+    assert sorted(xs) == list(range(12))
+    # With every configuration tried, the next trial repeats one instead of failing.
+    study.optimize(objective, n_trials=1)
+    assert study.trials[-1].state == optuna.trial.TrialState.COMPLETE
+
+
+def test_deterministic_objective_holds_the_noise_at_its_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import optuna_costbo.sampler as sampler_mod
+
+    noises: list[float] = []
+    real_propose = sampler_mod.propose
+
+    def spy(*args: object, **kwargs: object) -> object:
+        proposal = real_propose(*args, **kwargs)  # type: ignore[arg-type]
+        noises.append(proposal.objective_model.hyper.noise_var)  # type: ignore[attr-defined]
+        return proposal
+
+    monkeypatch.setattr(sampler_mod, "propose", spy)
+    for deterministic in (True, False):
+        noises.clear()
+        sampler = CostRolloutSampler(
+            1e6,
+            acquisition="ei",
+            seed=0,
+            n_startup_trials=5,
+            deterministic_objective=deterministic,
+        )
+        study = optuna.create_study(sampler=sampler)
+        noise = iter(np.random.default_rng(0).normal(0.0, 0.3, size=9))
+        # A noisy objective: a fitted noise would rise well above the floor.
+        study.optimize(lambda t, e=noise: t.suggest_float("x", 0, 1) + next(e), n_trials=9)
+        if deterministic:
+            assert noises and all(n == pytest.approx(1e-6) for n in noises)
+        else:
+            assert max(noises) > 1e-3

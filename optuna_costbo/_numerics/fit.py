@@ -188,13 +188,14 @@ def neg_log_marginal_likelihood(
     return value, grad
 
 
-def _bounds(D: int, min_noise_var: float) -> np.ndarray:
+def _bounds(D: int, min_noise_var: float, fixed_noise: bool = False) -> np.ndarray:
     """L-BFGS-B bounds of the packed log-parameters, shape (D+2, 2)."""
     lo = np.empty(D + 2)
     hi = np.empty(D + 2)
     lo[:D], hi[:D] = math.log(LENGTHSCALE_BOUNDS[0]), math.log(LENGTHSCALE_BOUNDS[1])
     lo[D], hi[D] = math.log(SIGNAL_VAR_BOUNDS[0]), math.log(SIGNAL_VAR_BOUNDS[1])
-    lo[D + 1], hi[D + 1] = math.log(min_noise_var), math.log(max(NOISE_VAR_MAX, min_noise_var))
+    lo[D + 1] = math.log(min_noise_var)
+    hi[D + 1] = lo[D + 1] if fixed_noise else math.log(max(NOISE_VAR_MAX, min_noise_var))
     return np.stack([lo, hi], axis=1)
 
 
@@ -248,6 +249,7 @@ def fit_gp(
     rng: np.random.Generator,
     n_restarts: int = 3,
     min_noise_var: float = 1e-6,
+    fixed_noise: bool = False,
     warm_start: GPHyperparams | None = None,
 ) -> GPModel:
     """Fit hyperparameters by MAP (marginal likelihood + weak priors) and build the model.
@@ -268,6 +270,8 @@ def fit_gp(
         min_noise_var: Lower bound of the noise variance in standardized units (default 1e-6):
             deterministic objectives are interpolated almost exactly while the Cholesky
             factorization stays well conditioned.
+        fixed_noise: Hold the noise variance at ``min_noise_var`` instead of fitting it (a
+            deterministic objective, as Optuna's ``GPSampler(deterministic_objective=True)``).
         warm_start: Previous hyperparameters (e.g. from the last suggestion) to start from.
             Must have ``D`` lengthscales.
 
@@ -295,7 +299,7 @@ def fit_gp(
     y_mean, y_std = standardization(y)
     z = (y - y_mean) / y_std  # (n,)
     sq = _sq_diffs(X)  # (D, n * n), shared by every NLL evaluation
-    bounds = _bounds(D, min_noise_var)  # (D+2, 2)
+    bounds = _bounds(D, min_noise_var, fixed_noise)  # (D+2, 2)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad, _ = _nll_core(theta, sq, z, None, True)

@@ -119,6 +119,7 @@ def maximize_acquisition(
     extra_starts: np.ndarray | None = None,
     fun: Callable[[np.ndarray], np.ndarray] | None = None,
     max_evals: int | None = None,
+    exclude: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, float]:
     """Maximize an acquisition over the legal points of the box.
 
@@ -158,6 +159,10 @@ def maximize_acquisition(
             needed (screening, sweeps); defaults to ``fun_and_grad(Z)[0]``.
         max_evals: Cap on the evaluations of ``fun_and_grad`` in each L-BFGS-B phase, for
             acquisitions whose gradient is expensive (default: no cap below scipy's).
+        exclude: ``Z (m, D) -> (m,) bool``: legal points that must not be returned (points
+            already evaluated). They still start and steer the search; the result is the best
+            point that is not excluded among the runs' results, their discrete neighbours and
+            the screened points (an excluded point only if all of those are excluded).
 
     Returns:
         ``(z, value)``: the best legal point found, shape (D,), and its value.
@@ -244,8 +249,36 @@ def maximize_acquisition(
             if not polish.any():
                 break
 
+    if exclude is not None:
+        X, V = _without_excluded(codec, values_of, exclude, X, V, pool, pool_v)
     best = int(np.argmax(V))
     return X[best].copy(), float(V[best])
+
+
+def _without_excluded(
+    codec: BoxCodec,
+    values_of: Callable[[np.ndarray], np.ndarray],
+    exclude: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,  # (R, D) the runs' results
+    V: np.ndarray,  # (R,)
+    pool: np.ndarray,  # (n_pool, D) screened points
+    pool_v: np.ndarray,  # (n_pool,)
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates with excluded points set to -inf, plus fallbacks if that leaves none."""
+    bad = exclude(X)  # (R,)
+    if not bad.any():
+        return X, V
+    # NOTE: a run that ends on an evaluated point (EI converged onto the incumbent, or a
+    # discrete space) gives way to the best of its discrete neighbours and the screened
+    # points; evaluated only where nothing else is left.
+    nbrs = [codec.discrete_neighbors(x) for x in X[bad]]
+    more = [n for n in nbrs if len(n)]
+    X2 = np.vstack([X, *more, pool]) if more else np.vstack([X, pool])
+    V2 = np.concatenate([V, *(values_of(n) for n in more), pool_v])
+    V2 = np.where(exclude(X2), -np.inf, V2)
+    if not np.isfinite(V2).any():
+        return X, V
+    return X2, V2
 
 
 def _top_distinct(Z: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:

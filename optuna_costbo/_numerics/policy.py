@@ -70,6 +70,9 @@ class ProposalRequest:
             points, and their predicted cost is reserved from the remaining budget.
         warm: Hyperparameters of the previous fits.
         min_noise_var: Noise variance floor of the objective model (standardized units).
+        deterministic: Hold the objective model's noise at ``min_noise_var``.
+        evaluated: Encoded points of the finished and running trials, shape (k, D): never
+            proposed again while another legal point has a finite acquisition value.
     """
 
     codec: BoxCodec
@@ -82,6 +85,8 @@ class ProposalRequest:
     X_running: np.ndarray | None = None  # (r, D)
     warm: WarmStart | None = None
     min_noise_var: float = 1e-6
+    deterministic: bool = False
+    evaluated: np.ndarray | None = None  # (k, D)
 
 
 @dataclass
@@ -110,6 +115,7 @@ def _fit(
     n_fits: int,
     rng: np.random.Generator,
     min_noise_var: float,
+    fixed_noise: bool = False,
 ) -> GPModel:
     # NOTE: a warm start from the previous suggestion's hyperparameters makes most fits a few
     # L-BFGS-B iterations; every 5th fit (and whenever there is no warm start) adds random
@@ -119,7 +125,13 @@ def _fit(
         warm = None
         n_restarts = 3
     return fit_gp(
-        X, y, rng=rng, n_restarts=n_restarts, min_noise_var=min_noise_var, warm_start=warm
+        X,
+        y,
+        rng=rng,
+        n_restarts=n_restarts,
+        min_noise_var=min_noise_var,
+        fixed_noise=fixed_noise,
+        warm_start=warm,
     )
 
 
@@ -201,7 +213,9 @@ def _propose(
         # fits; only the pending points (the other trial's point) changed.
         fitted, cost, new_warm = reuse.fitted, reuse.cost_model, reuse.warm
     else:
-        fitted = _fit(X, y, warm.objective, warm.n_fits, rng, request.min_noise_var)
+        fitted = _fit(
+            X, y, warm.objective, warm.n_fits, rng, request.min_noise_var, request.deterministic
+        )
         cost = _cost_model(request, warm, rng) if acquisition.needs_cost else None
         fitted_cost = cost.model if isinstance(cost, FittedLogCost) else None
         new_warm = WarmStart(
@@ -228,6 +242,7 @@ def _propose(
         budget=request.budget,
         starts=X[np.argsort(y)[: min(3, len(y))]],  # (<=3, D)
         X_running=request.X_running,
+        evaluated=request.evaluated,
     )
     # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
     strategy = acquisition if cost is not None or not acquisition.needs_cost else EI()

@@ -8,6 +8,7 @@ This module imports only numpy (through the strategies).
 
 from __future__ import annotations
 
+from optuna_costbo._numerics.rollout_acquisition import PaperRollout
 from optuna_costbo._numerics.rollout_acquisition import Rollout
 from optuna_costbo._numerics.strategies import EI
 from optuna_costbo._numerics.strategies import AcquisitionOptions
@@ -20,7 +21,7 @@ __all__ = ["ACQUISITIONS", "make_acquisition"]
 
 #: Acquisition name -> strategy class, in the order the documentation lists them.
 ACQUISITIONS: dict[str, type[AcquisitionStrategy]] = {
-    cls.name: cls for cls in (Rollout, EI, EIPerCost, EICool)
+    cls.name: cls for cls in (Rollout, PaperRollout, EI, EIPerCost, EICool)
 }
 
 

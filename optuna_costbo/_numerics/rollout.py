@@ -32,6 +32,7 @@ from scipy.special import ndtri
 from scipy.stats import qmc
 
 from optuna_costbo._numerics.acquisition import ei
+from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
 PairCost = Callable[[np.ndarray], np.ndarray]
@@ -75,6 +76,8 @@ def rollout_values(
     *,
     pair_cost: PairCost | None = None,
     first_cost: np.ndarray | None = None,  # (n_first,) cost of the first actions
+    noise_free: bool = False,
+    per_unit_cost: bool = False,
 ) -> np.ndarray:
     """Lambda_h for each first action ``P[:n_first]``; -inf where the first action is unaffordable.
 
@@ -96,9 +99,18 @@ def rollout_values(
             every point of P, shape (k, P).
         first_cost: Cost of each first action, shape (n_first,); required with ``pair_cost``
             (it depends on the last evaluated point), else ``cost[:n_first]``.
+        noise_free: Condition each fantasy as a noise-free value of the latent objective (the
+            value drawn). The paper's estimator (default ``False``) draws the latent value but
+            conditions on it as a noisy observation, which loses posterior variance when the
+            noise is not negligible: Var(m') + E[v'] < v.
+        per_unit_cost: Return Lambda_h per unit of budget the trajectory consumes (its summed
+            costs; the whole remaining budget ``tau`` where the trajectory ends with budget
+            that buys nothing more, since that budget is lost), a ratio of QMC averages. Under
+            a uniform cost the consumed budget is the same for every first action and the
+            argmax is Lambda_h's; with h = 1 and budget to spare it is EI per unit cost.
 
     Returns:
-        Lambda_h, shape (n_first,).
+        Lambda_h (or Lambda_h per unit cost), shape (n_first,).
     """
     if horizon < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}")
@@ -115,11 +127,25 @@ def rollout_values(
     ei0 = ei(mean[:B], var0[:B], best)  # (B,)
     affordable0 = first_cost <= tau  # (B,)
     values = np.where(affordable0, ei0, -np.inf)  # (B,)
-    if horizon == 1 or not affordable0.any():
+    if not affordable0.any():
         return values
+    if horizon == 1:
+        if not per_unit_cost:
+            return values
+        prev1 = np.arange(B)[:, None]  # (B, 1)
+        left = (tau - first_cost)[:, None]  # (B, 1)
+        consumed = _consumed(
+            first_cost[:, None], left, prev1, np.ones_like(left, bool), tau, cost, pair_cost
+        )  # (B, 1)
+        return np.where(affordable0, ei0 / consumed[:, 0], -np.inf)
 
+    # NOTE: fantasies. The paper's estimator draws the latent value and conditions on it as a
+    # noisy observation (sd0 includes the noise); noise_free conditions on the latent value
+    # itself, which keeps the total variance: Var(m') + E[v'] = v. A jitter far below any
+    # variance that matters keeps the division finite where the posterior variance is ~0.
+    cond_noise = 1e-12 * float(np.max(var0)) if noise_free else noise_var
     # Step 0: draw y_0 at each first action and condition the whole action set on it.
-    sd0 = np.sqrt(var0[:B] + noise_var)  # (B,)
+    sd0 = np.sqrt(var0[:B] + cond_noise)  # (B,)
     y = mean[:B, None] + np.sqrt(var0[:B])[:, None] * normals[None, :, 0]  # (B, N)
     w = cov[:B, :] / sd0[:, None]  # (B, P)
     m = mean[None, None, :] + w[:, None, :] * ((y - mean[:B, None]) / sd0[:, None])[..., None]
@@ -130,6 +156,7 @@ def rollout_values(
     prev = np.broadcast_to(np.arange(B)[:, None], (B, N))  # (B, N) index of the last action
     alive = np.broadcast_to(affordable0[:, None], (B, N)).copy()  # (B, N)
     total = np.zeros((B, N))  # (B, N) summed rewards of steps 1..h-1
+    spent = np.broadcast_to(first_cost[:, None], (B, N)).copy()  # (B, N)
 
     for t in range(1, horizon):
         last = t == horizon - 1
@@ -143,11 +170,17 @@ def rollout_values(
         gain = ei(m, v, ystar[..., None])  # (B, N, P)
         # NOTE: a state-dependent cost may be zero (staying put); the floor keeps EI / cost
         # finite, and such a point has no EI to speak of anyway.
-        score = gain if last else gain / np.maximum(c_next, 1e-12)
+        score = gain if last else gain / np.maximum(c_next, COST_FLOOR)
         j = np.argmax(np.where(afford, score, -np.inf), axis=-1)  # (B, N)
         has = _take(afford, j)  # (B, N)
         if last:
             total += np.where(has, _take(gain, j), 0.0)
+            if per_unit_cost:
+                step_cost = np.where(has, _take(c_next, j), 0.0)
+                spent = spent + step_cost
+                budget_left = budget_left - step_cost
+                prev = np.where(has, j, prev)
+                alive = alive & has
             break
         mj, vj = _take(m, j), _take(v, j)  # (B, N)
         yj = mj + np.sqrt(vj) * normals[None, :, t]  # (B, N)
@@ -157,14 +190,44 @@ def rollout_values(
         col = cov[j]  # (B, N, P)
         for Wk in W:
             col = col - Wk * _take(Wk, j)[..., None]
-        sd = np.sqrt(vj + noise_var)  # (B, N)
+        sd = np.sqrt(vj + cond_noise)  # (B, N)
         wt = col / sd[..., None]  # (B, N, P)
         m = m + wt * ((yj - mj) / sd)[..., None]
         v = np.maximum(v - wt * wt, _TINY_VAR)
         W.append(wt)
         budget_left = budget_left - _take(c_next, j)
+        spent = spent + np.where(has, _take(c_next, j), 0.0)
         prev = j
         alive = alive & has
 
-    values = np.where(affordable0, ei0 + total.mean(axis=1), -np.inf)
-    return values
+    if not per_unit_cost:
+        values = np.where(affordable0, ei0 + total.mean(axis=1), -np.inf)
+        return values
+    consumed = _consumed(spent, budget_left, prev, alive, tau, cost, pair_cost)  # (B, N)
+    rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1)  # (B,)
+    return np.where(affordable0, rate, -np.inf)
+
+
+def _consumed(
+    spent: np.ndarray,  # (B, N) summed costs of each trajectory
+    budget_left: np.ndarray,  # (B, N)
+    prev: np.ndarray,  # (B, N) index of each trajectory's last action
+    alive: np.ndarray,  # (B, N) whether it took every step
+    tau: float,
+    cost: np.ndarray | None,  # (P,)
+    pair_cost: PairCost | None,
+) -> np.ndarray:
+    """Budget each trajectory consumes: its costs, or all of ``tau`` if it strands the rest.
+
+    A trajectory strands its leftover budget when it stopped because nothing was affordable,
+    or when what is left buys no point of the action set.
+    """
+    if pair_cost is None:
+        assert cost is not None
+        cheapest = np.full(spent.shape, float(np.min(cost)))  # (B, N)
+    else:
+        uniq, inv = np.unique(prev, return_inverse=True)
+        cheapest = np.min(pair_cost(uniq), axis=1)[inv.reshape(prev.shape)]  # (B, N)
+    stranded = ~alive | (budget_left < cheapest)
+    out: np.ndarray = np.maximum(np.where(stranded, tau, spent), COST_FLOOR)
+    return out

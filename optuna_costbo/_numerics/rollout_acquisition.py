@@ -9,6 +9,7 @@ This module imports only numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -27,7 +28,14 @@ from optuna_costbo._numerics.strategies import AcquisitionOptions
 from optuna_costbo._numerics.strategies import Choice
 
 
-__all__ = ["Rollout", "RolloutSettings", "rollout_choice", "rollout_values_on", "top_indices"]
+__all__ = [
+    "PaperRollout",
+    "Rollout",
+    "RolloutSettings",
+    "rollout_choice",
+    "rollout_values_on",
+    "top_indices",
+]
 
 _CHEAP_FACTOR = 1.25
 """When nothing is affordable, candidates may cost this many times the cheapest one."""
@@ -47,6 +55,10 @@ class RolloutSettings:
         n_shortlist: First actions screened from the pool by EI and by EIpu (each).
         n_refine: Best first actions polished locally and scored again.
         refine_radius: Half-width of the box in which they are polished.
+        noise_free: Condition fantasies on the latent value drawn (keeps the posterior's total
+            variance); the paper's estimator conditions on it as a noisy observation.
+        per_unit_cost: Score first actions by Lambda_h per unit of the budget the trajectory
+            consumes (see :func:`.rollout.rollout_values`) instead of Lambda_h.
     """
 
     horizon: int = 2
@@ -56,23 +68,26 @@ class RolloutSettings:
     n_shortlist: int = 8
     n_refine: int = 3
     refine_radius: float = 0.05
+    noise_free: bool = False
+    per_unit_cost: bool = False
 
 
 @dataclass(frozen=True)
-class Rollout:
-    """The paper's nonmyopic CMDP rollout: EI plus the expected improvement of rolling out
-    EI-per-unit-cost steps and a last EI step over the remaining budget.
+class PaperRollout:
+    """The paper's nonmyopic CMDP rollout, as published: Lambda_h = EI plus the expected
+    improvement of rolling out EI-per-unit-cost steps and a last EI step over the remaining
+    budget (Lee et al., UAI 2021). Kept unchanged for reproduction.
 
     Attributes:
         settings: Horizon, samples and candidate-set sizes.
     """
 
-    name: ClassVar[str] = "rollout"
+    name: ClassVar[str] = "rollout-paper"
     needs_cost: ClassVar[bool] = True
     settings: RolloutSettings = RolloutSettings()
 
     @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> Rollout:
+    def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
         return cls(RolloutSettings(horizon=options.horizon, n_samples=options.n_samples))
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
@@ -89,6 +104,38 @@ class Rollout:
             np.vstack([z_ei, z_eipu]),
             ctx.cost,
             self.settings,
+            excluded=ctx.excluded,
+        )
+
+
+@dataclass(frozen=True)
+class Rollout(PaperRollout):
+    """The rollout, cost-aware at every budget level: the paper's trajectories, scored per
+    unit of the budget they consume, with fantasies that keep the posterior's variance.
+
+    Lambda_h (the paper's value) depends on cost only through truncation, so while the budget
+    affords all h steps it ranks first actions as if every point cost the same. Dividing by
+    the budget each trajectory consumes (its summed predicted costs, or all of the remaining
+    budget when it strands what is left) values what a first action makes possible per unit
+    spent. Under a uniform cost it ranks as Lambda_h does; when one step remains it is EI;
+    with h = 1 and budget to spare it is EI per unit cost.
+
+    Attributes:
+        settings: Horizon, samples and candidate-set sizes.
+    """
+
+    name: ClassVar[str] = "rollout"
+    settings: RolloutSettings = RolloutSettings(noise_free=True, per_unit_cost=True)
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> Rollout:
+        return cls(
+            RolloutSettings(
+                horizon=options.horizon,
+                n_samples=options.n_samples,
+                noise_free=True,
+                per_unit_cost=True,
+            )
         )
 
 
@@ -101,8 +148,20 @@ def rollout_choice(
     seeds: np.ndarray,  # (s, D) maximizers of EI and EIpu
     cost: CostModel,
     settings: RolloutSettings,
+    excluded: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Choice:
-    """Screen first actions with Lambda_h and return the best affordable one."""
+    """Screen first actions with Lambda_h and return the best affordable one.
+
+    ``excluded``: which first actions (rows of a (m, D) array) must not be chosen (evaluated
+    points); they score -inf unless every candidate is excluded.
+    """
+
+    def masked(Z: np.ndarray, values: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
+        if excluded is None:
+            return values
+        out = np.where(excluded(Z), -np.inf, values)
+        return out if np.isfinite(out).any() else values
+
     pool = codec.sobol_points(settings.n_pool, seed=int(rng.integers(2**31)))  # (M, D)
     mean_p, var_p = model.predict(pool)  # (M,), (M,)
     cost_p = cost.cost(pool)  # (M,)
@@ -136,7 +195,9 @@ def rollout_choice(
     )
     inner, mean_c = pool[keep], mean_p[keep]  # (M', D), (M',)
     normals = qmc_normals(settings.n_samples, settings.horizon, rng)
-    values = rollout_values_on(model, first, inner, mean_c, best, tau, normals, cost, settings)
+    values = masked(
+        first, rollout_values_on(model, first, inner, mean_c, best, tau, normals, cost, settings)
+    )
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
         # Lambda_h = EI + future value) and score them again with Lambda_h, next to the
@@ -146,9 +207,20 @@ def rollout_choice(
         polished, _ = local_maximize(
             LogEIPerCost(model, best).value_and_grad, codec, first[top], settings.refine_radius
         )
-        again = np.unique(np.vstack([first[top], polished]), axis=0)  # (B2, D)
-        values2 = rollout_values_on(
-            model, again, inner, mean_c, best, tau, normals, cost, settings
+        more = [first[top], polished]
+        if settings.per_unit_cost:
+            # Per unit cost, the sharp part is EI per unit cost: polish by it too.
+            by_cost, _ = local_maximize(
+                LogEIPerCost(model, best, cost_model=cost, cost_exponent=1.0).value_and_grad,
+                codec,
+                first[top],
+                settings.refine_radius,
+            )
+            more.append(by_cost)
+        again = np.unique(np.vstack(more), axis=0)  # (B2, D)
+        values2 = masked(
+            again,
+            rollout_values_on(model, again, inner, mean_c, best, tau, normals, cost, settings),
         )
         if np.isfinite(values2).any():
             i = int(np.argmax(values2))
@@ -198,7 +270,17 @@ def rollout_values_on(
     pair_fn = cost.pair_cost
     if pair_fn is None:
         return rollout_values(
-            mean, cov, noise_var, best, B, cost.cost(points), tau, settings.horizon, normals
+            mean,
+            cov,
+            noise_var,
+            best,
+            B,
+            cost.cost(points),
+            tau,
+            settings.horizon,
+            normals,
+            noise_free=settings.noise_free,
+            per_unit_cost=settings.per_unit_cost,
         )
     rows: dict[int, np.ndarray] = {}
 
@@ -221,4 +303,6 @@ def rollout_values_on(
         normals,
         pair_cost=pair_cost,
         first_cost=cost.cost(first),
+        noise_free=settings.noise_free,
+        per_unit_cost=settings.per_unit_cost,
     )

@@ -75,6 +75,7 @@ class AcquisitionContext:
         budget: Total budget.
         starts: Points that always start a maximizer run (the best observed ones), (k, D).
         X_running: Encoded points of the other running trials, (r, D), or ``None``.
+        evaluated: Encoded points that must not be proposed again, (k, D), or ``None``.
     """
 
     codec: BoxCodec
@@ -86,6 +87,19 @@ class AcquisitionContext:
     budget: float
     starts: np.ndarray  # (k, D)
     X_running: np.ndarray | None = None  # (r, D)
+    evaluated: np.ndarray | None = None  # (k, D)
+
+    def excluded(self, Z: np.ndarray) -> np.ndarray:
+        """Which rows of Z (m, D) are evaluated points: (m,) bool.
+
+        Legal points are exact fixed points of the codec, so a configuration that a trial
+        already has encodes to exactly these bytes.
+        """
+        if self.evaluated is None or len(self.evaluated) == 0 or len(Z) == 0:
+            return np.zeros(len(Z), dtype=bool)
+        seen = {row.tobytes() for row in np.ascontiguousarray(self.evaluated, dtype=float)}
+        rows = np.ascontiguousarray(Z, dtype=float)
+        return np.array([row.tobytes() in seen for row in rows], dtype=bool)
 
     def reserved(self) -> float:
         """Predicted cost of the running trials, not yet spent but committed."""
@@ -115,6 +129,7 @@ class AcquisitionContext:
             if self.cost.origin is not None:
                 extra = np.vstack([self.starts, self.cost.origin[None]])
             max_evals = self.cost.max_evals
+        has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
         return maximize_acquisition(
             acq.value_and_grad,
             self.codec,
@@ -122,6 +137,7 @@ class AcquisitionContext:
             extra_starts=extra,
             fun=acq,
             max_evals=max_evals,
+            exclude=self.excluded if has_evaluated else None,
         )
 
 
