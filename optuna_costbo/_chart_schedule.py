@@ -10,10 +10,13 @@ from typing import Any
 
 import optuna
 
+from optuna_costbo._logging import get_logger
+
 
 __all__ = ["ChartSchedule"]
 
 _INTERVAL_SECONDS = 2.0
+_logger = get_logger(__name__)
 
 
 class ChartSchedule:
@@ -28,6 +31,7 @@ class ChartSchedule:
         self.enabled = enabled
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
+        self._told: set[int] = set()  # studies told which package is missing
 
     def __getstate__(self) -> dict[str, Any]:
         return {"enabled": self.enabled}
@@ -41,9 +45,17 @@ class ChartSchedule:
         if self.enabled is None:
             if isinstance(study._storage, optuna.storages.InMemoryStorage):
                 return False
-            return all(
-                importlib.util.find_spec(m) is not None for m in ("optuna_dashboard", "plotly")
-            )
+            missing = [
+                m for m in ("optuna_dashboard", "plotly") if importlib.util.find_spec(m) is None
+            ]
+            if missing and study._study_id not in self._told:
+                self._told.add(study._study_id)
+                _logger.info(
+                    f"No 'Best value vs cumulative cost' chart for optuna-dashboard: "
+                    f"{' and '.join(m.replace('_', '-') for m in missing)} not installed "
+                    '(pip install "optuna-costbo[dashboard]").'
+                )
+            return not missing
         return True
 
     def due(self, study: optuna.Study, spent: float, budget: float) -> bool:

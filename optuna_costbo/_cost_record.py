@@ -36,7 +36,7 @@ def record_cost(
     Precedence: a valid cost the objective reported (kept as is); else ``user_cost`` of the
     trial's parameters; else the wall-clock time since the trial started, less the sampler's
     own time. A reported value that is not a valid cost is kept in a system attr, the trial is
-    charged its wall-clock time, and the error is returned for the caller to raise.
+    charged its wall-clock time, and the error is returned for the caller to report.
     """
     storage, trial_id = study._storage, trial._trial_id
     raw = trial.user_attrs.get(cost_attr)
@@ -48,8 +48,9 @@ def record_cost(
             return None
         except ValueError as exc:
             error = ValueError(
-                f"{exc}. Trial {trial.number} was charged its wall-clock time instead; "
-                f"its reported value is kept in system attr {INVALID_COST_ATTR!r}."
+                f"Trial {trial.number} failed because of its cost: {exc}. It was charged its "
+                f"wall-clock time instead, its value stays out of the models, and the "
+                f"reported cost is kept in system attr {INVALID_COST_ATTR!r}."
             )
             storage.set_trial_system_attr(trial_id, INVALID_COST_ATTR, repr(raw))
     if user_cost is not None and error is None:

@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 from optuna_costbo import budget
 from optuna_costbo._clash import running_points
+from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.policy import CostData
 from optuna_costbo._space import SpaceBridge
 
@@ -62,6 +63,13 @@ def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[s
     return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
 
 
+def _usable(trial: FrozenTrial) -> bool:
+    """A completed trial whose value the objective model may use."""
+    return (
+        trial.state == TrialState.COMPLETE and budget.INVALID_COST_ATTR not in trial.system_attrs
+    )
+
+
 def take_snapshot(
     trials: Sequence[FrozenTrial],
     trial: FrozenTrial,
@@ -87,8 +95,12 @@ def take_snapshot(
     """
     finished = [t for t in trials if t.state in budget.FINISHED_STATES and bridge.holds(t)]
     encoded = bridge.encode_trials(finished)  # (f, D)
-    complete = np.array([t.state == TrialState.COMPLETE for t in finished], dtype=bool)
-    y = sign * np.array([t.value for t in finished if t.state == TrialState.COMPLETE], dtype=float)
+    # A trial whose reported cost was invalid counts as failed: its value stays out.
+    complete = np.array(
+        [_usable(t) for t in finished],
+        dtype=bool,
+    )
+    y = sign * np.array([t.value for t in finished if _usable(t)], dtype=float)
 
     costs = np.array(
         [
@@ -99,7 +111,12 @@ def take_snapshot(
         ],
         dtype=float,
     )
-    priced = (costs > 0.0) & np.isfinite(costs)
+    priced = (costs >= 0.0) & np.isfinite(costs)
+    positive = costs[priced & (costs > 0.0)]
+    # NOTE: a free trial (cost 0, a cached result) is cheaper than anything measured: the
+    # log-cost model sees it at a tenth of the cheapest positive cost, not at log(0).
+    floor = max(float(positive.min()) / 10.0, COST_FLOOR) if len(positive) else COST_FLOOR
+    costs = np.where(priced, np.maximum(costs, floor), costs)
 
     running = [p for p in running_points(trials, trial, pending) if bridge.holds_params(p)]
     X_running = bridge.encode_params(running) if running else None

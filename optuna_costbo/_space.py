@@ -24,6 +24,28 @@ from optuna_costbo._numerics.search_space import NumericParam
 from optuna_costbo._numerics.search_space import Param
 
 
+def check_distinct_choices(name: str, distribution: BaseDistribution) -> None:
+    """Raise a clear ValueError if two choices of a categorical compare equal (``1`` and
+    ``True``, ``0`` and ``0.0``): Optuna stores a choice by the index of the first choice equal
+    to it, so such choices cannot stay distinct and the sampler would propose the same point
+    again and again."""
+    if not isinstance(distribution, CategoricalDistribution):
+        return
+    choices = distribution.choices
+    for i, a in enumerate(choices):
+        for b in choices[i + 1 :]:
+            try:
+                same = bool(a == b)
+            except Exception:
+                same = False
+            if same:
+                raise ValueError(
+                    f"categorical parameter {name!r} has choices that compare equal: {a!r} and "
+                    f"{b!r}. Optuna stores a choice by the first choice equal to it, so they "
+                    "cannot be told apart; use choices that differ (for example strings)."
+                )
+
+
 def _to_param(distribution: BaseDistribution) -> Param:
     if isinstance(distribution, CategoricalDistribution):
         return CategoricalParam(n_choices=len(distribution.choices))
@@ -59,6 +81,8 @@ class SpaceBridge:
     def __init__(self, search_space: Mapping[str, BaseDistribution]) -> None:
         self.names = list(search_space)
         self.distributions = [search_space[name] for name in self.names]
+        for name, dist in zip(self.names, self.distributions, strict=True):
+            check_distinct_choices(name, dist)
         self.codec = BoxCodec([_to_param(d) for d in self.distributions])
 
     def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:

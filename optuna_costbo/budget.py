@@ -48,17 +48,17 @@ def validate_budget(budget: Any) -> float:
 def validate_cost(cost: Any, *, name: str = "cost") -> float:
     """Return a reported cost as a float, or raise a ValueError saying what is allowed.
 
-    A cost must be a real number, finite and strictly positive: the cost model works on
-    log(cost), and a free or negative evaluation would make the budget meaningless.
+    A cost must be a real number, finite and non-negative. Zero is a free evaluation (a
+    cached result); a negative cost would make the budget meaningless.
     """
     if not is_real(cost):
         raise ValueError(
-            f"{name} must be a positive finite number (int or float), got {cost!r} "
+            f"{name} must be a non-negative finite number (int or float), got {cost!r} "
             f"of type {type(cost).__name__}"
         )
     value = float(cost)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be a positive finite number, got {cost!r}")
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"{name} must be a non-negative finite number, got {cost!r}")
     return value
 
 

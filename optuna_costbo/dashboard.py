@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import inspect
-import logging
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._logging import get_logger
 from optuna_costbo.budget import storage_trials
 
 
 __all__ = ["GRAPH_NAME", "GRAPH_OBJECT_ID", "update_dashboard"]
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 GRAPH_NAME = "Best value vs cumulative cost"
 """Title of the saved chart."""

@@ -27,11 +27,12 @@ from optuna.trial import TrialState
 
 from optuna_costbo import _units
 from optuna_costbo import budget as ledger_mod
+from optuna_costbo._logging import get_logger
 
 
 __all__ = ["CostProgressBar", "hint_cost_progress_bar"]
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 PROGRESS_EXTRA_HINT = 'pip install "optuna-costbo[progress]"'
 

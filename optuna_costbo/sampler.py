@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-import logging
 import threading
 import time
 from typing import Any
@@ -31,6 +30,7 @@ from optuna.trial import TrialState
 from optuna_costbo import _clash
 from optuna_costbo._chart_schedule import ChartSchedule
 from optuna_costbo._cost_record import record_cost
+from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
@@ -40,6 +40,7 @@ from optuna_costbo._numerics.registry import make_acquisition
 from optuna_costbo._numerics.strategies import AcquisitionOptions
 from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
+from optuna_costbo._space import check_distinct_choices
 from optuna_costbo._study_control import check_single_objective
 from optuna_costbo._study_control import in_optimize_loop
 from optuna_costbo._study_control import stop
@@ -54,7 +55,7 @@ from optuna_costbo.budget import write_ledger
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 # NOTE: how many scramblings of the start-up design a trial tries for a configuration that no
 # trial has yet (a small discrete space may have none left: then the last one is taken).
@@ -188,6 +189,7 @@ class CostRolloutSampler(BaseSampler):
         self._skipped: set[int] = set()
         self._pending = _clash.Pending()  # this process's proposals for running trials
         self._last_evaluated = np.empty((0, 0))  # (k, D) of the last start-up snapshot
+        self._budget_end_noted: set[int] = set()  # studies told the budget buys no more
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -256,6 +258,7 @@ class CostRolloutSampler(BaseSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         check_single_objective(study)
+        check_distinct_choices(param_name, param_distribution)
         start = time.perf_counter()
         try:
             self._raise_if_skipped(study, trial)
@@ -376,7 +379,11 @@ class CostRolloutSampler(BaseSampler):
         if spent >= self._budget:
             stop(study)
         if error is not None:
-            raise error
+            # NOTE: as Optuna treats a bad return value: a warning, and the run goes on.
+            # Optuna stores the trial's state after this hook and gives a sampler no way to
+            # change it, so the trial keeps its state; the sampler treats it as failed (its
+            # value stays out of the models) and the ledger charges its wall-clock time.
+            _logger.warning(str(error))
 
     # -- a suggestion -----------------------------------------------------------------------
 
@@ -482,8 +489,23 @@ class CostRolloutSampler(BaseSampler):
         proposal = propose(request, self._acquisition, self._rng, reuse=previous)
         self._warm[key] = proposal.warm
         if proposal.message is not None:
-            _logger.warning(f"Trial {trial.number}: {proposal.message}")
+            self._note_budget_end(study, snap.ledger, trial, proposal.message)
         return proposal
+
+    def _note_budget_end(
+        self, study: optuna.Study, ledger: Ledger, trial: FrozenTrial, detail: str
+    ) -> None:
+        """Say once per study that the budget left affords no more trials as predicted."""
+        _logger.debug(f"Trial {trial.number}: {detail}")
+        if study._study_id in self._budget_end_noted:
+            return
+        self._budget_end_noted.add(study._study_id)
+        _logger.info(
+            f"Study {study.study_name!r}: the remaining budget, "
+            f"{max(ledger.remaining, 0.0):.6g} of {ledger.budget:.6g}, buys no more trials at "
+            "their predicted costs; trials go on, at the cheapest promising points, until the "
+            "budget is spent. Stop the study if the budget is final."
+        )
 
     def _startup_params(
         self, bridge: SpaceBridge, trial_number: int, evaluated: np.ndarray

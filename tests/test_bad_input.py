@@ -274,7 +274,7 @@ def test_uncaught_exception_leaves_a_charged_trial_and_the_study_goes_on() -> No
 # -- reported costs ---------------------------------------------------------------------------
 
 
-BAD_COSTS = [0, 0.0, -1.0, -math.inf, math.nan, math.inf, "1.0", None, True, [1.0]]
+BAD_COSTS = [-1.0, -1e-9, -math.inf, math.nan, math.inf, "1.0", None, True, [1.0]]
 
 
 @pytest.mark.parametrize("bad", BAD_COSTS, ids=repr)
@@ -317,7 +317,7 @@ def test_report_cost_accepts_numpy_numbers() -> None:
 
 @pytest.mark.parametrize("bad", [True, [1.0], {"usd": 1.0}, -math.inf, np.float64(math.nan)])
 def test_bad_cost_user_attr_set_directly_never_corrupts_the_ledger(bad: Any) -> None:
-    # Complements tests/test_sampler.py (0, -1, nan, inf, a string) with more kinds.
+    # Complements tests/test_sampler.py (-1, nan, inf, a string) with more kinds.
     sampler = _sampler("rollout", budget=100.0)
     study = _study(sampler)
     study.optimize(_costed(lambda t, x: x), n_trials=3)
@@ -326,8 +326,7 @@ def test_bad_cost_user_attr_set_directly_never_corrupts_the_ledger(bad: Any) -> 
         trial.set_user_attr("cost", bad)
         return trial.suggest_float("x", 0.0, 1.0)
 
-    with pytest.raises(ValueError, match="must be a positive finite number"):
-        study.optimize(objective, n_trials=1)
+    study.optimize(objective, n_trials=1)  # a warning, no exception
     last = study.trials[-1]
     assert last.state == TrialState.COMPLETE
     assert isinstance(last.user_attrs["cost"], float) and last.user_attrs["cost"] > 0

@@ -41,11 +41,15 @@ def _trial(
 
 
 @pytest.mark.parametrize(
-    "bad", [0, -1.0, float("nan"), float("inf"), -float("inf"), "3", None, True, [1.0]]
+    "bad", [-1.0, -1e-12, float("nan"), float("inf"), -float("inf"), "3", None, True, [1.0]]
 )
 def test_validate_cost_rejects_bad_values(bad: object) -> None:
-    with pytest.raises(ValueError, match="positive finite number"):
+    with pytest.raises(ValueError, match="non-negative finite number"):
         b.validate_cost(bad)
+
+
+def test_validate_cost_accepts_zero_a_free_evaluation() -> None:
+    assert b.validate_cost(0) == 0.0 and b.validate_cost(0.0) == 0.0
 
 
 @pytest.mark.parametrize("good", [1e-9, 1, 2.5, np.float32(0.5), np.int64(3), 1e12])
@@ -205,4 +209,4 @@ def test_budget_pruner_rejects_two_pruners_and_names_wrapped_pruner_for_other_ob
     with pytest.raises(ValueError, match=r"wrapped_pruner=.*got 'median'"):
         CostBudgetPruner("median")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive finite number, got -1"):
-        CostBudgetPruner(-1.0)
+        CostBudgetPruner(-1.0)  # the budget, unlike a cost, must be positive

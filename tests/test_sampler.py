@@ -159,8 +159,10 @@ def test_bad_constructor_arguments(kwargs: dict[str, object], message: str) -> N
         CostRolloutSampler(**kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("bad", [-1.0, 0.0, float("nan"), float("inf"), "expensive"])
-def test_bad_reported_cost_raises_and_never_corrupts_the_ledger(bad: object) -> None:
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "expensive"])
+def test_bad_reported_cost_fails_the_trial_with_a_warning_and_the_run_goes_on(
+    bad: object, caplog: pytest.LogCaptureFixture
+) -> None:
     sampler = CostRolloutSampler(budget=100.0, seed=0)
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1), n_trials=2)  # type: ignore[func-returns-value]
@@ -169,10 +171,19 @@ def test_bad_reported_cost_raises_and_never_corrupts_the_ledger(bad: object) -> 
         trial.set_user_attr("cost", bad)  # bypasses report_cost's own validation
         return trial.suggest_float("x", 0, 1)
 
-    with pytest.raises(ValueError, match="reported cost 'cost' must be a positive finite number"):
-        study.optimize(objective, n_trials=1)
+    optuna.logging.enable_propagation()
+    try:
+        with caplog.at_level("WARNING", logger="optuna"):
+            study.optimize(objective, n_trials=1)  # no exception: the run goes on
+    finally:
+        optuna.logging.disable_propagation()
+    assert any(
+        "failed because of its cost" in r.getMessage()
+        and "must be a non-negative finite number" in r.getMessage()
+        for r in caplog.records
+    )
     last = study.trials[-1]
-    assert last.state == TrialState.COMPLETE  # the trial's result is kept
+    assert last.state == TrialState.COMPLETE  # Optuna stores the state; the sampler cannot
     assert last.system_attrs[b.INVALID_COST_ATTR] == repr(bad)
     assert 0.0 < last.user_attrs["cost"] < 1.0  # charged its (short) wall-clock time instead
     spent = sampler.ledger(study).spent
@@ -340,7 +351,9 @@ def test_a_moving_cost_tells_the_policy_where_the_last_trial_is(
         assert 2.0 + 4.0 * origin[0] == pytest.approx(last.params["x"])  # its box point
 
 
-def test_unaffordable_suggestion_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # Two trials of cost 6 leave 3 of a budget of 15: no point costs less than about 6.
     sampler = CostRolloutSampler(budget=15.0, seed=0, n_startup_trials=1)
     study = optuna.create_study(sampler=sampler)
@@ -353,9 +366,95 @@ def test_unaffordable_suggestion_is_logged(caplog: pytest.LogCaptureFixture) -> 
                 user_attrs={"cost": 6.0},
             )
         )
+    optuna.logging.enable_propagation()
+    try:
+        with caplog.at_level("INFO", logger="optuna"):
+            for _ in range(3):
+                trial = study.ask()
+                trial.suggest_float("x", 0, 1)
+                trial.set_user_attr("cost", 1.0)
+                study.tell(trial, 0.5)
+    finally:
+        optuna.logging.disable_propagation()
+    said = [r for r in caplog.records if "buys no more trials" in r.getMessage()]
+    said = list({id(r): r for r in said}.values())  # one record may reach two handlers
+    assert len(said) == 1 and said[0].levelname == "INFO"
+    assert said[0].name.startswith("optuna.")  # governed by optuna.logging
+    assert "remaining budget, 3 of 15" in said[0].getMessage()
+
+
+def test_optuna_verbosity_silences_the_package(caplog: pytest.LogCaptureFixture) -> None:
+    sampler = CostRolloutSampler(budget=15.0, seed=0, n_startup_trials=1)
+    study = optuna.create_study(sampler=sampler)
+    study.add_trial(
+        optuna.create_trial(
+            params={"x": 0.5},
+            distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+            value=0.5,
+            user_attrs={"cost": 14.0},
+        )
+    )
+    optuna.logging.enable_propagation()
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        with caplog.at_level("DEBUG"):
+            trial = study.ask()
+            trial.suggest_float("x", 0, 1)
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+        optuna.logging.disable_propagation()
+    assert not [r for r in caplog.records if r.name.startswith("optuna.costbo")]
+
+
+def test_a_zero_cost_is_valid_and_the_cost_model_copes() -> None:
+    sampler = CostRolloutSampler(budget=20.0, seed=0, n_startup_trials=3, acquisition="eipu")
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        report_cost(trial, 0.0 if trial.number % 2 else 1.0 + x)  # every other trial cached
+        return (x - 0.3) ** 2
+
+    study.optimize(objective, n_trials=8)
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+    costs = [t.user_attrs["cost"] for t in study.trials]
+    assert costs.count(0.0) == 4
+    assert sampler.ledger(study).spent == pytest.approx(sum(costs))
+
+
+def test_choices_that_compare_equal_get_a_clear_error_at_the_first_suggest() -> None:
+    study = optuna.create_study(sampler=CostRolloutSampler(budget=10.0, seed=0))
     trial = study.ask()
-    trial.suggest_float("x", 0, 1)
-    assert any("no point is affordable" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ValueError, match=r"'flag' has choices that compare equal: 1 and True"):
+        trial.suggest_categorical("flag", [1, True, "other"])
+    ok = study.ask()
+    assert ok.suggest_categorical("flag", [1, "1", "other"]) in (1, "1", "other")
+
+
+def test_a_missing_dashboard_package_is_named_once_per_study(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "optuna_dashboard" else real(name, *a),
+    )
+    storage = f"sqlite:///{tmp_path / 'd.db'}"
+    study = optuna.create_study(sampler=CostRolloutSampler(budget=3.0, seed=0), storage=storage)
+    optuna.logging.enable_propagation()
+    try:
+        with caplog.at_level("INFO", logger="optuna"):
+            study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
+    finally:
+        optuna.logging.disable_propagation()
+    said = [r for r in caplog.records if "optuna-dashboard not installed" in r.getMessage()]
+    said = list({id(r): r for r in said}.values())  # one record may reach two handlers
+    assert len(said) == 1 and said[0].levelname == "INFO"
+    assert 'pip install "optuna-costbo[dashboard]"' in said[0].getMessage()
 
 
 def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-import logging
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._logging import get_logger
 from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import CostHistory
 from optuna_costbo.visualization._cost_history import get_cost_histories
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 PLOT_EXTRA_HINT = 'pip install "optuna-costbo[plot]"'
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-import logging
 from typing import TYPE_CHECKING
 
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._logging import get_logger
 from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import get_cost_histories
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_cost_history"]
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 _RED = 3  # tab:red, the best-value line of a single study in Optuna's matplotlib plots
 
