@@ -108,12 +108,12 @@ import warnings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from common import DEFAULT_METHODS
-from common import METHODS
 from common import Run
 import data
 import numpy as np
 import optuna
+from registry import DEFAULT_METHODS
+from registry import METHODS
 
 
 # Budgets in seconds: about 50x the mean cost (CPU time, i.e. idle wall-clock) of a random

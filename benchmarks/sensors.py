@@ -95,12 +95,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from common import DEFAULT_METHODS
-from common import METHODS
 from common import Run
 import data
 import numpy as np
 import optuna
+from registry import DEFAULT_METHODS
+from registry import METHODS
 
 
 N_SENSORS = 10

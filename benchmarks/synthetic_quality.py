@@ -41,8 +41,8 @@ the smoke run checks the plumbing, not the models.
     python benchmarks/synthetic_quality.py [--seeds 30] [--methods rollout2 ei] [--jobs 2]
     python benchmarks/synthetic_quality.py --report-only    # re-summarize saved CSVs
 
-The method registry, runner, cost-grid statistics, report and figure live in
-``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
+The method registry lives in ``benchmarks/registry.py``; the runner, cost-grid statistics,
+report and figure in ``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from common import DEFAULT_METHODS
-from common import METHODS
 from common import Run
 import optuna
+from registry import DEFAULT_METHODS
+from registry import METHODS
 
 
 BUDGET = 150.0
