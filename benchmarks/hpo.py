@@ -108,12 +108,13 @@ import warnings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from common import Run
 import data
 import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import runner
+from runner import Run
 
 
 # Budgets in seconds: about 50x the mean cost (CPU time, i.e. idle wall-clock) of a random
@@ -273,7 +274,7 @@ PROBLEMS = ("knn", "dt", "rf")  # the paper's HPO benchmarks
 
 
 class HpoProblem:
-    """One HPO problem on one dataset split, as ``common.run_one`` sees it (picklable)."""
+    """One HPO problem on one dataset split, as ``runner.run_one`` sees it (picklable)."""
 
     cost_fn = None  # wall-clock costs: CostRolloutSampler models log(cost) with its GP
 
@@ -625,7 +626,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(source, flush=True)
         n_startup = args.n_startup or (SMOKE_STARTUP if args.smoke else None)
         problem = HpoProblem(args.problem, dataset, args.split_mapping, args.clock, n_startup)
-        tasks = common.order_tasks(methods, range(reps), interleave=True)
+        tasks = runner.order_tasks(methods, range(reps), interleave=True)
         print(
             f"{len(tasks)} runs, {MODELS[args.problem].label} on {args.dataset}, budget "
             f"{budget:g} s, {args.jobs} at a time, each in its own process",

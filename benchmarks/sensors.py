@@ -95,12 +95,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from common import Run
 import data
 import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import runner
+from runner import Run
 
 
 N_SENSORS = 10
@@ -265,7 +266,7 @@ class Kriging:
 
 
 class SensorProblem:
-    """Sensor set selection as ``common.run_one`` sees it (picklable)."""
+    """Sensor set selection as ``runner.run_one`` sees it (picklable)."""
 
     def __init__(
         self,
@@ -478,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.report_only:
         runs = common.read_csvs(prefix)
     else:
-        tasks = common.order_tasks(methods, range(reps), interleave=False)
+        tasks = runner.order_tasks(methods, range(reps), interleave=False)
         print(f"{network.source}\n{len(tasks)} runs, budget {budget:g} years", flush=True)
         params_path = Path(f"{prefix}_params.csv")
         if not args.resume:

@@ -313,9 +313,9 @@ def test_hpo_smoke(tmp_path: Path, problem: str) -> None:
 
 def test_paper_table_format() -> None:
     hpo = importlib.import_module("hpo")
-    common = importlib.import_module("common")
+    runner = importlib.import_module("runner")
     runs = {
-        m: [common.Run(m, seed, costs=[1.0, 2.0], values=[0.2, v]) for seed, v in enumerate(vs)]
+        m: [runner.Run(m, seed, costs=[1.0, 2.0], values=[0.2, v]) for seed, v in enumerate(vs)]
         for m, vs in (("ei", [0.15, 0.13]), ("rollout4", [0.12, 0.14]), ("random", [0.2, 0.2]))
     }
     text = hpo.paper_table(runs, 3.0, "knn", "a1a")
@@ -327,7 +327,7 @@ def test_paper_table_format() -> None:
     assert lines[5] == "| paper mean | 0.140 | 0.131 | - |"
     assert "paper mean" not in hpo.paper_table(runs, 3.0, "dt", "w2a")
     # a trial past the budget does not count
-    late = {"ei": [common.Run("ei", 0, costs=[1.0, 5.0], values=[0.3, 0.1])]}
+    late = {"ei": [runner.Run("ei", 0, costs=[1.0, 5.0], values=[0.3, 0.1])]}
     assert "| mean | **0.300** |" in hpo.paper_table(late, 3.0, "knn", "w2a")
 
 
