@@ -115,6 +115,7 @@ from registry import DEFAULT_METHODS
 from registry import METHODS
 import runner
 from runner import Run
+import stats
 
 
 # Budgets in seconds: about 50x the mean cost (CPU time, i.e. idle wall-clock) of a random
@@ -340,9 +341,9 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
         m for m in methods if m not in PAPER_LABELS
     ]
     at_budget = {
-        m: np.array([common.best_at(r, np.array([budget]))[0] for r in runs[m]]) for m in order
+        m: np.array([stats.best_at(r, np.array([budget]))[0] for r in runs[m]]) for m in order
     }
-    stats_ = {m: common.mean_sd(at_budget[m]) for m in order}
+    stats_ = {m: stats.mean_sd(at_budget[m]) for m in order}
     best = min((stats_[m][0] for m in order if math.isfinite(stats_[m][0])), default=math.nan)
 
     def cell(m: str, k: int) -> str:

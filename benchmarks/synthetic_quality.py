@@ -41,9 +41,9 @@ the smoke run checks the plumbing, not the models.
     python benchmarks/synthetic_quality.py [--seeds 30] [--methods rollout2 ei] [--jobs 2]
     python benchmarks/synthetic_quality.py --report-only    # re-summarize saved CSVs
 
-The method registry lives in ``benchmarks/registry.py``, the runner in ``benchmarks/runner.py``;
-the cost-grid statistics, report and figure in ``benchmarks/common.py`` (shared with ``hpo.py``
-and ``sensors.py``).
+The method registry lives in ``benchmarks/registry.py``, the runner in ``benchmarks/runner.py``,
+the cost-grid statistics in ``benchmarks/stats.py``; the report and figure in
+``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
 """
 
 from __future__ import annotations
