@@ -113,6 +113,7 @@ import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import results_io
 import runner
 from runner import Run
 import stats
@@ -620,7 +621,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     total_s: float | None = None
     source = "(report only)"
     if args.report_only:
-        runs = common.read_csvs(prefix)
+        runs = results_io.read_csvs(prefix)
     else:
         dataset = _load(args)
         source = dataset.describe()

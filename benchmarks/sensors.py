@@ -100,6 +100,7 @@ import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import results_io
 import runner
 from runner import Run
 
@@ -477,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     total_s: float | None = None
     if args.report_only:
-        runs = common.read_csvs(prefix)
+        runs = results_io.read_csvs(prefix)
     else:
         tasks = runner.order_tasks(methods, range(reps), interleave=False)
         print(f"{network.source}\n{len(tasks)} runs, budget {budget:g} years", flush=True)

@@ -42,8 +42,9 @@ the smoke run checks the plumbing, not the models.
     python benchmarks/synthetic_quality.py --report-only    # re-summarize saved CSVs
 
 The method registry lives in ``benchmarks/registry.py``, the runner in ``benchmarks/runner.py``,
-the cost-grid statistics in ``benchmarks/stats.py``; the report and figure in
-``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
+the cost-grid statistics in ``benchmarks/stats.py``, the CSV files in
+``benchmarks/results_io.py``; the report and figure in ``benchmarks/common.py`` (shared with
+``hpo.py`` and ``sensors.py``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ import common
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+from results_io import read_csvs
+from results_io import write_csvs
 import runner
 from runner import Run
 
@@ -154,10 +157,6 @@ def figure(runs: dict[str, list[Run]], budget: float, path: Path) -> bool:
         value_label="best value so far",
         band="sd",  # mean +- one standard deviation over seeds, as the paper's figures
     )
-
-
-write_csvs = common.write_csvs
-read_csvs = common.read_csvs
 
 
 # -- main ---------------------------------------------------------------------------------

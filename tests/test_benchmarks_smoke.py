@@ -266,6 +266,7 @@ def test_sensor_cost_is_state_dependent() -> None:
 
 def test_run_session_saves_and_resumes(tmp_path: Path) -> None:
     common = importlib.import_module("common")
+    results_io = importlib.import_module("results_io")
     synthetic = importlib.import_module("synthetic_quality")
     prefix = tmp_path / "s"
     problem = synthetic.SyntheticProblem()
@@ -280,7 +281,7 @@ def test_run_session_saves_and_resumes(tmp_path: Path) -> None:
     )
     assert [r.seed for r in both["random"]] == [0, 1]
     assert both["random"][0].costs == first["random"][0].costs  # kept, not run again
-    assert [r.seed for r in common.read_csvs(prefix)["random"]] == [0, 1]
+    assert [r.seed for r in results_io.read_csvs(prefix)["random"]] == [0, 1]
     with pytest.raises(SystemExit, match="same settings"):
         common.run_session(tasks, 30.0, problem, prefix, settings=settings, jobs=0, resume=True)
 
