@@ -116,6 +116,7 @@ from registry import METHODS
 import results_io
 import runner
 from runner import Run
+import session
 import stats
 
 
@@ -616,7 +617,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         methods.append("random")  # the same-session control
     prefix = args.out / f"hpo_{args.problem}_{args.dataset}{smoke}"
     if args.report_only and args.budget is None:
-        budget = common.saved_budget(prefix) or budget
+        budget = session.saved_budget(prefix) or budget
 
     total_s: float | None = None
     source = "(report only)"
@@ -646,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "split_seed": args.split_seed,
             "valid_fraction": args.valid_fraction,
         }
-        runs, total_s = common.run_session(
+        runs, total_s = session.run_session(
             tasks,
             budget,
             problem,

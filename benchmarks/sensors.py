@@ -103,6 +103,7 @@ from registry import METHODS
 import results_io
 import runner
 from runner import Run
+import session
 
 
 N_SENSORS = 10
@@ -474,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     methods = list(args.methods or (SMOKE_METHODS if args.smoke else DEFAULT_METHODS))
     prefix = args.out / ("sensors_smoke" if args.smoke else "sensors")
     if args.report_only and args.budget is None:
-        budget = common.saved_budget(prefix) or budget
+        budget = session.saved_budget(prefix) or budget
 
     total_s: float | None = None
     if args.report_only:
@@ -493,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "kernel": [KERNEL.variance, KERNEL.length_h, KERNEL.length_z, KERNEL.nugget],
             "n_startup": n_startup,
         }
-        runs, total_s = common.run_session(
+        runs, total_s = session.run_session(
             tasks,
             budget,
             problem,

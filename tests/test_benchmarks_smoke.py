@@ -265,25 +265,25 @@ def test_sensor_cost_is_state_dependent() -> None:
 
 
 def test_run_session_saves_and_resumes(tmp_path: Path) -> None:
-    common = importlib.import_module("common")
     results_io = importlib.import_module("results_io")
+    session = importlib.import_module("session")
     synthetic = importlib.import_module("synthetic_quality")
     prefix = tmp_path / "s"
     problem = synthetic.SyntheticProblem()
     settings = {"problem": "synthetic"}
-    first, _ = common.run_session(
+    first, _ = session.run_session(
         [("random", 0)], 20.0, problem, prefix, settings=settings, jobs=1
     )
     assert [r.seed for r in first["random"]] == [0]
     tasks = [("random", 0), ("random", 1)]
-    both, _ = common.run_session(
+    both, _ = session.run_session(
         tasks, 20.0, problem, prefix, settings=settings, jobs=0, resume=True
     )
     assert [r.seed for r in both["random"]] == [0, 1]
     assert both["random"][0].costs == first["random"][0].costs  # kept, not run again
     assert [r.seed for r in results_io.read_csvs(prefix)["random"]] == [0, 1]
     with pytest.raises(SystemExit, match="same settings"):
-        common.run_session(tasks, 30.0, problem, prefix, settings=settings, jobs=0, resume=True)
+        session.run_session(tasks, 30.0, problem, prefix, settings=settings, jobs=0, resume=True)
 
 
 # -- smoke runs --------------------------------------------------------------------------
