@@ -109,6 +109,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 import data
+import figures
 import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
@@ -664,7 +665,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     n_reps = max(len(r) for r in runs.values())
     png = Path(f"{prefix}_quality.png")
     label = MODELS[args.problem].label
-    has_figure = common.figure(
+    has_figure = figures.figure(
         runs,
         budget,
         png,

@@ -43,8 +43,8 @@ the smoke run checks the plumbing, not the models.
 
 The method registry lives in ``benchmarks/registry.py``, the runner in ``benchmarks/runner.py``,
 the cost-grid statistics in ``benchmarks/stats.py``, the CSV files in
-``benchmarks/results_io.py``; the report and figure in ``benchmarks/common.py`` (shared with
-``hpo.py`` and ``sensors.py``).
+``benchmarks/results_io.py``, the figure in ``benchmarks/figures.py``; the report in
+``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+import figures
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
@@ -147,7 +148,7 @@ def figure(runs: dict[str, list[Run]], budget: float, path: Path) -> bool:
     regret f_best - f* on a log scale (right), where the late differences are visible.
     False if matplotlib is missing."""
     n = max(len(r) for r in runs.values())
-    return common.figure(
+    return figures.figure(
         runs,
         budget,
         path,
