@@ -66,7 +66,7 @@ alike; a random-search control (``random``) is always run in the same session (d
 Outputs (``--out``, default ``benchmarks/results``), prefix ``hpo_<problem>_<dataset>`` (with
 ``_smoke`` after ``--smoke``): ``_runs.csv``, ``_run_summary.csv`` (both rewritten after every
 run; ``--resume`` continues a stopped session), ``_settings.json``, ``_params.csv`` (every
-trial's parameters), ``_quality.md`` (the report of ``common.report`` plus the table in the
+trial's parameters), ``_quality.md`` (the report of ``reports.report`` plus the table in the
 paper's format: mean and std of the final validation error per method, with the paper's
 numbers for KNN on a1a) and ``_quality.png``. ``--runtime-variation`` writes
 ``hpo_runtime_<dataset>[_smoke].csv/.md/.png`` (histograms of log10 runtime per model).
@@ -107,13 +107,13 @@ import warnings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
 import data
 import figures
 import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import reports
 import results_io
 import runner
 from runner import Run
@@ -350,7 +350,7 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
     best = min((stats_[m][0] for m in order if math.isfinite(stats_[m][0])), default=math.nan)
 
     def cell(m: str, k: int) -> str:
-        text = common.fmt(stats_[m][k])
+        text = reports.fmt(stats_[m][k])
         return f"**{text}**" if k == 0 and stats_[m][0] == best else text
 
     header = [""] + [PAPER_LABELS.get(m, METHODS[m].label) for m in order]
@@ -368,8 +368,8 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
         "",
     ]
     if problem == "knn" and dataset == "a1a":
-        rows.append(["paper mean"] + [common.fmt(PAPER_TABLE.get(m, math.nan)) for m in order])
-        rows.append(["paper std"] + [common.fmt(PAPER_TABLE_SD.get(m, math.nan)) for m in order])
+        rows.append(["paper mean"] + [reports.fmt(PAPER_TABLE.get(m, math.nan)) for m in order])
+        rows.append(["paper std"] + [reports.fmt(PAPER_TABLE_SD.get(m, math.nan)) for m in order])
         lines[3:3] = [
             "Paper (Lee et al., UAI 2021, supplementary Table 1, KNN on OpenML a1a, budget "
             "800 s on their machine): EI 0.140 ± 0.005, EIpu 0.139 ± 0.005, R2 0.137 ± 0.004, "
@@ -377,7 +377,7 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
             "spreads are comparable, not the levels.",
             "",
         ]
-    return "\n".join(lines + common.table(header, rows)) + "\n"
+    return "\n".join(lines + reports.table(header, rows)) + "\n"
 
 
 PARAMS_FIELDS = ("method", "seed", "trial", "cost", "value", "params")
@@ -448,7 +448,7 @@ def runtime_report(rows: list[dict[str, Any]], dataset: data.Dataset, total_s: f
         f"{n} random configurations per model (Optuna RandomSampler, seed 0), runtime = "
         f"wall-clock seconds of fit + predict (quantiles); CPU s = CPU time of the process "
         f"over the same section, which is what the wall-clock time would be on an idle "
-        f"machine (single-threaded BLAS). {dataset.describe()}. " + common.versions_line(total_s),
+        f"machine (single-threaded BLAS). {dataset.describe()}. " + reports.versions_line(total_s),
         "",
         "Budget guide: the HPO budgets are chosen so that about 30-100 evaluations fit; "
         "50x the mean random-configuration cost is in the last column (model-based "
@@ -475,7 +475,7 @@ def runtime_report(rows: list[dict[str, Any]], dataset: data.Dataset, total_s: f
                 f"{50 * np.mean(cpu):.2f}",
             ]
         )
-    out += common.table(
+    out += reports.table(
         [
             "model",
             "configs",
@@ -684,9 +684,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{args.jobs} at a time, each in a fresh process, seed by seed. A trial starts only "
         "while the finished trials have spent less than the budget.",
         f"Data: {source}",
-        common.versions_line(total_s, extra=f", jobs {args.jobs}"),
+        reports.versions_line(total_s, extra=f", jobs {args.jobs}"),
     ]
-    text = common.report(
+    text = reports.report(
         runs,
         budget,
         title=f"HPO: {label} on {args.dataset} (Lee et al., UAI 2021, Figure 5)",

@@ -94,13 +94,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
 import data
 import figures
 import numpy as np
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import reports
 import results_io
 import runner
 from runner import Run
@@ -528,9 +528,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "CostRolloutSampler gets the cost as a known cost_fn and starts with "
         f"{n_startup} quasi-random trials; every method is charged the same reported cost. "
         "See benchmarks/sensors.py for the interpretation.",
-        common.versions_line(total_s),
+        reports.versions_line(total_s),
     ]
-    text = common.report(
+    text = reports.report(
         runs,
         budget,
         title="Sensor set selection with a moving cost (Lee et al., UAI 2021, Section 6.3)",

@@ -41,10 +41,9 @@ the smoke run checks the plumbing, not the models.
     python benchmarks/synthetic_quality.py [--seeds 30] [--methods rollout2 ei] [--jobs 2]
     python benchmarks/synthetic_quality.py --report-only    # re-summarize saved CSVs
 
-The method registry lives in ``benchmarks/registry.py``, the runner in ``benchmarks/runner.py``,
-the cost-grid statistics in ``benchmarks/stats.py``, the CSV files in
-``benchmarks/results_io.py``, the figure in ``benchmarks/figures.py``; the report in
-``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
+Shared with ``hpo.py`` and ``sensors.py`` (all in ``benchmarks/``): the method registry
+(``registry.py``), the runner (``runner.py``), the cost-grid statistics (``stats.py``), the CSV
+files (``results_io.py``), the report (``reports.py``) and the figure (``figures.py``).
 """
 
 from __future__ import annotations
@@ -65,11 +64,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
 import figures
 import optuna
 from registry import DEFAULT_METHODS
 from registry import METHODS
+import reports
 from results_io import read_csvs
 from results_io import write_csvs
 import runner
@@ -128,9 +127,9 @@ def report(
         "A trial starts only while the finished trials have spent less than the budget, so "
         "the last trial may overrun it: *final best* counts that trial, *best within budget* "
         "does not (best among trials whose cumulative cost is <= the budget).",
-        common.versions_line(total_s),
+        reports.versions_line(total_s),
     ]
-    return common.report(
+    return reports.report(
         runs,
         budget,
         title="Synthetic problem of Lee et al. (UAI 2021, Figure 4)",

@@ -1,9 +1,9 @@
-"""Machinery shared by the benchmark scripts (synthetic, HPO, sensor set selection); the
-methods they compare are in ``registry.py``, the runner in ``runner.py``, resumable sessions in
-``session.py``, the statistics in ``stats.py``, the CSV files in ``results_io.py``, the figure
-in ``figures.py``.
+"""The Markdown report of a benchmark, and the formatting helpers the scripts share.
 
-- :func:`report` (Markdown).
+:func:`report`: per-method summary, paired comparisons of the rollouts against every other
+method (final best, best within half the budget), mean best-so-far on a cost grid, anomalies
+(crashes, trials after the budget, what was logged); :func:`table`, :func:`fmt`, :func:`pm`,
+:func:`fmt_p`, :func:`versions_line` for the scripts' own tables.
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ from stats import paired
 from stats import started_after_budget
 
 import optuna_costbo
-
-
-# -- report -------------------------------------------------------------------------------
 
 
 def fmt(x: float, digits: int = 3) -> str:
