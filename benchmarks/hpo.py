@@ -66,7 +66,7 @@ alike; a random-search control (``random``) is always run in the same session (d
 Outputs (``--out``, default ``benchmarks/results``), prefix ``hpo_<problem>_<dataset>`` (with
 ``_smoke`` after ``--smoke``): ``_runs.csv``, ``_run_summary.csv`` (both rewritten after every
 run; ``--resume`` continues a stopped session), ``_settings.json``, ``_params.csv`` (every
-trial's parameters), ``_quality.md`` (the report of ``common.report`` plus the table in the
+trial's parameters), ``_quality.md`` (the report of ``reports.report`` plus the table in the
 paper's format: mean and std of the final validation error per method, with the paper's
 numbers for KNN on a1a) and ``_quality.png``. ``--runtime-variation`` writes
 ``hpo_runtime_<dataset>[_smoke].csv/.md/.png`` (histograms of log10 runtime per model).
@@ -107,13 +107,18 @@ import warnings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
-from common import DEFAULT_METHODS
-from common import METHODS
-from common import Run
 import data
+import figures
 import numpy as np
 import optuna
+from registry import DEFAULT_METHODS
+from registry import METHODS
+import reports
+import results_io
+import runner
+from runner import Run
+import session
+import stats
 
 
 # Budgets in seconds: about 50x the mean cost (CPU time, i.e. idle wall-clock) of a random
@@ -273,7 +278,7 @@ PROBLEMS = ("knn", "dt", "rf")  # the paper's HPO benchmarks
 
 
 class HpoProblem:
-    """One HPO problem on one dataset split, as ``common.run_one`` sees it (picklable)."""
+    """One HPO problem on one dataset split, as ``runner.run_one`` sees it (picklable)."""
 
     cost_fn = None  # wall-clock costs: CostRolloutSampler models log(cost) with its GP
 
@@ -339,13 +344,13 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
         m for m in methods if m not in PAPER_LABELS
     ]
     at_budget = {
-        m: np.array([common.best_at(r, np.array([budget]))[0] for r in runs[m]]) for m in order
+        m: np.array([stats.best_at(r, np.array([budget]))[0] for r in runs[m]]) for m in order
     }
-    stats_ = {m: common.mean_sd(at_budget[m]) for m in order}
+    stats_ = {m: stats.mean_sd(at_budget[m]) for m in order}
     best = min((stats_[m][0] for m in order if math.isfinite(stats_[m][0])), default=math.nan)
 
     def cell(m: str, k: int) -> str:
-        text = common.fmt(stats_[m][k])
+        text = reports.fmt(stats_[m][k])
         return f"**{text}**" if k == 0 and stats_[m][0] == best else text
 
     header = [""] + [PAPER_LABELS.get(m, METHODS[m].label) for m in order]
@@ -363,8 +368,8 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
         "",
     ]
     if problem == "knn" and dataset == "a1a":
-        rows.append(["paper mean"] + [common.fmt(PAPER_TABLE.get(m, math.nan)) for m in order])
-        rows.append(["paper std"] + [common.fmt(PAPER_TABLE_SD.get(m, math.nan)) for m in order])
+        rows.append(["paper mean"] + [reports.fmt(PAPER_TABLE.get(m, math.nan)) for m in order])
+        rows.append(["paper std"] + [reports.fmt(PAPER_TABLE_SD.get(m, math.nan)) for m in order])
         lines[3:3] = [
             "Paper (Lee et al., UAI 2021, supplementary Table 1, KNN on OpenML a1a, budget "
             "800 s on their machine): EI 0.140 ± 0.005, EIpu 0.139 ± 0.005, R2 0.137 ± 0.004, "
@@ -372,7 +377,7 @@ def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset
             "spreads are comparable, not the levels.",
             "",
         ]
-    return "\n".join(lines + common.table(header, rows)) + "\n"
+    return "\n".join(lines + reports.table(header, rows)) + "\n"
 
 
 PARAMS_FIELDS = ("method", "seed", "trial", "cost", "value", "params")
@@ -443,7 +448,7 @@ def runtime_report(rows: list[dict[str, Any]], dataset: data.Dataset, total_s: f
         f"{n} random configurations per model (Optuna RandomSampler, seed 0), runtime = "
         f"wall-clock seconds of fit + predict (quantiles); CPU s = CPU time of the process "
         f"over the same section, which is what the wall-clock time would be on an idle "
-        f"machine (single-threaded BLAS). {dataset.describe()}. " + common.versions_line(total_s),
+        f"machine (single-threaded BLAS). {dataset.describe()}. " + reports.versions_line(total_s),
         "",
         "Budget guide: the HPO budgets are chosen so that about 30-100 evaluations fit; "
         "50x the mean random-configuration cost is in the last column (model-based "
@@ -470,7 +475,7 @@ def runtime_report(rows: list[dict[str, Any]], dataset: data.Dataset, total_s: f
                 f"{50 * np.mean(cpu):.2f}",
             ]
         )
-    out += common.table(
+    out += reports.table(
         [
             "model",
             "configs",
@@ -613,19 +618,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         methods.append("random")  # the same-session control
     prefix = args.out / f"hpo_{args.problem}_{args.dataset}{smoke}"
     if args.report_only and args.budget is None:
-        budget = common.saved_budget(prefix) or budget
+        budget = session.saved_budget(prefix) or budget
 
     total_s: float | None = None
     source = "(report only)"
     if args.report_only:
-        runs = common.read_csvs(prefix)
+        runs = results_io.read_csvs(prefix)
     else:
         dataset = _load(args)
         source = dataset.describe()
         print(source, flush=True)
         n_startup = args.n_startup or (SMOKE_STARTUP if args.smoke else None)
         problem = HpoProblem(args.problem, dataset, args.split_mapping, args.clock, n_startup)
-        tasks = common.order_tasks(methods, range(reps), interleave=True)
+        tasks = runner.order_tasks(methods, range(reps), interleave=True)
         print(
             f"{len(tasks)} runs, {MODELS[args.problem].label} on {args.dataset}, budget "
             f"{budget:g} s, {args.jobs} at a time, each in its own process",
@@ -643,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "split_seed": args.split_seed,
             "valid_fraction": args.valid_fraction,
         }
-        runs, total_s = common.run_session(
+        runs, total_s = session.run_session(
             tasks,
             budget,
             problem,
@@ -660,7 +665,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     n_reps = max(len(r) for r in runs.values())
     png = Path(f"{prefix}_quality.png")
     label = MODELS[args.problem].label
-    has_figure = common.figure(
+    has_figure = figures.figure(
         runs,
         budget,
         png,
@@ -679,9 +684,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{args.jobs} at a time, each in a fresh process, seed by seed. A trial starts only "
         "while the finished trials have spent less than the budget.",
         f"Data: {source}",
-        common.versions_line(total_s, extra=f", jobs {args.jobs}"),
+        reports.versions_line(total_s, extra=f", jobs {args.jobs}"),
     ]
-    text = common.report(
+    text = reports.report(
         runs,
         budget,
         title=f"HPO: {label} on {args.dataset} (Lee et al., UAI 2021, Figure 5)",

@@ -94,13 +94,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
-from common import DEFAULT_METHODS
-from common import METHODS
-from common import Run
 import data
+import figures
 import numpy as np
 import optuna
+from registry import DEFAULT_METHODS
+from registry import METHODS
+import reports
+import results_io
+import runner
+from runner import Run
+import session
 
 
 N_SENSORS = 10
@@ -265,7 +269,7 @@ class Kriging:
 
 
 class SensorProblem:
-    """Sensor set selection as ``common.run_one`` sees it (picklable)."""
+    """Sensor set selection as ``runner.run_one`` sees it (picklable)."""
 
     def __init__(
         self,
@@ -472,13 +476,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     methods = list(args.methods or (SMOKE_METHODS if args.smoke else DEFAULT_METHODS))
     prefix = args.out / ("sensors_smoke" if args.smoke else "sensors")
     if args.report_only and args.budget is None:
-        budget = common.saved_budget(prefix) or budget
+        budget = session.saved_budget(prefix) or budget
 
     total_s: float | None = None
     if args.report_only:
-        runs = common.read_csvs(prefix)
+        runs = results_io.read_csvs(prefix)
     else:
-        tasks = common.order_tasks(methods, range(reps), interleave=False)
+        tasks = runner.order_tasks(methods, range(reps), interleave=False)
         print(f"{network.source}\n{len(tasks)} runs, budget {budget:g} years", flush=True)
         params_path = Path(f"{prefix}_params.csv")
         if not args.resume:
@@ -491,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "kernel": [KERNEL.variance, KERNEL.length_h, KERNEL.length_z, KERNEL.nugget],
             "n_startup": n_startup,
         }
-        runs, total_s = common.run_session(
+        runs, total_s = session.run_session(
             tasks,
             budget,
             problem,
@@ -504,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     n_reps = max(len(r) for r in runs.values())
     png = Path(f"{prefix}_quality.png")
-    has_figure = common.figure(
+    has_figure = figures.figure(
         runs,
         budget,
         png,
@@ -524,9 +528,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "CostRolloutSampler gets the cost as a known cost_fn and starts with "
         f"{n_startup} quasi-random trials; every method is charged the same reported cost. "
         "See benchmarks/sensors.py for the interpretation.",
-        common.versions_line(total_s),
+        reports.versions_line(total_s),
     ]
-    text = common.report(
+    text = reports.report(
         runs,
         budget,
         title="Sensor set selection with a moving cost (Lee et al., UAI 2021, Section 6.3)",

@@ -41,8 +41,9 @@ the smoke run checks the plumbing, not the models.
     python benchmarks/synthetic_quality.py [--seeds 30] [--methods rollout2 ei] [--jobs 2]
     python benchmarks/synthetic_quality.py --report-only    # re-summarize saved CSVs
 
-The method registry, runner, cost-grid statistics, report and figure live in
-``benchmarks/common.py`` (shared with ``hpo.py`` and ``sensors.py``).
+Shared with ``hpo.py`` and ``sensors.py`` (all in ``benchmarks/``): the method registry
+(``registry.py``), the runner (``runner.py``), the cost-grid statistics (``stats.py``), the CSV
+files (``results_io.py``), the report (``reports.py``) and the figure (``figures.py``).
 """
 
 from __future__ import annotations
@@ -63,18 +64,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common
-from common import DEFAULT_METHODS
-from common import METHODS
-from common import Run
+import figures
 import optuna
+from registry import DEFAULT_METHODS
+from registry import METHODS
+import reports
+from results_io import read_csvs
+from results_io import write_csvs
+import runner
+from runner import Run
 
 
 BUDGET = 150.0
 SMOKE_BUDGET = 30.0
 GLOBAL_MIN = -7.662466812698264  # f at r = 0.781959
 GRID_POINTS = 11  # table grid: 0, B/10, ..., B (cost 0 has no trial yet: shown as "-")
-SAFETY_TRIALS = common.SAFETY_TRIALS
+SAFETY_TRIALS = runner.SAFETY_TRIALS
 SUGGEST_NOTE = (
     "s / suggestion: wall time of the two `suggest_float` calls of a trial (where Optuna "
     "calls the sampler), mean over all trials including the startup ones; max in brackets."
@@ -88,7 +93,7 @@ def problem(x0: float, x1: float) -> tuple[float, float]:
 
 
 class SyntheticProblem:
-    """The problem as ``common.run_one`` sees it; the cost is reported, not modelled as known
+    """The problem as ``runner.run_one`` sees it; the cost is reported, not modelled as known
     (``CostRolloutSampler`` learns it with its log-cost GP, as in the paper)."""
 
     cost_fn = None
@@ -107,7 +112,7 @@ class SyntheticProblem:
 
 def run_one(method: str, seed: int, budget: float) -> Run:
     """Run ``method`` with ``seed`` until the budget is spent (never raises: see ``error``)."""
-    return common.run_one(method, seed, budget, SyntheticProblem(), SAFETY_TRIALS)
+    return runner.run_one(method, seed, budget, SyntheticProblem(), SAFETY_TRIALS)
 
 
 def report(
@@ -122,9 +127,9 @@ def report(
         "A trial starts only while the finished trials have spent less than the budget, so "
         "the last trial may overrun it: *final best* counts that trial, *best within budget* "
         "does not (best among trials whose cumulative cost is <= the budget).",
-        common.versions_line(total_s),
+        reports.versions_line(total_s),
     ]
-    return common.report(
+    return reports.report(
         runs,
         budget,
         title="Synthetic problem of Lee et al. (UAI 2021, Figure 4)",
@@ -142,7 +147,7 @@ def figure(runs: dict[str, list[Run]], budget: float, path: Path) -> bool:
     regret f_best - f* on a log scale (right), where the late differences are visible.
     False if matplotlib is missing."""
     n = max(len(r) for r in runs.values())
-    return common.figure(
+    return figures.figure(
         runs,
         budget,
         path,
@@ -152,10 +157,6 @@ def figure(runs: dict[str, list[Run]], budget: float, path: Path) -> bool:
         value_label="best value so far",
         band="sd",  # mean +- one standard deviation over seeds, as the paper's figures
     )
-
-
-write_csvs = common.write_csvs
-read_csvs = common.read_csvs
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -186,17 +187,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         runs = read_csvs(prefix)
     else:
         # Slowest methods first, so that the two workers finish together.
-        tasks = common.order_tasks(args.methods, range(seeds), interleave=False)
+        tasks = runner.order_tasks(args.methods, range(seeds), interleave=False)
         print(f"{len(tasks)} runs, budget {budget:g}, {args.jobs} workers", flush=True)
-        results, total_s = common.execute(
+        results, total_s = runner.execute(
             tasks,
             budget,
             SyntheticProblem(),
             jobs=args.jobs,
             safety_trials=SAFETY_TRIALS,
-            on_done=common.print_progress,
+            on_done=runner.print_progress,
         )
-        runs = common.group_runs(results)
+        runs = runner.group_runs(results)
         write_csvs(runs, budget, prefix)
 
     png = Path(f"{prefix}_quality.png")

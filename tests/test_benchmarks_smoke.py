@@ -265,24 +265,25 @@ def test_sensor_cost_is_state_dependent() -> None:
 
 
 def test_run_session_saves_and_resumes(tmp_path: Path) -> None:
-    common = importlib.import_module("common")
+    results_io = importlib.import_module("results_io")
+    session = importlib.import_module("session")
     synthetic = importlib.import_module("synthetic_quality")
     prefix = tmp_path / "s"
     problem = synthetic.SyntheticProblem()
     settings = {"problem": "synthetic"}
-    first, _ = common.run_session(
+    first, _ = session.run_session(
         [("random", 0)], 20.0, problem, prefix, settings=settings, jobs=1
     )
     assert [r.seed for r in first["random"]] == [0]
     tasks = [("random", 0), ("random", 1)]
-    both, _ = common.run_session(
+    both, _ = session.run_session(
         tasks, 20.0, problem, prefix, settings=settings, jobs=0, resume=True
     )
     assert [r.seed for r in both["random"]] == [0, 1]
     assert both["random"][0].costs == first["random"][0].costs  # kept, not run again
-    assert [r.seed for r in common.read_csvs(prefix)["random"]] == [0, 1]
+    assert [r.seed for r in results_io.read_csvs(prefix)["random"]] == [0, 1]
     with pytest.raises(SystemExit, match="same settings"):
-        common.run_session(tasks, 30.0, problem, prefix, settings=settings, jobs=0, resume=True)
+        session.run_session(tasks, 30.0, problem, prefix, settings=settings, jobs=0, resume=True)
 
 
 # -- smoke runs --------------------------------------------------------------------------
@@ -313,9 +314,9 @@ def test_hpo_smoke(tmp_path: Path, problem: str) -> None:
 
 def test_paper_table_format() -> None:
     hpo = importlib.import_module("hpo")
-    common = importlib.import_module("common")
+    runner = importlib.import_module("runner")
     runs = {
-        m: [common.Run(m, seed, costs=[1.0, 2.0], values=[0.2, v]) for seed, v in enumerate(vs)]
+        m: [runner.Run(m, seed, costs=[1.0, 2.0], values=[0.2, v]) for seed, v in enumerate(vs)]
         for m, vs in (("ei", [0.15, 0.13]), ("rollout4", [0.12, 0.14]), ("random", [0.2, 0.2]))
     }
     text = hpo.paper_table(runs, 3.0, "knn", "a1a")
@@ -327,7 +328,7 @@ def test_paper_table_format() -> None:
     assert lines[5] == "| paper mean | 0.140 | 0.131 | - |"
     assert "paper mean" not in hpo.paper_table(runs, 3.0, "dt", "w2a")
     # a trial past the budget does not count
-    late = {"ei": [common.Run("ei", 0, costs=[1.0, 5.0], values=[0.3, 0.1])]}
+    late = {"ei": [runner.Run("ei", 0, costs=[1.0, 5.0], values=[0.3, 0.1])]}
     assert "| mean | **0.300** |" in hpo.paper_table(late, 3.0, "knn", "w2a")
 
 

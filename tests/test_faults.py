@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-import _workers as w
+import _parallel_checks as pc
 import optuna
 from optuna.trial import TrialState
 import pytest
@@ -47,8 +47,8 @@ def _config(spec: dict[str, Any], name: str, budget: float, tmp: Path, tag: str)
 def _worker_like_objective(trial: optuna.Trial) -> float:
     params = {"x": trial.suggest_float("x", -1.0, 1.0), "y": trial.suggest_float("y", -1.0, 1.0)}
     trial.set_user_attr("ran", True)
-    report_cost(trial, w.trial_cost(params))
-    return w.trial_value(params)
+    report_cost(trial, pc.trial_cost(params))
+    return pc.trial_value(params)
 
 
 def _wait_for(predicate: Any, timeout: float, what: str) -> None:
@@ -78,7 +78,7 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     budget, scale = 6.0, 0.25
     spec = {"kind": "rdb", "url": f"sqlite:///{tmp_path / 'faults.db'}", "heartbeat": True}
     name = "faults"
-    study = optuna.create_study(study_name=name, storage=w.make_storage(spec))
+    study = optuna.create_study(study_name=name, storage=pc.make_storage(spec))
     marker = tmp_path / "hang-marker"
     barrier = tmp_path / "barrier"
     barrier.mkdir()
@@ -94,20 +94,20 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     # working once the victim's heartbeat is stale (grace period 2 s, and SQLite stores
     # heartbeats to the second), so w1's first loop fails the victim's trial.
     w1_cfg = {**_config(spec, name, budget, tmp_path, "w1"), **common, "barrier": str(barrier)}
-    w1 = w.start_worker(w1_cfg, tmp_path / "log-w1.txt")
+    w1 = pc.start_worker(w1_cfg, tmp_path / "log-w1.txt")
     spawned.append(w1)
     victim_cfg = {
         **_config(spec, name, budget, tmp_path, "victim"),
         **common,
         "hang_marker": str(marker),
     }
-    victim = w.start_worker(victim_cfg, tmp_path / "log-victim.txt")
+    victim = pc.start_worker(victim_cfg, tmp_path / "log-victim.txt")
     spawned.append(victim)
     _wait_for(marker.exists, 120.0, "the victim's first trial")
     victim.send_signal(signal.SIGKILL)
     assert victim.wait(timeout=30) == -signal.SIGKILL
     time.sleep(3.5)
-    w.release(barrier, 1, [w1])
+    pc.release(barrier, 1, [w1])
     victim_number = int(marker.read_text())
 
     def victim_failed() -> bool:
@@ -125,10 +125,10 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
 
     # A restarted worker takes the victim's place and continues with the remaining budget.
     w2_cfg = {**_config(spec, name, budget, tmp_path, "w2"), **common}
-    w2 = w.start_worker(w2_cfg, tmp_path / "log-w2.txt")
+    w2 = pc.start_worker(w2_cfg, tmp_path / "log-w2.txt")
     spawned.append(w2)
-    w.wait_workers([w1, w2], [tmp_path / "log-w1.txt", tmp_path / "log-w2.txt"], 180.0)
-    results = w.read_results([tmp_path / "out-w1.json", tmp_path / "out-w2.json"])
+    pc.wait_workers([w1, w2], [tmp_path / "log-w1.txt", tmp_path / "log-w2.txt"], 180.0)
+    results = pc.read_results([tmp_path / "out-w1.json", tmp_path / "out-w2.json"])
 
     trials = study.get_trials()
     killed = trials[victim_number]
@@ -142,7 +142,7 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
 
     sampler = CostRolloutSampler(budget=budget)
     ledger = sampler.ledger(study)
-    report = w.check_budget_invariants(trials, budget, 2, scale * w.MAX_TRIAL_COST, ledger.spent)
+    report = pc.check_budget_invariants(trials, budget, 2, scale * pc.MAX_TRIAL_COST, ledger.spent)
     # The other workers stopped earlier because the killed trial was charged: without its
     # charge the budget would not have been spent.
     assert ledger.spent - elapsed < budget
@@ -151,7 +151,7 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     assert w2_result["spent_at_start"] >= elapsed
     assert w2_result["remaining_at_start"] == pytest.approx(budget - w2_result["spent_at_start"])
     # No finished trial is lost, and none but the victim's is left unfinished or failed.
-    w.check_no_lost_trials(trials, results)
+    pc.check_no_lost_trials(trials, results)
     assert [t.number for t in trials if t.state == TrialState.FAIL] == [victim_number]
     assert study.user_attrs[b.BUDGET_ATTR] == budget
     print(f"\nkilled worker: charged {elapsed:.3f} s; {report.summary()}")
@@ -167,7 +167,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
         if kind == "journal"
         else {"kind": "rdb", "url": f"sqlite:///{tmp_path / 'reopen.db'}"}
     )
-    study = optuna.create_study(study_name="reopen", storage=w.make_storage(spec))
+    study = optuna.create_study(study_name="reopen", storage=pc.make_storage(spec))
 
     def run(tag: str, **extra: Any) -> dict[str, Any]:
         cfg = {
@@ -177,13 +177,13 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
             **extra,
         }
         log = tmp_path / f"log-{tag}.txt"
-        w.wait_workers([w.start_worker(cfg, log)], [log], 120.0)
-        return w.read_results([tmp_path / f"out-{tag}.json"])[0]
+        pc.wait_workers([pc.start_worker(cfg, log)], [log], 120.0)
+        return pc.read_results([tmp_path / f"out-{tag}.json"])[0]
 
     # First session, here: two trials (costs 0.5-1.5 each), then this session lets go.
     first = optuna.load_study(
         study_name="reopen",
-        storage=w.make_storage(spec),
+        storage=pc.make_storage(spec),
         sampler=CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3),
     )
     first.optimize(_worker_like_objective, n_trials=2)
@@ -197,11 +197,11 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
     assert second["remaining_at_start"] == pytest.approx(budget - spent_first)
     assert second["n_finished_at_start"] == 2
     trials = study.get_trials()
-    report = w.check_budget_invariants(
-        trials, budget, 1, w.MAX_TRIAL_COST, CostRolloutSampler(budget=budget).ledger(study).spent
+    report = pc.check_budget_invariants(
+        trials, budget, 1, pc.MAX_TRIAL_COST, CostRolloutSampler(budget=budget).ledger(study).spent
     )
     # One worker: it stopped right after the trial that spent the budget.
-    charged = [w.brute_force_charge(t) for t in trials if not t.system_attrs.get(b.SKIPPED_ATTR)]
+    charged = [pc.brute_force_charge(t) for t in trials if not t.system_attrs.get(b.SKIPPED_ATTR)]
     assert sum(charged[:-1]) < budget <= sum(charged)
     assert len(second["records"]) == len(trials) - 2
 
@@ -209,7 +209,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
     # objective, costs nothing.
     third_sampler = CostRolloutSampler(budget=budget)
     third = optuna.load_study(
-        study_name="reopen", storage=w.make_storage(spec), sampler=third_sampler
+        study_name="reopen", storage=pc.make_storage(spec), sampler=third_sampler
     )
     assert third_sampler.remaining_budget(third) == pytest.approx(budget - report.spent)
     third.optimize(_worker_like_objective)

@@ -1,6 +1,6 @@
 """Parallel workers on one study: threads sharing one sampler, processes sharing one budget.
 
-The process tests start real worker processes (``tests/_workers.py``), each loading the study
+The process tests start real worker processes (``tests/_worker_main.py``), each loading the study
 with its own ``CostRolloutSampler(budget=B)`` and calling ``study.optimize(objective)`` with no
 ``n_trials``, on SQLite, on a JournalStorage file and on PostgreSQL (when
 ``COSTBO_TEST_POSTGRES_URL`` is set and reachable; ``.ci/run`` sets it up in CI).
@@ -17,7 +17,7 @@ import time
 from typing import Any
 import uuid
 
-import _workers as w
+import _parallel_checks as pc
 import numpy as np
 import optuna
 from optuna.trial import TrialState
@@ -42,8 +42,8 @@ def _thread_objective(trial: optuna.Trial) -> float:
     params = {"x": trial.suggest_float("x", -1.0, 1.0), "y": trial.suggest_float("y", -1.0, 1.0)}
     trial.set_user_attr("ran", True)
     time.sleep(0.02 + 0.03 * (params["y"] + 1.0) / 2.0)
-    report_cost(trial, w.trial_cost(params))
-    return w.trial_value(params)
+    report_cost(trial, pc.trial_cost(params))
+    return pc.trial_value(params)
 
 
 @pytest.mark.parametrize(
@@ -66,8 +66,8 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
 
     trials = study.get_trials()
     assert len(trials) < 40
-    report = w.check_budget_invariants(
-        trials, budget, n_jobs, w.MAX_TRIAL_COST, sampler.ledger(study).spent
+    report = pc.check_budget_invariants(
+        trials, budget, n_jobs, pc.MAX_TRIAL_COST, sampler.ledger(study).spent
     )
     # The ledger is the sum of the trials' "cost" user attrs (skipped trials carry none).
     assert sampler.ledger(study).spent == pytest.approx(
@@ -83,7 +83,7 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
         assert -1.0 <= t.params.get("x", 0.0) <= 1.0 and -1.0 <= t.params.get("y", 0.0) <= 1.0
     print(f"\nthreads[{acquisition}, {storage_kind}]: {report.summary()}")
     # Running trials are pending points: no two trials evaluated the same point.
-    assert not w.duplicate_points(trials)
+    assert not pc.duplicate_points(trials)
 
 
 def test_threads_charge_each_trial_its_own_sampler_seconds() -> None:
@@ -221,8 +221,8 @@ def _seeded_study(storage: optuna.storages.BaseStorage, name: str) -> None:
             optuna.trial.create_trial(
                 params=params,
                 distributions=dists,
-                value=w.trial_value(params),
-                user_attrs={"cost": w.trial_cost(params)},
+                value=pc.trial_value(params),
+                user_attrs={"cost": pc.trial_cost(params)},
             )
         )
 
@@ -550,7 +550,7 @@ def run_workers(
 ) -> tuple[list[optuna.trial.FrozenTrial], list[dict[str, Any]], optuna.Study]:
     """Create a study, run ``n_workers`` worker processes on it until they return."""
     name = f"parallel-{uuid.uuid4().hex[:8]}"
-    study = optuna.create_study(study_name=name, storage=w.make_storage(spec))
+    study = optuna.create_study(study_name=name, storage=pc.make_storage(spec))
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     procs, logs, outs = [], [], []
@@ -565,12 +565,12 @@ def run_workers(
             "barrier": str(barrier),
             **config,
         }
-        procs.append(w.start_worker(cfg, log))
+        procs.append(pc.start_worker(cfg, log))
         logs.append(log)
         outs.append(out)
-    w.release(barrier, n_workers, procs)
-    w.wait_workers(procs, logs, timeout)
-    results = w.read_results(outs)
+    pc.release(barrier, n_workers, procs)
+    pc.wait_workers(procs, logs, timeout)
+    results = pc.read_results(outs)
     return study.get_trials(), results, study
 
 
@@ -598,9 +598,9 @@ def test_worker_processes_share_one_budget(
     )
     kind = storage_spec["name"]
     ledger = CostRolloutSampler(budget=budget).ledger(study)
-    report = w.check_budget_invariants(trials, budget, n_workers, w.MAX_TRIAL_COST, ledger.spent)
+    report = pc.check_budget_invariants(trials, budget, n_workers, pc.MAX_TRIAL_COST, ledger.spent)
     assert all(r["returned"] for r in results)
-    w.check_no_lost_trials(trials, results)
+    pc.check_no_lost_trials(trials, results)
     # The budget really was shared: more than one worker ran trials.
     assert len({t.user_attrs["worker"] for t in trials if t.user_attrs.get("ran")}) >= 2
     # Every worker took part (its optimize loop ended on the budget, not on a trial count).
@@ -608,11 +608,11 @@ def test_worker_processes_share_one_budget(
         assert r["records"], f"worker {r['worker']} ran no trial at all"
     stored = study.user_attrs[b.SPENT_ATTR]
     if kind == "postgres":
-        optuna.delete_study(study_name=study.study_name, storage=w.make_storage(storage_spec))
+        optuna.delete_study(study_name=study.study_name, storage=pc.make_storage(storage_spec))
     print(f"\nprocesses[{kind}]: {report.summary()} stored cost_spent={stored:.4g}")
     # Same seed in every worker and a deterministic objective: without pending points the
     # workers would evaluate the same points.
-    assert not w.duplicate_points(trials)
+    assert not pc.duplicate_points(trials)
 
 
 @pytest.mark.slow
@@ -636,18 +636,18 @@ def test_stress_four_processes_with_failures_on_sqlite(tmp_path: Path) -> None:
     )
     seconds = time.monotonic() - t0
     ledger = CostRolloutSampler(budget=budget).ledger(study)
-    report = w.check_budget_invariants(trials, budget, n_workers, w.MAX_TRIAL_COST, ledger.spent)
-    w.check_no_lost_trials(trials, results)
+    report = pc.check_budget_invariants(trials, budget, n_workers, pc.MAX_TRIAL_COST, ledger.spent)
+    pc.check_no_lost_trials(trials, results)
     # The budget, not the 200-trial cap, ended every worker.
     assert all(len(r["records"]) < 200 for r in results)
     ran = [t for t in trials if t.user_attrs.get("ran")]
     states = {s: sum(1 for t in ran if t.state.name == s) for s in ("COMPLETE", "FAIL", "PRUNED")}
     assert states["FAIL"] > 0 and states["PRUNED"] > 0
     # Every trial that ran was charged its reported cost, whatever its state.
-    assert all(t.user_attrs["cost"] == pytest.approx(w.trial_cost(t.params)) for t in ran)
+    assert all(t.user_attrs["cost"] == pytest.approx(pc.trial_cost(t.params)) for t in ran)
     assert study.user_attrs[b.SPENT_ATTR] == pytest.approx(ledger.spent)
     per_worker = {r["worker"]: len(r["records"]) for r in results}
-    pairs = w.duplicate_points(trials)
+    pairs = pc.duplicate_points(trials)
     print(
         f"\nstress: {seconds:.1f} s, {len(trials)} trials, per worker {per_worker}, "
         f"ran {states}, duplicates {pairs}; {report.summary()}"

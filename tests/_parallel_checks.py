@@ -1,14 +1,14 @@
-"""Subprocess workers for the multi-process tests, and the checks they share.
+"""Helpers and checks shared by the multi-process tests (``test_parallel.py``, ``test_faults.py``).
 
-Run as a script, this module is one worker: ``python tests/_workers.py '<json config>'`` loads
-an existing study with its own ``CostRolloutSampler(budget=...)`` and calls
-``study.optimize(objective)`` with no ``n_trials`` (unless the config caps it), then writes what
-it saw to a JSON file. Imported by the tests (``tests/`` is on ``sys.path`` under pytest), it
-starts workers and checks the budget invariants on the finished study.
+- the simulated problem the workers run (:func:`trial_cost`, :func:`trial_value`,
+  ``MAX_TRIAL_COST``) and storages from JSON-able specs (:func:`make_storage`), shared with the
+  worker script ``tests/_worker_main.py``;
+- starting worker processes and waiting for them (:func:`start_worker`, :func:`release`,
+  :func:`wait_workers`, :func:`read_results`);
+- checks on a finished study: the shared-budget invariants (:func:`check_budget_invariants`,
+  against :func:`brute_force_charge`), no lost trials, no duplicate concurrent points.
 
-The objective suggests its parameters first, then marks the trial as run (user attr ``ran``):
-a trial that the sampler skips because the budget is spent is pruned at its first suggestion,
-so it never carries that mark.
+Imported by the tests (``tests/`` is on ``sys.path`` under pytest) and by the worker script.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 import datetime
-import inspect
 import json
 import math
 import os
 from pathlib import Path
-import random
 import subprocess
 import sys
 import time
@@ -32,13 +30,13 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 
-WORKER_SCRIPT = str(Path(__file__).resolve())
+WORKER_SCRIPT = str(Path(__file__).resolve().with_name("_worker_main.py"))
 REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
 
 
-# -- the worker side ---------------------------------------------------------------------------
+# -- what the workers run ---------------------------------------------------------------------
 
 
 def make_storage(spec: dict[str, Any]) -> optuna.storages.BaseStorage:
@@ -64,92 +62,6 @@ def trial_value(params: dict[str, float]) -> float:
 
 
 MAX_TRIAL_COST = 1.5
-
-
-def _objective(config: dict[str, Any], worker: str) -> Any:
-    sleep_min, sleep_max = config.get("sleep", (0.02, 0.05))
-    rng = random.Random(f"{worker}-{os.getpid()}")
-    fail_rate = float(config.get("fail_rate", 0.0))
-    prune_rate = float(config.get("prune_rate", 0.0))
-    hang_marker = config.get("hang_marker")
-    report = config.get("report_cost", True)
-    cost_scale = float(config.get("cost_scale", 1.0))
-
-    def objective(trial: optuna.Trial) -> float:
-        from optuna_costbo import report_cost
-
-        params = {
-            "x": trial.suggest_float("x", -1.0, 1.0),
-            "y": trial.suggest_float("y", -1.0, 1.0),
-        }
-        trial.set_user_attr("ran", True)
-        trial.set_user_attr("worker", worker)
-        if hang_marker is not None:
-            # A worker that the test kills mid-trial: say so, then hang.
-            Path(hang_marker).write_text(str(trial.number))
-            time.sleep(600.0)
-        time.sleep(rng.uniform(sleep_min, sleep_max))
-        if report:
-            report_cost(trial, cost_scale * trial_cost(params))
-        u = rng.random()
-        if u < fail_rate:
-            raise RuntimeError(f"injected failure in trial {trial.number}")
-        if u < fail_rate + prune_rate:
-            raise optuna.TrialPruned()
-        return trial_value(params)
-
-    return objective
-
-
-def run_worker(config: dict[str, Any]) -> None:
-    from optuna_costbo import CostRolloutSampler
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    worker = str(config.get("worker", os.getpid()))
-    storage = make_storage(config["storage"])
-    accepted = inspect.signature(CostRolloutSampler).parameters
-    extra = {k: v for k, v in config.get("sampler_kwargs", {}).items() if k in accepted}
-    sampler = CostRolloutSampler(
-        budget=config["budget"],
-        seed=config.get("seed"),
-        acquisition=config.get("acquisition", "rollout"),
-        n_startup_trials=config.get("n_startup_trials"),
-        **extra,
-    )
-    study = optuna.load_study(study_name=config["study_name"], storage=storage, sampler=sampler)
-    start_ledger = sampler.ledger(study)
-    records: list[dict[str, Any]] = []
-    barrier = config.get("barrier")
-    if barrier is not None:
-        # Start together with the other workers (imports take a second or two each).
-        Path(barrier, f"ready-{worker}").touch()
-        deadline = time.monotonic() + 120.0
-        while not Path(barrier, "go").exists():
-            if time.monotonic() > deadline:
-                raise SystemExit("the test never said go")
-            time.sleep(0.01)
-
-    def record(study: optuna.Study, trial: FrozenTrial) -> None:
-        records.append({"number": trial.number, "state": trial.state.name})
-
-    t0 = time.monotonic()
-    study.optimize(
-        _objective(config, worker),
-        n_trials=config.get("n_trials"),
-        catch=(RuntimeError,),
-        callbacks=[record],
-    )
-    result = {
-        "worker": worker,
-        "pid": os.getpid(),
-        "returned": True,
-        "seconds": time.monotonic() - t0,
-        "spent_at_start": start_ledger.spent,
-        "remaining_at_start": start_ledger.remaining,
-        "n_finished_at_start": start_ledger.n_finished,
-        "records": records,
-    }
-    Path(config["out"]).write_text(json.dumps(result))
 
 
 # -- the test side -----------------------------------------------------------------------------
@@ -388,7 +300,3 @@ def _approx(x: float) -> Any:
     import pytest
 
     return pytest.approx(x, rel=1e-9, abs=1e-9)
-
-
-if __name__ == "__main__":
-    run_worker(json.loads(sys.argv[1]))
