@@ -145,7 +145,7 @@ def run_one(
     """
     run = Run(method, seed)
     handler = _Collect()
-    loggers = [logging.getLogger("optuna_costbo"), logging.getLogger("optuna")]
+    loggers = [logging.getLogger("optuna.costbo"), logging.getLogger("optuna")]
     for logger in loggers:
         logger.addHandler(handler)
     propagate = loggers[0].propagate
