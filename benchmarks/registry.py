@@ -1,9 +1,10 @@
 """The benchmark methods: key -> :class:`Method` (label, sampler factory).
 
 The same eight methods in every experiment: ``CostRolloutSampler`` with
-``acquisition="rollout-paper"`` (the paper's estimator, h=2, h=4; the reproduction uses it), ``"ei"``, ``"eipu"``, ``"ei-cool"``, and Optuna's
-``TPESampler``, ``GPSampler`` (needs torch) and ``RandomSampler``, each run until the same
-budget; ``rollout1`` (h=1) is a control run only on request.
+``acquisition="rollout-paper"`` (the paper's estimator, h=2 and h=4: the reproduction uses it),
+``"ei"``, ``"eipu"``, ``"ei-cool"``, and Optuna's ``TPESampler``, ``GPSampler`` (needs torch)
+and ``RandomSampler``, each run until the same budget; ``rollout1`` (h=1) is a control run
+only on request.
 """
 
 from __future__ import annotations
