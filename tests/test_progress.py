@@ -258,14 +258,25 @@ class _HintingSampler(CostRolloutSampler):
 
 
 def _hints(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "optuna_costbo.progress"]
+    records = {id(r): r for r in caplog.records if r.name == "optuna.costbo.progress"}
+    return [r.getMessage() for r in records.values()]
+
+
+@pytest.fixture
+def optuna_propagates() -> Iterator[None]:
+    """The package logs under Optuna's logger, which does not propagate to pytest's handler."""
+    optuna.logging.enable_propagation()
+    try:
+        yield
+    finally:
+        optuna.logging.disable_propagation()
 
 
 def test_show_progress_bar_without_trials_or_timeout_logs_one_hint(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, optuna_propagates: None
 ) -> None:
     monkeypatch.setattr(progress, "_hinted", False)
-    caplog.set_level(logging.WARNING, logger="optuna_costbo.progress")
+    caplog.set_level(logging.WARNING, logger="optuna")
     study = optuna.create_study(sampler=_HintingSampler(budget=3.0, n_startup_trials=10))
     # Optuna's own warning comes from optuna/progress_bar.py, and says nothing of budgets.
     with pytest.warns(UserWarning, match="Progress bar won't be displayed"):
@@ -286,9 +297,10 @@ def test_no_hint_when_optunas_bar_was_not_refused(
     kwargs: dict[str, object],
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
+    optuna_propagates: None,
 ) -> None:
     monkeypatch.setattr(progress, "_hinted", False)
-    caplog.set_level(logging.WARNING, logger="optuna_costbo.progress")
+    caplog.set_level(logging.WARNING, logger="optuna")
     study = optuna.create_study(sampler=_HintingSampler(budget=2.0, n_startup_trials=10))
     study.optimize(_scripted([1.0] * 3, [1.0] * 3), **kwargs)  # type: ignore[arg-type]
     assert _hints(caplog) == []
@@ -296,10 +308,10 @@ def test_no_hint_when_optunas_bar_was_not_refused(
 
 
 def test_hint_is_found_from_worker_threads(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, optuna_propagates: None
 ) -> None:
     monkeypatch.setattr(progress, "_hinted", False)
-    caplog.set_level(logging.WARNING, logger="optuna_costbo.progress")
+    caplog.set_level(logging.WARNING, logger="optuna")
     study = optuna.create_study(sampler=_HintingSampler(budget=2.0, n_startup_trials=10))
     with pytest.warns(UserWarning, match="Progress bar won't be displayed"):
         study.optimize(
