@@ -98,7 +98,13 @@ def settle(
     todo = {t._trial_id: t for t in unpriced if t._trial_id not in known_without}
     if not todo:
         return {}
-    charges = _settle_rows(backend, todo, cost_attr, source_attr)
+    # A storage that waits out database outages (optuna_costbo.storage) waits here too.
+    run = getattr(backend, "run_with_retries", None)
+    charges: dict[int, float] = (
+        run(lambda: _settle_rows(backend, todo, cost_attr, source_attr))
+        if run is not None
+        else _settle_rows(backend, todo, cost_attr, source_attr)
+    )
     with _lock:
         _no_heartbeat.setdefault(backend, set()).update(set(todo) - set(charges))
     for trial_id, cost in charges.items():
