@@ -89,6 +89,11 @@ def is_connection_error(exc: BaseException) -> bool:
     sometimes after a second error from the dead session (PendingRollbackError), so both
     ``__cause__`` and ``__context__`` are followed.
     """
+    return _connection_error(exc) is not None
+
+
+def _connection_error(exc: BaseException) -> BaseException | None:
+    """The DBAPI error behind ``exc`` that makes it a connection error, if any."""
     import sqlalchemy.exc
 
     seen: set[int] = set()
@@ -98,12 +103,12 @@ def is_connection_error(exc: BaseException) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, sqlalchemy.exc.OperationalError):
-            return True
-        if isinstance(current, sqlalchemy.exc.DBAPIError) and current.connection_invalidated:
-            return True
+        if isinstance(current, sqlalchemy.exc.DBAPIError) and (
+            isinstance(current, sqlalchemy.exc.OperationalError) or current.connection_invalidated
+        ):
+            return current.orig if isinstance(current.orig, BaseException) else current
         todo += [current.__cause__, current.__context__]
-    return False
+    return None
 
 
 class RetryingRDBStorage(optuna.storages.RDBStorage):
@@ -247,9 +252,7 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
             if self._outage_since is not None:
                 return
             self._outage_since = time.monotonic()
-        cause: BaseException = exc
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
+        cause = _connection_error(exc) or exc
         text = str(cause).strip().splitlines()
         _logger.warning(
             f"The study's database cannot be reached ({text[0] if text else repr(cause)}); "
