@@ -140,15 +140,17 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
             from optuna_costbo import CostRolloutSampler
             from optuna_costbo.storage import RetryingRDBStorage
 
+            # In every worker; with a server, e.g. "postgresql://user:password@db/optuna".
             storage = RetryingRDBStorage(
-                "postgresql://user:password@db/optuna",
-                outage_timeout=120.0,
-                heartbeat_interval=10,
-                grace_period=300,
+                "sqlite:///tune.db", outage_timeout=120.0, heartbeat_interval=10, grace_period=300
             )
-            study = optuna.load_study(
-                study_name="tune", storage=storage, sampler=CostRolloutSampler(budget=3600.0)
+            study = optuna.create_study(
+                study_name="tune",
+                storage=storage,
+                sampler=CostRolloutSampler(budget=60.0),
+                load_if_exists=True,
             )
+            study.optimize(lambda trial: trial.suggest_float("x", 0.0, 1.0) ** 2, n_trials=5)
     """
 
     def __init__(
