@@ -18,6 +18,7 @@ from optuna.pruners import BasePruner
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo import _dead_trials
 from optuna_costbo._numerics.checks import is_real
 
 
@@ -106,9 +107,11 @@ def objective_cost(
     """Cost of the objective alone for ``trial`` (the quantity the cost model learns).
 
     In order of precedence: the valid number the trial carries as user attr ``cost_attr``
-    (reported by the objective, or recorded by the sampler after the trial); else the trial's
-    wall-clock duration less the sampler's own time (trials failed by heartbeat, trials added
-    with ``add_trial``: zero when they have no timestamps). A running trial's cost so far is
+    (reported by the objective, recorded by the sampler after the trial, or, for a trial
+    failed by heartbeat, its start to last heartbeat, written by :func:`settle_dead_trials`);
+    else the trial's wall-clock duration less the sampler's own time (a trial failed by
+    heartbeat before it is settled or on a storage without heartbeats, trials added with
+    ``add_trial``: zero when they have no timestamps). A running trial's cost so far is
     measured up to ``now``.
     """
     reported = _reported_cost(trial, cost_attr)
@@ -198,14 +201,44 @@ def storage_trials(study: optuna.Study) -> list[FrozenTrial]:
     return study._storage.get_all_trials(study._study_id, deepcopy=False)
 
 
+def settle_dead_trials(
+    study: optuna.Study, trials: Iterable[FrozenTrial], cost_attr: str
+) -> dict[int, float]:
+    """Charge the trials that a dead worker left, failed by heartbeat, to their last heartbeat.
+
+    A failed trial that never reached the sampler's ``after_trial`` (no cost recorded, no
+    cost source) is charged from its start to its last recorded heartbeat, not to the moment
+    another worker noticed it was dead; the charge is written on the trial as its user attr
+    ``cost_attr`` (where optuna-dashboard shows it), with system attr ``costbo:cost_source``
+    ``"heartbeat"``, exactly once whichever workers race to do it, and set on the given
+    ``trials`` too. Failed trials without a stored heartbeat (storages other than RDBStorage,
+    heartbeat off, trials failed by hand or added failed) are left to the wall-clock rule. See
+    :mod:`optuna_costbo._dead_trials` for what this relies on in Optuna's storage.
+
+    Returns:
+        Trial id -> charged cost, for the trials settled by this call.
+    """
+    unpriced = [
+        t
+        for t in trials
+        if t.state == TrialState.FAIL
+        and cost_attr not in t.user_attrs
+        and COST_SOURCE_ATTR not in t.system_attrs
+        and not t.system_attrs.get(SKIPPED_ATTR)
+    ]
+    return _dead_trials.settle(study._storage, unpriced, cost_attr, COST_SOURCE_ATTR)
+
+
 def study_ledger(
     study: optuna.Study,
     budget: float,
     cost_attr: str,
     charge_sampler_time: bool = False,
 ) -> Ledger:
-    """The ledger of ``study`` as stored right now."""
-    return compute_ledger(storage_trials(study), budget, cost_attr, charge_sampler_time)
+    """The ledger of ``study`` as stored right now, dead workers' trials settled first."""
+    trials = storage_trials(study)
+    settle_dead_trials(study, trials, cost_attr)
+    return compute_ledger(trials, budget, cost_attr, charge_sampler_time)
 
 
 def write_ledger(study: optuna.Study, ledger: Ledger) -> None:
