@@ -16,8 +16,8 @@ import time
 from typing import Any
 import uuid
 
-import _pg
 import _parallel_checks as w
+import _pg
 import optuna
 from optuna.trial import TrialState
 import pytest
