@@ -138,7 +138,7 @@ def brute_force_charge(trial: FrozenTrial, cost_attr: str = "cost") -> float:
         isinstance(cost, (int, float))
         and not isinstance(cost, bool)
         and math.isfinite(cost)
-        and cost > 0
+        and cost >= 0  # 0: a free trial
     ):
         return float(cost)
     if trial.datetime_start is None or trial.datetime_complete is None:

@@ -92,7 +92,7 @@ def _valid_cost(raw: Any) -> float | None:
     if not isinstance(raw, (int, float, np.integer, np.floating)):
         return None
     value = float(raw)
-    return value if math.isfinite(value) and value > 0 else None
+    return value if math.isfinite(value) and value >= 0 else None  # 0: a free trial
 
 
 def _brute_charge(

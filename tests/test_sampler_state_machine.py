@@ -170,7 +170,7 @@ def _brute_charge(trial: FrozenTrial) -> float:
         return 0.0
     cost = trial.user_attrs.get("cost")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        if math.isfinite(cost) and cost > 0:
+        if math.isfinite(cost) and cost >= 0:  # 0: a free trial
             return float(cost)
     if trial.datetime_start is None or trial.datetime_complete is None:
         return 0.0
