@@ -101,6 +101,25 @@ def make_sampler(config: dict[str, Any]) -> Any:
     )
 
 
+def near_duplicates(trials: list[FrozenTrial], tol: float = 1e-3) -> list[tuple[int, int]]:
+    """Pairs of COMPLETE trials that ran at the same time at points within ``tol`` (max norm
+    on the [-1, 1] box) of each other: the same configuration evaluated twice in effect."""
+    done = [
+        t
+        for t in trials
+        if t.state.name == "COMPLETE" and t.datetime_start and t.datetime_complete
+    ]
+    pairs = []
+    for i, early in enumerate(done):
+        for late in done[i + 1 :]:
+            overlap = late.datetime_start < early.datetime_complete  # type: ignore[operator]
+            overlap = overlap and early.datetime_start < late.datetime_complete  # type: ignore[operator]
+            close = all(abs(early.params[k] - late.params[k]) <= tol for k in ("x", "y"))
+            if overlap and close:
+                pairs.append((min(early.number, late.number), max(early.number, late.number)))
+    return sorted(pairs)
+
+
 # -- gRPC: a proxy server process and worker processes -----------------------------------------
 
 
