@@ -519,13 +519,15 @@ def postgres_pids(url: str) -> list[int]:
     import sqlalchemy
 
     engine = sqlalchemy.create_engine(url)
-    with engine.connect() as conn:
-        backend = int(conn.execute(sqlalchemy.text("SELECT pg_backend_pid()")).scalar_one())
-    engine.dispose()
     try:
-        stat = Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()
+        with engine.connect() as conn:
+            backend = int(conn.execute(sqlalchemy.text("SELECT pg_backend_pid()")).scalar_one())
+            # (read while the connection is open: its backend exits with it)
+            stat = Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return []
+    finally:
+        engine.dispose()
     postmaster = int(stat[1])
     pids = [postmaster]
     for entry in Path("/proc").iterdir():
@@ -723,7 +725,7 @@ def main() -> None:
             ]
         )
 
-    if "capacity" not in args.skip and args.postgres_url and traces:
+    if "capacity" not in args.skip and args.postgres_url:
         url = args.postgres_url
         rows = []
         for r in args.capacity_running:
