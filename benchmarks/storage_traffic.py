@@ -6,12 +6,15 @@ capacity section of ``docs/parallel.md``:
 1. **traffic**: one worker runs ``--trials`` trials of a cheap objective (3 floats, a reported
    cost) with ``CostRolloutSampler`` on a study that already holds ``--finished`` finished
    trials and ``r`` trials that stay RUNNING (other workers' trials, as ``r`` of ``W`` workers
-   would keep running), on SQLite, PostgreSQL and Optuna's gRPC proxy in front of PostgreSQL.
-   The storage the study sees is wrapped in a counting proxy: storage API calls per trial (all,
-   and those made while the sampler suggests), their time, and below them the wire: SQL
-   statements (SQLAlchemy events on the engine) or RPCs and their protobuf bytes (a gRPC
-   client interceptor). Suggestion time: the sampler's ``infer_relative_search_space``,
-   ``sample_relative`` and ``sample_independent`` of one trial.
+   would keep running), on SQLite, PostgreSQL, Optuna's gRPC proxy in front of PostgreSQL
+   (a proxy process on 127.0.0.1) and optuna-integration's DaskStorage (a Dask scheduler
+   process on 127.0.0.1, the study in its memory; ``--no-dask`` to skip). The storage the study
+   sees is wrapped in a counting proxy: storage API calls per trial (all, by the sampler, and
+   those made while it suggests), their wall time and the worker's CPU time in them, and below
+   them the wire: SQL statements (SQLAlchemy events on the engine), or RPCs and their protobuf
+   bytes (a gRPC client interceptor), or for Dask the pickled size of the replies. Suggestion
+   time: the sampler's ``infer_relative_search_space``, ``sample_relative`` and
+   ``sample_independent`` of one trial.
 2. **capacity**: ``C`` client processes replay, as fast as they can, the storage calls of one
    measured trial (new trial, its reads and writes, no sampler computation) against
    PostgreSQL, directly and through one gRPC proxy process, with ``r`` RUNNING trials in the
@@ -26,9 +29,10 @@ PostgreSQL as ``.ci/run`` sets it up (Debian's server, user and password ``costb
     python benchmarks/storage_traffic.py \\
         --postgres-url postgresql+psycopg2://costbo:costbo@127.0.0.1/costbo_test
 
-Without ``--postgres-url`` (or ``COSTBO_TEST_POSTGRES_URL``) only SQLite and the suggestion
-times are measured. The capacity loop sends traffic only to the given server and a proxy on
-127.0.0.1, and stops after ``--seconds`` per point.
+Without ``--postgres-url`` (or ``COSTBO_TEST_POSTGRES_URL``) only SQLite, Dask and the
+suggestion times are measured. Wall times depend on the machine's load (the header line gives
+the load average); CPU times much less. The capacity loop sends traffic only to the given
+server and a proxy on 127.0.0.1, and stops after ``--seconds`` per point.
 """
 
 from __future__ import annotations
