@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import threading
 import time
 from typing import Any
+import zlib
 
 import numpy as np
 import optuna
@@ -179,6 +180,7 @@ class CostRolloutSampler(BaseSampler):
         self._rng = np.random.default_rng(seed)
         self._sobol_seed = int(self._rng.integers(2**31))
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
+        self._independent_default = independent_sampler is None
         self._warn_independent_sampling = warn_independent_sampling
         self._charge_sampler_time = charge_sampler_time
         self._chart = ChartSchedule(dashboard_chart)
@@ -277,6 +279,13 @@ class CostRolloutSampler(BaseSampler):
                             ),
                         )
                     )
+            if self._independent_default and not study.get_trials(
+                deepcopy=False, states=(TrialState.COMPLETE,)
+            ):
+                # NOTE: before any trial completes there is no relative search space, and
+                # workers that share a seed would draw the same random points. The start-up
+                # design indexed by trial number gives each trial its own point.
+                return self._first_wave_value(param_name, param_distribution, trial.number)
             return self._independent_sampler.sample_independent(
                 study, trial, param_name, param_distribution
             )
@@ -507,8 +516,19 @@ class CostRolloutSampler(BaseSampler):
             "budget is spent. Stop the study if the budget is final."
         )
 
+    def _first_wave_value(self, name: str, dist: BaseDistribution, trial_number: int) -> Any:
+        """One parameter of a trial started before any trial completed: the start-up design of
+        that parameter alone (its own scrambling), at the trial's number."""
+        bridge = SpaceBridge({name: dist})
+        seed = (self._sobol_seed + zlib.crc32(name.encode())) % 2**31
+        return self._startup_params(bridge, trial_number, np.empty((0, 0)), seed=seed)[name]
+
     def _startup_params(
-        self, bridge: SpaceBridge, trial_number: int, evaluated: np.ndarray
+        self,
+        bridge: SpaceBridge,
+        trial_number: int,
+        evaluated: np.ndarray,
+        seed: int | None = None,
     ) -> dict[str, Any]:
         # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a
         # study take distinct points of the same low-discrepancy design. In a small discrete
@@ -517,7 +537,8 @@ class CostRolloutSampler(BaseSampler):
         n = 1 << max(trial_number, 1).bit_length()
         seen = {row.tobytes() for row in np.ascontiguousarray(evaluated, dtype=float)}
         for k in range(_STARTUP_SCRAMBLINGS):
-            points = bridge.codec.sobol_points(n, seed=self._sobol_seed + k)  # (n, D)
+            base = self._sobol_seed if seed is None else seed
+            points = bridge.codec.sobol_points(n, seed=base + k)  # (n, D)
             z = bridge.codec.project(points[trial_number % n][None])[0]  # (D,)
             if z.tobytes() not in seen:
                 break

@@ -15,7 +15,7 @@ The objective suggests its parameters first, then marks the trial as run (user a
 and reports a simulated cost in [0.5, 1.5]: a trial that the sampler skips because the budget
 is spent is pruned at its first suggestion, so it never carries that mark. The records written
 for each worker (``{"worker", "records": [{"number", "state"}]}``) are the ones that
-``_workers.check_no_lost_trials`` reads.
+``_parallel_checks.check_no_lost_trials`` reads.
 """
 
 from __future__ import annotations

@@ -653,3 +653,22 @@ def test_stress_four_processes_with_failures_on_sqlite(tmp_path: Path) -> None:
         f"ran {states}, duplicates {pairs}; {report.summary()}"
     )
     assert not pairs
+
+
+def test_workers_sharing_a_seed_start_from_distinct_points() -> None:
+    # Before any trial completes, every parameter is sampled independently; four workers
+    # with the same seed (their own samplers, one study) must not evaluate one point four
+    # times.
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(storage=storage)
+    points = []
+    for _ in range(4):
+        worker = optuna.load_study(
+            study_name=study.study_name,
+            storage=storage,
+            sampler=CostRolloutSampler(budget=100.0, seed=0),
+        )
+        trial = worker.ask()
+        points.append((trial.suggest_float("x", 0.0, 1.0), trial.suggest_int("k", 1, 50)))
+    assert len(set(points)) == 4
+    assert len({x for x, _ in points}) == 4 and len({k for _, k in points}) >= 3
