@@ -49,14 +49,18 @@ import weakref
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._numerics.cost_model import COST_FLOOR
+
+
+__all__ = ["HEARTBEAT_SOURCE", "heartbeat_charge", "rdb_backend", "settle"]
+
 
 HEARTBEAT_SOURCE = "heartbeat"
 """Value of the trial system attr ``costbo:cost_source`` on a trial charged to its heartbeat."""
 
-# NOTE: the smallest charge, as for measured trials (sampler._MIN_MEASURED_COST): a dead
-# trial whose last heartbeat is stamped before its start (a clock resolution of one second)
-# still carries a valid, positive cost.
-_MIN_COST = 1e-6
+# NOTE: the smallest charge is the models' cost floor, as for measured trials: a dead trial
+# whose last heartbeat is stamped before its start (a clock resolution of one second) still
+# carries a valid, positive cost.
 
 # Trials known to have no heartbeat row, per RDB storage: a failed trial never gets one later,
 # so they are looked up once per process, not at every ledger.
@@ -125,7 +129,7 @@ def heartbeat_charge(trial: FrozenTrial, last_heartbeat_local: datetime.datetime
     seconds = (last_heartbeat_local - trial.datetime_start).total_seconds()
     if trial.datetime_complete is not None:
         seconds = min(seconds, (trial.datetime_complete - trial.datetime_start).total_seconds())
-    return max(seconds, _MIN_COST)
+    return max(seconds, COST_FLOOR)
 
 
 def _settle_rows(

@@ -20,7 +20,11 @@ from optuna.trial import TrialState
 from optuna_costbo import budget
 from optuna_costbo._clash import running_points
 from optuna_costbo._numerics.cost_model import COST_FLOOR
+from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.policy import CostData
+from optuna_costbo._numerics.policy import ProposalRequest
+from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._space import SpaceBridge
 
 
@@ -49,6 +53,27 @@ class Snapshot:
     X_evaluated: np.ndarray  # (k, D)
     ledger: budget.Ledger
     previous: dict[str, Any] | None
+
+    def request(
+        self,
+        codec: BoxCodec,
+        budget_total: float,
+        known_cost: KnownCost | None,
+        warm: WarmStart | None,
+    ) -> ProposalRequest:
+        """The policy's request for this suggestion."""
+        return ProposalRequest(
+            codec=codec,
+            X=self.X,
+            y=self.y,
+            remaining=self.ledger.remaining,
+            budget=budget_total,
+            cost_data=self.cost_data,
+            known_cost=known_cost,
+            X_running=self.X_running,
+            warm=warm,
+            evaluated=self.X_evaluated,
+        )
 
 
 def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[str, Any] | None:

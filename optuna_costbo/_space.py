@@ -24,6 +24,9 @@ from optuna_costbo._numerics.search_space import NumericParam
 from optuna_costbo._numerics.search_space import Param
 
 
+__all__ = ["SpaceBridge", "check_distinct_choices"]
+
+
 def check_distinct_choices(name: str, distribution: BaseDistribution) -> None:
     """Raise a clear ValueError if two choices of a categorical compare equal (``1`` and
     ``True``, ``0`` and ``0.0``): Optuna stores a choice by the index of the first choice equal

@@ -1,11 +1,17 @@
-"""Small facts about the study a sampler runs in: one objective, the optimize loop, stopping."""
+"""Small facts about the study a sampler runs in: one objective, the optimize loop, stopping,
+and telling the user once that the budget buys no more trials."""
 
 from __future__ import annotations
 
 import optuna
 
+from optuna_costbo._logging import get_logger
+from optuna_costbo.budget import Ledger
 
-__all__ = ["check_single_objective", "in_optimize_loop", "stop"]
+
+__all__ = ["check_single_objective", "in_optimize_loop", "note_budget_end", "stop"]
+
+_logger = get_logger(__name__)
 
 
 def check_single_objective(study: optuna.Study) -> None:
@@ -36,3 +42,17 @@ def stop(study: optuna.Study) -> None:
         root.stop()
     except RuntimeError:
         pass
+
+
+def note_budget_end(study: optuna.Study, ledger: Ledger, noted: set[int]) -> None:
+    """Say once per study (``noted``: the study ids told) that the budget left buys no more
+    trials at their predicted costs."""
+    if study._study_id in noted:
+        return
+    noted.add(study._study_id)
+    _logger.info(
+        f"Study {study.study_name!r}: the remaining budget, "
+        f"{max(ledger.remaining, 0.0):.6g} of {ledger.budget:.6g}, buys no more trials at "
+        "their predicted costs; trials go on, at the cheapest promising points, until the "
+        "budget is spent. Stop the study if the budget is final."
+    )

@@ -14,6 +14,9 @@ from optuna.trial import FrozenTrial
 from optuna_costbo import budget as ledger_mod
 
 
+__all__ = ["WALL_CLOCK_UNIT", "cost_unit", "is_measured"]
+
+
 WALL_CLOCK_UNIT = "s"
 """The unit of measured costs: seconds."""
 

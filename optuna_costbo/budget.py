@@ -22,6 +22,33 @@ from optuna_costbo import _dead_trials
 from optuna_costbo._numerics.checks import is_real
 
 
+__all__ = [
+    "BUDGET_ATTR",
+    "COST_SOURCE_ATTR",
+    "FINISHED_STATES",
+    "INVALID_COST_ATTR",
+    "REMAINING_ATTR",
+    "SAMPLER_SECONDS_ATTR",
+    "SKIPPED_ATTR",
+    "SPENT_ATTR",
+    "CostBudgetPruner",
+    "Ledger",
+    "charged_cost",
+    "compute_ledger",
+    "objective_cost",
+    "report_cost",
+    "sampler_seconds",
+    "settle_dead_trials",
+    "storage_trials",
+    "store_ledger",
+    "stored_budget",
+    "study_ledger",
+    "validate_budget",
+    "validate_cost",
+    "write_ledger",
+]
+
+
 # Study user attrs (shown by optuna-dashboard in the study's attribute table).
 BUDGET_ATTR = "cost_budget"
 SPENT_ATTR = "cost_spent"
@@ -247,6 +274,22 @@ def write_ledger(study: optuna.Study, ledger: Ledger) -> None:
     storage.set_study_user_attr(study_id, BUDGET_ATTR, ledger.budget)
     storage.set_study_user_attr(study_id, SPENT_ATTR, ledger.spent)
     storage.set_study_user_attr(study_id, REMAINING_ATTR, max(ledger.remaining, 0.0))
+
+
+def store_ledger(
+    study: optuna.Study, budget: float, cost_attr: str, charge_sampler_time: bool = False
+) -> float:
+    """Recompute the ledger, store it, and return the spent cost.
+
+    Last writer wins: a worker that computed an older ledger may have written after this one,
+    so the ledger is read back once and stored again if it moved.
+    """
+    ledger = study_ledger(study, budget, cost_attr, charge_sampler_time)
+    write_ledger(study, ledger)
+    again = study_ledger(study, budget, cost_attr, charge_sampler_time)
+    if again.spent != ledger.spent:
+        write_ledger(study, again)
+    return again.spent
 
 
 def stored_budget(study: optuna.Study) -> float | None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import dataclasses
 import threading
 import time
 from typing import Any
-import zlib
 
 import numpy as np
 import optuna
@@ -34,7 +34,6 @@ from optuna_costbo._cost_record import record_cost
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.registry import make_acquisition
@@ -42,13 +41,16 @@ from optuna_costbo._numerics.strategies import AcquisitionOptions
 from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
 from optuna_costbo._space import check_distinct_choices
+from optuna_costbo._startup import StartupDesign
 from optuna_costbo._study_control import check_single_objective
 from optuna_costbo._study_control import in_optimize_loop
+from optuna_costbo._study_control import note_budget_end
 from optuna_costbo._study_control import stop
 from optuna_costbo._user_cost import UserCost
 from optuna_costbo.budget import SAMPLER_SECONDS_ATTR
 from optuna_costbo.budget import SKIPPED_ATTR
 from optuna_costbo.budget import Ledger
+from optuna_costbo.budget import store_ledger
 from optuna_costbo.budget import stored_budget
 from optuna_costbo.budget import study_ledger
 from optuna_costbo.budget import validate_budget
@@ -56,11 +58,10 @@ from optuna_costbo.budget import write_ledger
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
-_logger = get_logger(__name__)
+__all__ = ["CostRolloutSampler"]
 
-# NOTE: how many scramblings of the start-up design a trial tries for a configuration that no
-# trial has yet (a small discrete space may have none left: then the last one is taken).
-_STARTUP_SCRAMBLINGS = 16
+
+_logger = get_logger(__name__)
 
 
 class CostRolloutSampler(BaseSampler):
@@ -178,7 +179,7 @@ class CostRolloutSampler(BaseSampler):
         self._cost_attr = cost_attr
         self._seed = seed
         self._rng = np.random.default_rng(seed)
-        self._sobol_seed = int(self._rng.integers(2**31))
+        self._design = StartupDesign(int(self._rng.integers(2**31)))
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
         self._independent_default = independent_sampler is None
         self._warn_independent_sampling = warn_independent_sampling
@@ -264,28 +265,23 @@ class CostRolloutSampler(BaseSampler):
         start = time.perf_counter()
         try:
             self._raise_if_skipped(study, trial)
-            if self._warn_independent_sampling:
-                n_complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-                if n_complete >= self._startup_count(1):
-                    _logger.warning(
-                        _INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
-                            param_name=param_name,
-                            trial_number=trial.number,
-                            independent_sampler_name=type(self._independent_sampler).__name__,
-                            sampler_name=type(self).__name__,
-                            fallback_reason=(
-                                "the parameter is not in the search space shared by all "
-                                "completed trials (conditional or dynamic search space)"
-                            ),
-                        )
+            complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if self._warn_independent_sampling and len(complete) >= self._startup_count(1):
+                _logger.warning(
+                    _INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
+                        param_name=param_name,
+                        trial_number=trial.number,
+                        independent_sampler_name=type(self._independent_sampler).__name__,
+                        sampler_name=type(self).__name__,
+                        fallback_reason="the parameter is not in the search space shared by "
+                        "all completed trials (conditional or dynamic search space)",
                     )
-            if self._independent_default and not study.get_trials(
-                deepcopy=False, states=(TrialState.COMPLETE,)
-            ):
+                )
+            if self._independent_default and not complete:
                 # NOTE: before any trial completes there is no relative search space, and
                 # workers that share a seed would draw the same random points. The start-up
                 # design indexed by trial number gives each trial its own point.
-                return self._first_wave_value(param_name, param_distribution, trial.number)
+                return self._design.first_wave_value(param_name, param_distribution, trial.number)
             return self._independent_sampler.sample_independent(
                 study, trial, param_name, param_distribution
             )
@@ -365,15 +361,7 @@ class CostRolloutSampler(BaseSampler):
                 user_cost=self._user_cost,
             )
         )
-        ledger = self.ledger(study)
-        spent = ledger.spent
-        write_ledger(study, ledger)
-        # Last writer wins: a worker that computed an older ledger may have written after us.
-        # Read back once and store the newer figure if it moved.
-        again = self.ledger(study)
-        if again.spent != spent:
-            write_ledger(study, again)
-            spent = again.spent
+        spent = store_ledger(study, self._budget, self._cost_attr, self._charge_sampler_time)
         if self._chart.wanted(study) and self._chart.due(study, spent, self._budget):
             from optuna_costbo.dashboard import update_dashboard
 
@@ -428,7 +416,7 @@ class CostRolloutSampler(BaseSampler):
         with self._lock:
             proposal = self._propose(study, trial, bridge, None)
             if proposal is None:
-                return self._startup_params(bridge, trial.number, self._last_evaluated)
+                return self._design.params(bridge, trial.number, self._last_evaluated)
             params = bridge.decode(proposal.z)
             self._pending.set(trial._trial_id, params)
         # Other workers see the proposal at once, before Optuna stores the parameters one by
@@ -478,68 +466,12 @@ class CostRolloutSampler(BaseSampler):
             study._study_id,
             tuple((n, repr(d)) for n, d in zip(bridge.names, bridge.distributions, strict=True)),
         )
-        request = ProposalRequest(
-            codec=bridge.codec,
-            X=snap.X,
-            y=snap.y,
-            remaining=snap.ledger.remaining,
-            budget=self._budget,
-            cost_data=snap.cost_data,
-            known_cost=(
-                self._user_cost.on_box(bridge, snap.previous)
-                if self._user_cost is not None
-                else None
-            ),
-            X_running=snap.X_running,
-            warm=self._warm.get(key),
-            deterministic=self._deterministic,
-            evaluated=snap.X_evaluated,
-        )
+        known = self._user_cost.on_box(bridge, snap.previous) if self._user_cost else None
+        request = snap.request(bridge.codec, self._budget, known, self._warm.get(key))
+        request = dataclasses.replace(request, deterministic=self._deterministic)
         proposal = propose(request, self._acquisition, self._rng, reuse=previous)
         self._warm[key] = proposal.warm
         if proposal.message is not None:
-            self._note_budget_end(study, snap.ledger, trial, proposal.message)
+            _logger.debug(f"Trial {trial.number}: {proposal.message}")
+            note_budget_end(study, snap.ledger, self._budget_end_noted)
         return proposal
-
-    def _note_budget_end(
-        self, study: optuna.Study, ledger: Ledger, trial: FrozenTrial, detail: str
-    ) -> None:
-        """Say once per study that the budget left affords no more trials as predicted."""
-        _logger.debug(f"Trial {trial.number}: {detail}")
-        if study._study_id in self._budget_end_noted:
-            return
-        self._budget_end_noted.add(study._study_id)
-        _logger.info(
-            f"Study {study.study_name!r}: the remaining budget, "
-            f"{max(ledger.remaining, 0.0):.6g} of {ledger.budget:.6g}, buys no more trials at "
-            "their predicted costs; trials go on, at the cheapest promising points, until the "
-            "budget is spent. Stop the study if the budget is final."
-        )
-
-    def _first_wave_value(self, name: str, dist: BaseDistribution, trial_number: int) -> Any:
-        """One parameter of a trial started before any trial completed: the start-up design of
-        that parameter alone (its own scrambling), at the trial's number."""
-        bridge = SpaceBridge({name: dist})
-        seed = (self._sobol_seed + zlib.crc32(name.encode())) % 2**31
-        return self._startup_params(bridge, trial_number, np.empty((0, 0)), seed=seed)[name]
-
-    def _startup_params(
-        self,
-        bridge: SpaceBridge,
-        trial_number: int,
-        evaluated: np.ndarray,
-        seed: int | None = None,
-    ) -> dict[str, Any]:
-        # NOTE: the trial number indexes one scrambled Sobol sequence, so workers sharing a
-        # study take distinct points of the same low-discrepancy design. In a small discrete
-        # space two design points may decode to one configuration: a configuration a trial
-        # already has is replaced by the same index of another scrambling.
-        n = 1 << max(trial_number, 1).bit_length()
-        seen = {row.tobytes() for row in np.ascontiguousarray(evaluated, dtype=float)}
-        for k in range(_STARTUP_SCRAMBLINGS):
-            base = self._sobol_seed if seed is None else seed
-            points = bridge.codec.sobol_points(n, seed=base + k)  # (n, D)
-            z = bridge.codec.project(points[trial_number % n][None])[0]  # (D,)
-            if z.tobytes() not in seen:
-                break
-        return bridge.decode(z)

@@ -4,3 +4,5 @@ Nothing here imports Optuna (as Optuna keeps its own GP machinery in ``optuna/_g
 sampler hands encoded arrays to :func:`optuna_costbo._numerics.policy.propose` and decodes the
 point it returns. ``docs/architecture.md`` says what each module does.
 """
+
+__all__: list[str] = []

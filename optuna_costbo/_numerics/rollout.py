@@ -35,6 +35,9 @@ from optuna_costbo._numerics.acquisition import ei
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
+__all__ = ["PairCost", "qmc_normals", "rollout_values"]
+
+
 PairCost = Callable[[np.ndarray], np.ndarray]
 """``rows (k,) indices into P -> (k, |P|)``: cost of moving from each row's point to each point."""
 
