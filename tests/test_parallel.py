@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator
-import os
 from pathlib import Path
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import Any
 import uuid
 
 import _parallel_checks as pc
+import _pg
 import numpy as np
 import optuna
 from optuna.trial import TrialState
@@ -31,8 +31,6 @@ from optuna_costbo import sampler as sampler_mod
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
-
-POSTGRES_ENV = "COSTBO_TEST_POSTGRES_URL"
 
 
 # -- threads: n_jobs > 1 shares one sampler instance -------------------------------------------
@@ -510,25 +508,6 @@ def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
 # -- processes: one budget shared through storage ----------------------------------------------
 
 
-def _postgres_url() -> str:
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        pytest.skip(f"PostgreSQL test skipped: set {POSTGRES_ENV} (.ci/run does) to run it")
-    try:
-        import sqlalchemy
-
-        engine = sqlalchemy.create_engine(url)
-        with engine.connect() as conn:
-            conn.execute(sqlalchemy.text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:  # ImportError of the driver, refused connection, bad login
-        pytest.skip(
-            f"PostgreSQL test skipped: {POSTGRES_ENV} is set but unreachable ({exc!r}); "
-            "is the server running and psycopg2-binary installed?"
-        )
-    return url
-
-
 @pytest.fixture
 def storage_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
     kind = request.param
@@ -537,7 +516,7 @@ def storage_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dic
     elif kind == "journal":
         yield {"name": kind, "kind": "journal", "path": str(tmp_path / "journal.log")}
     else:
-        yield {"name": kind, "kind": "rdb", "url": _postgres_url()}
+        yield {"name": kind, "kind": "rdb", "url": _pg.url_or_skip()}
 
 
 def run_workers(

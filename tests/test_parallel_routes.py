@@ -29,6 +29,7 @@ import uuid
 from _parallel_checks import check_budget_invariants
 from _parallel_checks import check_no_lost_trials
 from _parallel_checks import duplicate_points
+import _pg
 import _routes as r
 import optuna
 import pytest
@@ -38,8 +39,6 @@ from optuna_costbo import budget as b
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
-
-POSTGRES_ENV = "COSTBO_TEST_POSTGRES_URL"
 
 
 def _check_study(
@@ -69,25 +68,6 @@ def _check_study(
 
 
 # -- gRPC storage proxy ------------------------------------------------------------------------
-
-
-def _postgres_url() -> str:
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        pytest.skip(f"PostgreSQL test skipped: set {POSTGRES_ENV} (.ci/run does) to run it")
-    try:
-        import sqlalchemy
-
-        engine = sqlalchemy.create_engine(url)
-        with engine.connect() as conn:
-            conn.execute(sqlalchemy.text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:  # ImportError of the driver, refused connection, bad login
-        pytest.skip(
-            f"PostgreSQL test skipped: {POSTGRES_ENV} is set but unreachable ({exc!r}); "
-            "is the server running and psycopg2-binary installed?"
-        )
-    return url
 
 
 def _start_proxy(url: str, tmp_path: Path) -> tuple[Any, int, optuna.storages.BaseStorage]:
@@ -147,7 +127,7 @@ def test_eight_worker_processes_share_one_budget_through_the_grpc_proxy(
     backend: str, tmp_path: Path
 ) -> None:
     pytest.importorskip("grpc", reason="the gRPC proxy needs grpcio and protobuf")
-    url = f"sqlite:///{tmp_path / 'proxied.db'}" if backend == "sqlite" else _postgres_url()
+    url = f"sqlite:///{tmp_path / 'proxied.db'}" if backend == "sqlite" else _pg.url_or_skip()
     n_workers, budget = 8, 24.0
     server, port, client = _start_proxy(url, tmp_path)
     name = f"grpc-{uuid.uuid4().hex[:8]}"
