@@ -81,7 +81,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help=f"{QUICK_SEEDS} seeds (unless --seeds)"
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="cache and report folder")
+    parser.add_argument(
+        "--report-dir", type=Path, default=None, help="write the report here (default: --out)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument(
         "--resume", action="store_true", help="run only runs missing from the cache"
@@ -184,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     scored[(p.name, m, s)] = report.score(run, p)
     command = "python -m benchmarks.suite.run " + " ".join(sys.argv[1:] if argv is None else argv)
     path = report.write_report(
-        out,
+        args.report_dir or out,
         scored,
         problems,
         methods,
