@@ -18,6 +18,7 @@ from pathlib import Path
 import shutil
 from typing import Any
 
+from benchmarks.suite.methods import MAX_TRIALS
 from benchmarks.suite.methods import Run
 from benchmarks.suite.problems import Problem
 
@@ -86,6 +87,9 @@ def read_run(path: Path) -> Run | None:
     for row in csv.DictReader(io.StringIO(body)):
         run.costs.append(float(row["cost"]))
         run.values.append(float(row["value"]) if row["value"] else math.nan)
+    if len(run.costs) > MAX_TRIALS:  # cached under a higher cap: the same first trials
+        del run.costs[MAX_TRIALS:], run.values[MAX_TRIALS:]
+        run.capped = True
     return run
 
 
