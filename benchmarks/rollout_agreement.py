@@ -1,0 +1,120 @@
+"""How stable is the rollout's choice? Agreement of the chosen point across QMC scramblings.
+
+On mid-run states of two expensive-optimum problems (Branin 2-D, Hartmann 3-D, cost
+1 + 99 exp(-|x - x*|^2 / 0.05), GPs fitted to n random points, remaining budget half the cost
+spent), the default rollout chooses a point 8 times with everything fixed (model, pool,
+maximizer) except the scrambling of its quasi-Monte Carlo normals. Agreement is the share of
+the 8 choices within 0.02 (box units) of the most common one; the issue asks for >= 0.9.
+
+    python benchmarks/rollout_agreement.py [--settings 2:64 4:64 4:256] [--states 3]
+"""
+
+from __future__ import annotations
+
+import os
+
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+from collections.abc import Callable
+from unittest import mock
+
+import numpy as np
+
+from optuna_costbo._numerics import rollout_acquisition as ra
+from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.fit import fit_gp
+from optuna_costbo._numerics.rollout import qmc_normals
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import NumericParam
+from optuna_costbo._numerics.strategies import AcquisitionContext
+
+
+def branin(Z: np.ndarray) -> np.ndarray:  # (m, 2) in [0, 1]^2 -> (m,)
+    x1, x2 = 15.0 * Z[:, 0] - 5.0, 15.0 * Z[:, 1]
+    b, c = 5.1 / (4.0 * np.pi**2), 5.0 / np.pi
+    out: np.ndarray = (
+        (x2 - b * x1**2 + c * x1 - 6.0) ** 2 + 10.0 * (1 - 1 / (8 * np.pi)) * np.cos(x1) + 10.0
+    )
+    return out
+
+
+def hartmann3(Z: np.ndarray) -> np.ndarray:  # (m, 3) -> (m,)
+    A = np.array([[3, 10, 30], [0.1, 10, 35], [3, 10, 30], [0.1, 10, 35]])
+    P = 1e-4 * np.array(
+        [[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547], [381, 5743, 8828]]
+    )
+    alpha = np.array([1.0, 1.2, 3.0, 3.2])
+    out: np.ndarray = -np.sum(
+        alpha * np.exp(-np.sum(A * (Z[:, None, :] - P) ** 2, axis=2)), axis=1
+    )
+    return out
+
+
+PROBLEMS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]] = {
+    "branin": (branin, np.array([0.5427, 0.1517])),
+    "hartmann3": (hartmann3, np.array([0.1146, 0.5556, 0.8525])),
+}
+
+
+def agreement(points: np.ndarray, radius: float = 0.02) -> float:
+    """Share of the rows of ``points`` (k, D) within ``radius`` of the most common one."""
+    dist = np.linalg.norm(points[:, None] - points[None], axis=2)  # (k, k)
+    return float((dist < radius).sum(axis=1).max() / len(points))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", nargs="+", default=["2:64", "4:64", "4:256"],
+                        help="horizon:n_samples pairs")  # fmt: skip
+    parser.add_argument("--states", type=int, default=3)
+    parser.add_argument("--scramblings", type=int, default=8)
+    args = parser.parse_args()
+    settings = [tuple(int(v) for v in s.split(":")) for s in args.settings]
+    rows: dict[tuple[int, int], list[float]] = {s: [] for s in settings}
+    print("| problem | n | state | " + " | ".join(f"h={h}, N={n}" for h, n in settings) + " |")
+    print("|---|---|---|" + "---|" * len(settings))
+    for name, (f, opt) in PROBLEMS.items():
+        d = len(opt)
+        codec = BoxCodec([NumericParam(0.0, 1.0)] * d)
+        for n in (12, 25):
+            for state in range(args.states):
+                rng = np.random.default_rng(100 * state + n)
+                X = rng.random((n, d))  # (n, d)
+                y = f(X)  # (n,)
+                c = 1.0 + 99.0 * np.exp(-np.sum((X - opt) ** 2, axis=1) / 0.05)  # (n,)
+                model = fit_gp(X, y, rng=rng)
+                cost = FittedLogCost(fit_gp(X, np.log(c), rng=rng, min_noise_var=1e-4))
+                tau = 0.5 * float(np.sum(c))
+                cells = []
+                for h, N in settings:
+                    picks = []
+                    for s in range(args.scramblings):
+
+                        def scrambled(n_: int, h_: int, _: object, s: int = s) -> np.ndarray:
+                            return qmc_normals(n_, h_, 1000 + s)
+
+                        ctx = AcquisitionContext(
+                            codec, model, float(y.min()), cost, np.random.default_rng(7), tau,
+                            2.0 * tau, X[np.argsort(y)[:3]],
+                        )  # fmt: skip
+                        strategy = ra.Rollout(
+                            ra.RolloutSettings(
+                                horizon=h, n_samples=N, noise_free=True, per_unit_cost=True
+                            )
+                        )
+                        with mock.patch.object(ra, "qmc_normals", scrambled):
+                            picks.append(strategy.choose(ctx).z)
+                    a = agreement(np.array(picks))
+                    rows[(h, N)].append(a)
+                    cells.append(f"{a:.2f}")
+                print(f"| {name} | {n} | {state} | " + " | ".join(cells) + " |", flush=True)
+    print("| mean | | | " + " | ".join(f"{np.mean(rows[s]):.2f}" for s in settings) + " |")
+    print("| share >= 0.9 | | | " + " | ".join(
+        f"{np.mean(np.array(rows[s]) >= 0.9):.2f}" for s in settings) + " |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
