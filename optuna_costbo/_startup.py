@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 from optuna.distributions import BaseDistribution
 
+from optuna_costbo._numerics.search_space import rows_among
 from optuna_costbo._space import SpaceBridge
 
 
@@ -43,12 +44,11 @@ class StartupDesign:
     ) -> dict[str, Any]:
         """The design point of ``trial_number`` in the space of ``bridge``."""
         n = 1 << max(trial_number, 1).bit_length()
-        seen = {row.tobytes() for row in np.ascontiguousarray(evaluated, dtype=float)}
         base = self.seed if seed is None else seed
         for k in range(_SCRAMBLINGS):
             points = bridge.codec.sobol_points(n, seed=base + k)  # (n, D)
             z = bridge.codec.project(points[trial_number % n][None])[0]  # (D,)
-            if z.tobytes() not in seen:
+            if not rows_among(z[None], evaluated)[0]:
                 break
         return bridge.decode(z)
 

@@ -35,7 +35,7 @@ from scipy.stats import qmc
 from optuna_costbo._numerics.checks import is_int
 
 
-__all__ = ["BoxCodec", "CategoricalParam", "NumericParam", "Param"]
+__all__ = ["BoxCodec", "CategoricalParam", "NumericParam", "Param", "rows_among"]
 
 
 @dataclass(frozen=True)
@@ -406,3 +406,17 @@ class BoxCodec:
             raise ValueError(f"z must have shape (n, {self.dim}), got {z.shape}")
         out: np.ndarray = np.clip(np.nan_to_num(z, nan=0.5), 0.0, 1.0)
         return out
+
+
+def rows_among(Z: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Which rows of ``Z`` (m, D) are exactly rows of ``points`` (k, D): (m,) bool.
+
+    Legal points are exact fixed points of the codec, so a configuration that a trial already
+    has encodes to exactly the same bytes; exact comparison is the codec's resolution.
+    """
+    if len(Z) == 0 or len(points) == 0:
+        return np.zeros(len(Z), dtype=bool)
+    seen = {row.tobytes() for row in np.ascontiguousarray(points, dtype=float)}
+    return np.array(
+        [row.tobytes() in seen for row in np.ascontiguousarray(Z, dtype=float)], dtype=bool
+    )

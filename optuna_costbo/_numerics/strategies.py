@@ -26,6 +26,7 @@ from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.gp import GPModel
 from optuna_costbo._numerics.optimize import maximize_acquisition
 from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import rows_among
 
 
 __all__ = [
@@ -95,11 +96,9 @@ class AcquisitionContext:
         Legal points are exact fixed points of the codec, so a configuration that a trial
         already has encodes to exactly these bytes.
         """
-        if self.evaluated is None or len(self.evaluated) == 0 or len(Z) == 0:
+        if self.evaluated is None:
             return np.zeros(len(Z), dtype=bool)
-        seen = {row.tobytes() for row in np.ascontiguousarray(self.evaluated, dtype=float)}
-        rows = np.ascontiguousarray(Z, dtype=float)
-        return np.array([row.tobytes() in seen for row in rows], dtype=bool)
+        return rows_among(Z, self.evaluated)
 
     def reserved(self) -> float:
         """Predicted cost of the running trials, not yet spent but committed."""
