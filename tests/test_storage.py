@@ -193,7 +193,9 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
                 "out": str(out),
                 "seed": 0,
                 "n_startup_trials": 3,
-                "sleep": (0.05, 0.1),
+                # Trials long enough (about 16 left, 5 per worker, when the server stops) that
+                # the budget cannot be spent before the outage, on a slow or a fast machine.
+                "sleep": (0.8, 1.0),
                 "sampler_kwargs": {"dashboard_chart": False},
                 **extra,
             }
