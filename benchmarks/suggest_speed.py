@@ -2,10 +2,11 @@
 
 For each dimension D and number of completed trials n, both samplers get the same n trials
 (random points of a cost-varying test function, added with ``add_trial``), then make
-``--repeats`` consecutive suggestions, each told its value before the next, as in a real run:
-warm starts from earlier fits are used the way each sampler normally uses them. Reported: the
-median (and mean) seconds of one ``ask`` plus all ``suggest_*`` calls. Single-threaded: BLAS
-and torch are limited to one thread before they load.
+one cold suggestion (a fresh sampler: a new worker or a resumed study) and then ``--repeats``
+consecutive suggestions, each told its value before the next, as in a real run: warm starts
+from earlier fits are used the way each sampler normally uses them. Reported: the median (and
+mean) seconds of one warm ``ask`` plus all ``suggest_*`` calls, and the cold one.
+Single-threaded: BLAS and torch are limited to one thread before they load.
 
     pip install torch==2.13.0     # for GPSampler
     python benchmarks/suggest_speed.py [--dims 2 5 10] [--trials 25 50 100 200] [--repeats 7]
@@ -123,11 +124,17 @@ def samplers() -> dict[str, Callable[[], optuna.samplers.BaseSampler]]:
 def _cell(
     makers: dict[str, Callable[[], optuna.samplers.BaseSampler]], dim: int, n: int, repeats: int
 ) -> dict[str, tuple[float, float]]:
-    """(median, mean) seconds per suggestion of each sampler on one (D, n) cell."""
+    """(median, mean, first) seconds per suggestion of each sampler on one (D, n) cell.
+
+    The first suggestion of a fresh sampler is cold (no warm start: a new process joining or
+    resuming the study); median and mean are over the ``repeats`` warm ones after it.
+    """
     medians = {}
     for name, make in makers.items():
-        times = time_suggestions(make_study(make(), dim, n, seed=dim * 1000 + n), dim, repeats)
-        medians[name] = (statistics.median(times), statistics.fmean(times))
+        study = make_study(make(), dim, n, seed=dim * 1000 + n)
+        first = time_suggestions(study, dim, 1)[0]
+        times = time_suggestions(study, dim, repeats)
+        medians[name] = (statistics.median(times), statistics.fmean(times), first)
     return medians
 
 
@@ -197,6 +204,12 @@ def main() -> None:
     parser.add_argument(
         "--clock", choices=["wall", "cpu"], default="wall", help="seconds measured (default wall)"
     )
+    parser.add_argument(
+        "--samplers",
+        nargs="+",
+        default=None,
+        help="time only the samplers whose names contain one of these words",
+    )
     args = parser.parse_args()
     if args.clock == "cpu":
         global _CPU_CLOCK
@@ -207,6 +220,8 @@ def main() -> None:
         return
 
     makers = samplers()
+    if args.samplers:
+        makers = {k: v for k, v in makers.items() if any(w in k for w in args.samplers)}
     # Warm-up: the first suggestion in a process pays for imports (torch especially).
     for make in makers.values():
         time_suggestions(make_study(make(), 2, 5, 0), 2, 1)
@@ -220,7 +235,7 @@ def main() -> None:
             print(f"D={dim:<3} n={n:<4} {cells}", flush=True)
 
     names = list(makers)
-    header = "| D | n | " + " | ".join(f"{k} median (mean) ms" for k in names)
+    header = "| D | n | " + " | ".join(f"{k} median (mean) ms, warm" for k in names)
     ref = "optuna GPSampler"
     if ref in names:
         header += " | " + " | ".join(f"{k} / GPSampler" for k in names if k != ref)
@@ -230,6 +245,10 @@ def main() -> None:
         if ref in names:
             cells += [f"{med[k][0] / med[ref][0]:.2f}" for k in names if k != ref]
         lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
+    lines += ["", "Cold first suggestion of a fresh sampler (no warm start), seconds:", ""]
+    lines += ["| D | n | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 2)]
+    for dim, n, med in rows:
+        lines.append(f"| {dim} | {n} | " + " | ".join(f"{med[k][2]:.2f}" for k in names) + " |")
     table = "\n".join(lines)
     print()
     print(table)

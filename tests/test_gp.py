@@ -30,6 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from optuna_costbo._numerics.fit import LENGTHSCALE_BOUNDS
 from optuna_costbo._numerics.fit import fit_gp
+from optuna_costbo._numerics.fit import fit_subset
 from optuna_costbo._numerics.fit import neg_log_marginal_likelihood
 from optuna_costbo._numerics.gp import GPModel
 from optuna_costbo._numerics.hyperparams import GPHyperparams
@@ -516,3 +517,63 @@ def test_warm_start_reaches_a_fit_at_least_as_good() -> None:
     assert objective(warm.hyper) <= objective(cold.hyper) + 1e-9
     full = fit_gp(X, y, rng=np.random.default_rng(0))
     assert objective(warm.hyper) <= objective(full.hyper) + 1.0
+
+
+# ----------------------------------------------------------------------------- many observations
+
+
+def test_fit_subset_keeps_the_best_quarter_and_draws_the_rest() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=1000)
+    idx = fit_subset(y, 256, np.random.default_rng(1))
+    assert idx.shape == (256,) and len(np.unique(idx)) == 256
+    assert np.all(np.diff(idx) > 0)
+    assert set(np.argsort(y)[:64].tolist()) <= set(idx.tolist())
+    # The rest is spread over the other values, not the next best ones.
+    rest = np.setdiff1d(idx, np.argsort(y)[:64])
+    assert np.median(y[rest]) > np.quantile(y, 0.3)
+    np.testing.assert_array_equal(idx, fit_subset(y, 256, np.random.default_rng(1)))
+    np.testing.assert_array_equal(fit_subset(y[:100], 256, rng), np.arange(100))
+    with pytest.raises(ValueError, match="max_points must be a positive integer"):
+        fit_subset(y, 0, rng)
+
+
+def test_fit_on_a_subset_finds_the_hyperparameters_of_the_full_fit() -> None:
+    # 700 noisy observations of a smooth 2-D function: hyperparameters fitted on 256 of them
+    # (restarts on 64) against the fit on all 700; the model is conditioned on all 700.
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(700, 2))
+    y = np.sin(5.0 * X[:, 0]) + 0.5 * np.cos(3.0 * X[:, 1]) + 0.05 * rng.normal(size=700)
+    full = fit_gp(X, y, rng=np.random.default_rng(0))
+    sub = fit_gp(X, y, rng=np.random.default_rng(0), max_points=256)
+    assert sub.n == 700
+    ratio = sub.hyper.lengthscales / full.hyper.lengthscales
+    assert np.all((ratio > 0.6) & (ratio < 1.6)), ratio
+    noise_full = full.hyper.noise_var * full.y_std**2
+    noise_sub = sub.hyper.noise_var * sub.y_std**2
+    assert 0.5 < noise_sub / noise_full < 2.0  # true noise variance 0.0025
+    Xt = rng.uniform(size=(400, 2))
+    yt = np.sin(5.0 * Xt[:, 0]) + 0.5 * np.cos(3.0 * Xt[:, 1])
+    rmse_full = float(np.sqrt(np.mean((full.predict(Xt)[0] - yt) ** 2)))
+    rmse_sub = float(np.sqrt(np.mean((sub.predict(Xt)[0] - yt) ** 2)))
+    assert rmse_sub < 1.2 * rmse_full + 1e-3
+
+
+def test_fit_without_optimizing_keeps_the_kernel_and_profiles_the_mean() -> None:
+    X, y = _toy_data(40, 3, seed=11)
+    first = fit_gp(X[:30], y[:30], rng=np.random.default_rng(0))
+    kept = fit_gp(X, y + 5.0, rng=np.random.default_rng(0), warm_start=first.hyper, optimize=False)
+    np.testing.assert_array_equal(kept.hyper.lengthscales, first.hyper.lengthscales)
+    assert kept.hyper.signal_var == first.hyper.signal_var
+    assert kept.hyper.noise_var == first.hyper.noise_var
+    assert kept.n == 40
+    # The mean is the profiled one of these data: the NLL is smallest there over the mean.
+    z = (y + 5.0 - kept.y_mean) / kept.y_std
+    theta = kept.hyper.log_params()
+
+    def nll(m: float) -> float:
+        return neg_log_marginal_likelihood(theta, X, z, mean=m, prior=True)[0]
+
+    assert nll(kept.hyper.mean) <= min(nll(kept.hyper.mean + d) for d in (-0.05, 0.05))
+    with pytest.raises(ValueError, match="optimize=False needs a warm_start"):
+        fit_gp(X, y, rng=np.random.default_rng(0), optimize=False)

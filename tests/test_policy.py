@@ -116,3 +116,53 @@ def test_a_moving_cost_starts_the_search_at_the_current_point() -> None:
 
     assert cost_of_proposal(here) < 2.0
     assert cost_of_proposal(None) > 10.0
+
+
+def test_hyperparameters_are_kept_between_refits_past_the_fit_subset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past MAX_FIT_POINTS observations the hyperparameters are optimized again only once the
+    # data have grown by REFIT_GROWTH; in between the kept ones condition a model on all data.
+    from optuna_costbo._numerics import policy
+    from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import ProposalRequest
+    from optuna_costbo._numerics.policy import WarmStart
+    from optuna_costbo._numerics.registry import make_acquisition
+    from optuna_costbo._numerics.strategies import AcquisitionOptions
+
+    monkeypatch.setattr(policy, "MAX_FIT_POINTS", 20)
+    monkeypatch.setattr(policy, "REFIT_GROWTH", 0.25)
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    y = np.sum((X - 0.6) ** 2, axis=1) + 0.3 * np.sin(7 * X[:, 0])
+    costs = np.exp(X[:, 0])
+    eipu = make_acquisition("eipu", AcquisitionOptions())
+    warm = WarmStart()
+    optimized_at, kept = [], []
+    for n in range(18, 60, 3):
+        request = ProposalRequest(
+            codec=CODEC,
+            X=X[:n],
+            y=y[:n],
+            remaining=100.0,
+            budget=100.0,
+            cost_data=CostData(X[:n], costs[:n]),
+            warm=warm,
+        )
+        out = policy.propose(request, eipu, np.random.default_rng(n))
+        assert out.objective_model.n == n and out.cost_model.model.n == n  # type: ignore[union-attr]
+        if out.warm.objective_n == n:
+            optimized_at.append(n)
+        else:
+            assert warm.objective is not None
+            np.testing.assert_array_equal(
+                out.warm.objective.lengthscales,  # type: ignore[union-attr]
+                warm.objective.lengthscales,
+            )
+            kept.append(n)
+        assert out.warm.cost_n == out.warm.objective_n  # one schedule for both models
+        warm = out.warm
+    # Every fit up to 20 observations is optimized; past them one in every ~25% growth.
+    assert optimized_at[:1] == [18]
+    assert [n for n in optimized_at if n > 20] == [24, 30, 39, 51]  # n >= 1.25 x the last
+    assert kept and all(n > 20 for n in kept)

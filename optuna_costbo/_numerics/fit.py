@@ -40,6 +40,7 @@ __all__ = [
     "NOISE_VAR_MAX",
     "SIGNAL_VAR_BOUNDS",
     "fit_gp",
+    "fit_subset",
     "neg_log_marginal_likelihood",
 ]
 
@@ -242,6 +243,58 @@ def _initial_points(
     return [np.clip(s, bounds[:, 0], bounds[:, 1]) for s in starts]
 
 
+def _lbfgsb_fit(
+    starts: list[np.ndarray],  # each (D+2,)
+    sq: np.ndarray,  # (D, k * k)
+    z: np.ndarray,  # (k,)
+    bounds: np.ndarray,  # (D+2, 2)
+) -> np.ndarray:
+    """The best packed log-parameters (D+2,) of L-BFGS-B runs from ``starts`` (MAP, profiled
+    mean)."""
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad, _ = _nll_core(theta, sq, z, None, True)
+        if not (math.isfinite(value) and np.all(np.isfinite(grad))):
+            # NOTE(gp): Defensive only: a huge finite value makes L-BFGS-B backtrack instead of
+            # aborting on NaN.
+            return 1e300, np.zeros_like(theta)
+        return value, grad
+
+    best_theta = starts[0]
+    best_value = math.inf
+    for x0 in starts:
+        res = scipy.optimize.minimize(
+            objective, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=_LBFGS_OPTIONS
+        )
+        theta = np.clip(np.asarray(res.x, dtype=float), bounds[:, 0], bounds[:, 1])
+        value = float(res.fun)
+        if math.isfinite(value) and value < best_value:
+            best_value, best_theta = value, theta
+    return best_theta
+
+
+def fit_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the observations the hyperparameters are fitted on when there are many.
+
+    The marginal likelihood costs O(k^3) per evaluation, so past ``max_points`` observations
+    it is evaluated on a subset (subset of data; Rasmussen and Williams, "Gaussian Processes
+    for Machine Learning", 2006, section 8.3.2): the best quarter of ``max_points`` by value
+    (the region an optimizer cares about, where the lengthscales matter most) and the rest
+    drawn uniformly at random from the other observations (the function's global scale).
+    Sorted, shape (max_points,).
+    """
+    n = y.shape[0]
+    if not (is_int(max_points) and max_points >= 1):
+        raise ValueError(f"max_points must be a positive integer, got {max_points!r}.")
+    if n <= max_points:
+        return np.arange(n)
+    order = np.argsort(y, kind="stable")  # (n,)
+    n_best = max_points // 4
+    rest = rng.choice(order[n_best:], size=max_points - n_best, replace=False)
+    out: np.ndarray = np.sort(np.concatenate([order[:n_best], rest]))
+    return out
+
+
 def fit_gp(
     X: np.ndarray,
     y: np.ndarray,
@@ -251,6 +304,8 @@ def fit_gp(
     min_noise_var: float = 1e-6,
     fixed_noise: bool = False,
     warm_start: GPHyperparams | None = None,
+    max_points: int | None = None,
+    optimize: bool = True,
 ) -> GPModel:
     """Fit hyperparameters by MAP (marginal likelihood + weak priors) and build the model.
 
@@ -274,6 +329,12 @@ def fit_gp(
             deterministic objective, as Optuna's ``GPSampler(deterministic_objective=True)``).
         warm_start: Previous hyperparameters (e.g. from the last suggestion) to start from.
             Must have ``D`` lengthscales.
+        max_points: Fit the hyperparameters on at most this many observations (see
+            :func:`fit_subset`); the model returned is conditioned on all of them. ``None``
+            (default): on all.
+        optimize: ``False`` keeps the kernel parameters of ``warm_start`` (required then) and
+            only profiles the constant mean again: a model for new data at the cost of one
+            likelihood evaluation, for a refit schedule.
 
     Returns:
         The fitted :class:`GPModel`.
@@ -295,33 +356,29 @@ def fit_gp(
         raise ValueError(f"min_noise_var must be finite and positive, got {min_noise_var}.")
     if warm_start is not None and warm_start.dim != D:
         raise ValueError(f"warm_start has {warm_start.dim} lengthscales but X has {D} columns.")
+    if not optimize and warm_start is None:
+        raise ValueError("optimize=False needs a warm_start (the kernel parameters to keep).")
 
     y_mean, y_std = standardization(y)
     z = (y - y_mean) / y_std  # (n,)
-    sq = _sq_diffs(X)  # (D, n * n), shared by every NLL evaluation
+    X_fit = X
+    if max_points is not None and n > max_points:
+        keep = fit_subset(y, max_points, rng)  # (max_points,)
+        X_fit, z = X[keep], z[keep]
+    sq = _sq_diffs(X_fit)  # (D, k * k), shared by every NLL evaluation
     bounds = _bounds(D, min_noise_var, fixed_noise)  # (D+2, 2)
 
-    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad, _ = _nll_core(theta, sq, z, None, True)
-        if not (math.isfinite(value) and np.all(np.isfinite(grad))):
-            # NOTE(gp): Defensive only: a huge finite value makes L-BFGS-B backtrack instead of
-            # aborting on NaN.
-            return 1e300, np.zeros_like(theta)
-        return value, grad
-
-    best_theta: np.ndarray | None = None
-    best_value = math.inf
-    for x0 in _initial_points(D, bounds, rng, int(n_restarts), warm_start):
-        res = scipy.optimize.minimize(
-            objective, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=_LBFGS_OPTIONS
-        )
-        theta = np.clip(np.asarray(res.x, dtype=float), bounds[:, 0], bounds[:, 1])
-        value = float(res.fun)
-        if math.isfinite(value) and value < best_value:
-            best_value, best_theta = value, theta
-    if best_theta is None:  # pragma: no cover - objective is finite at every start
-        best_theta = _initial_points(D, bounds, rng, 0, None)[0]
-
+    starts = _initial_points(D, bounds, rng, int(n_restarts), warm_start)
+    if not optimize:
+        best_theta = starts[0]
+    else:
+        if len(starts) > 1 and X_fit is not X:
+            # NOTE(gp): many observations: the restarts only pick a basin, so they run on a
+            # quarter of the subset (1/64 of the cost per evaluation) and the best of them is
+            # refined on the whole subset. Cold fits at 1000 trials: see suggest_speed.py.
+            coarse = fit_subset(z, max(len(z) // 4, 2), rng)  # indices into the subset
+            starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds)]
+        best_theta = _lbfgsb_fit(starts, sq, z, bounds)
     _, _, mean = _nll_core(best_theta, sq, z, None, True)
     hyper = GPHyperparams.from_log_params(best_theta, mean)
     return GPModel(X, y, hyper, y_mean=y_mean, y_std=y_std)

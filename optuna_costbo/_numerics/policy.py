@@ -31,14 +31,27 @@ __all__ = ["CostData", "Proposal", "ProposalRequest", "WarmStart", "propose"]
 # NOTE: noise floor of the log-cost model (standardized units): measured costs are noisy.
 _COST_MIN_NOISE_VAR = 1e-4
 
+#: Hyperparameters are fitted on at most this many observations (see :func:`.fit.fit_subset`);
+#: the models are conditioned on all of them.
+MAX_FIT_POINTS = 256
+#: Past MAX_FIT_POINTS observations, hyperparameters are optimized again once the data have
+#: grown by this fraction since the last optimization, and kept in between.
+REFIT_GROWTH = 0.05
+
 
 @dataclass
 class WarmStart:
-    """Hyperparameters of the last fits, reused as the first start of the next ones."""
+    """Hyperparameters of the last fits, reused as the first start of the next ones.
+
+    ``objective_n`` / ``cost_n``: observations when those hyperparameters were last optimized
+    (see :func:`_fit`'s refit schedule).
+    """
 
     objective: GPHyperparams | None = None
     cost: GPHyperparams | None = None
     n_fits: int = 0
+    objective_n: int = 0
+    cost_n: int = 0
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,9 @@ def _fit(
     rng: np.random.Generator,
     min_noise_var: float,
     fixed_noise: bool = False,
-) -> GPModel:
+    last_n: int = 0,
+) -> tuple[GPModel, bool]:
+    """The fitted model, and whether its hyperparameters were optimized (not kept)."""
     # NOTE: a warm start from the previous suggestion's hyperparameters makes most fits a few
     # L-BFGS-B iterations; every 5th fit (and whenever there is no warm start) adds random
     # restarts so the fit can leave a poor basin as data accumulate.
@@ -124,7 +139,13 @@ def _fit(
     if warm is not None and warm.lengthscales.shape != (X.shape[1],):
         warm = None
         n_restarts = 3
-    return fit_gp(
+    # NOTE: refit schedule. Past MAX_FIT_POINTS observations one more point hardly moves the
+    # hyperparameters, and optimizing them is most of a suggestion's time: they are kept
+    # until the data have grown by REFIT_GROWTH (then optimized from the kept ones, with the
+    # restarts of every 5th fit). benchmarks/suggest_speed.py measures the effect.
+    n = X.shape[0]
+    optimize = warm is None or n <= MAX_FIT_POINTS or n >= last_n * (1.0 + REFIT_GROWTH)
+    model = fit_gp(
         X,
         y,
         rng=rng,
@@ -132,7 +153,10 @@ def _fit(
         min_noise_var=min_noise_var,
         fixed_noise=fixed_noise,
         warm_start=warm,
+        max_points=MAX_FIT_POINTS,
+        optimize=optimize,
     )
+    return model, optimize
 
 
 def _finite(y: np.ndarray) -> np.ndarray:
@@ -148,15 +172,24 @@ def _finite(y: np.ndarray) -> np.ndarray:
 
 def _cost_model(
     request: ProposalRequest, warm: WarmStart, rng: np.random.Generator
-) -> CostModel | None:
-    """The one place that decides between a known cost and a fitted one (None: no costs)."""
+) -> tuple[CostModel | None, int]:
+    """The one place that decides between a known cost and a fitted one (None: no costs),
+    and the observations when the fitted one's hyperparameters were last optimized."""
     if request.known_cost is not None:
-        return request.known_cost
+        return request.known_cost, warm.cost_n
     data = request.cost_data
     if data is None or len(data.costs) == 0:
-        return None
-    model = _fit(data.X, np.log(data.costs), warm.cost, warm.n_fits, rng, _COST_MIN_NOISE_VAR)
-    return FittedLogCost(model)
+        return None, warm.cost_n
+    model, optimized = _fit(
+        data.X,
+        np.log(data.costs),
+        warm.cost,
+        warm.n_fits,
+        rng,
+        _COST_MIN_NOISE_VAR,
+        last_n=warm.cost_n,
+    )
+    return FittedLogCost(model), len(data.costs) if optimized else warm.cost_n
 
 
 def propose(
@@ -213,15 +246,26 @@ def _propose(
         # fits; only the pending points (the other trial's point) changed.
         fitted, cost, new_warm = reuse.fitted, reuse.cost_model, reuse.warm
     else:
-        fitted = _fit(
-            X, y, warm.objective, warm.n_fits, rng, request.min_noise_var, request.deterministic
+        fitted, optimized = _fit(
+            X,
+            y,
+            warm.objective,
+            warm.n_fits,
+            rng,
+            request.min_noise_var,
+            request.deterministic,
+            last_n=warm.objective_n,
         )
-        cost = _cost_model(request, warm, rng) if acquisition.needs_cost else None
+        cost, cost_n = (
+            _cost_model(request, warm, rng) if acquisition.needs_cost else (None, warm.cost_n)
+        )
         fitted_cost = cost.model if isinstance(cost, FittedLogCost) else None
         new_warm = WarmStart(
             objective=fitted.hyper,
             cost=fitted_cost.hyper if fitted_cost is not None else warm.cost,
             n_fits=warm.n_fits + 1,
+            objective_n=len(y) if optimized else warm.objective_n,
+            cost_n=cost_n,
         )
     # NOTE: trials still running are pending points: a kriging believer conditions the model
     # on its own mean there (hyperparameters fixed), which takes their EI to about zero, so
