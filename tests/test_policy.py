@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from _policy_helpers import propose
 import numpy as np
 import pytest
@@ -44,22 +46,34 @@ def test_running_trials_reserve_their_predicted_cost() -> None:
     X, y = _data()
     known = KnownCost(fn=lambda Z: 1.0 + 9.0 * Z[:, 0])  # cost 1 .. 10 along x0
     running = np.array([[0.0, 0.5]] * 3)  # three running trials of cost 1 each
-    for seed in range(3):
-        p = propose(
+
+    def run(acquisition: str, seed: int, remaining: float) -> Any:
+        return propose(
             CODEC,
             X,
             y,
             X[:0],
             np.empty(0),
-            acquisition="rollout",
+            acquisition=acquisition,
             rng=np.random.default_rng(seed),
-            remaining=6.0,
+            remaining=remaining,
             budget=100.0,
             known_cost=known,
             X_running=running,
         )
-        assert 1.0 + 9.0 * p.z[0] <= 6.0 - 3.0 + 1e-9  # affordable after the reservation
+
+    for seed in range(3):
+        # The paper's rule: only points the budget left after the reservation covers.
+        p = run("rollout-paper", seed, 6.0)
+        assert 1.0 + 9.0 * p.z[0] <= 6.0 - 3.0 + 1e-9
         assert p.message is None
+        # The study's rule ("rollout"): any point while budget is left after the reservation;
+        # none when the running trials are predicted to spend what is left: the near-cheapest
+        # point, with a message.
+        assert run("rollout", seed, 6.0).message is None
+        p = run("rollout", seed, 2.5)
+        assert 1.0 + 9.0 * p.z[0] <= 1.25 + 1e-9
+        assert p.message is not None and "no point is affordable" in p.message
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf])

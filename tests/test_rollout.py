@@ -228,24 +228,29 @@ def _discrete_reference(
     choices: list[list[int]] | None = None,  # filled with the chosen indices per trajectory
     noise_free: bool = False,
     per_unit_cost: bool = False,
+    last_overruns: bool = False,
 ) -> np.ndarray:
     """Lambda_h on the finite action set with the given normals, one trajectory at a time.
 
     ``noise_free``: condition on the drawn latent values (a 1e-12 relative jitter, as the fast
     estimator); ``per_unit_cost``: divide by the mean budget consumed (all of ``tau`` for a
-    trajectory that ends with budget that buys nothing more).
+    trajectory that ends with budget that buys nothing more); ``last_overruns``: any budget
+    left buys a step of any cost, and a trajectory that spends all of ``tau`` consumed ``tau``.
     """
     out = np.full(n_first, -np.inf)
     var = np.diag(cov)
     cond_noise = 1e-12 * float(np.max(var)) if noise_free else noise_var
     for b in range(n_first):
-        if first_cost[b] > tau:
+        if (tau <= 0.0) if last_overruns else (first_cost[b] > tau):
             continue
         acc = 0.0
         consumed = 0.0
         if horizon == 1:
             left = tau - first_cost[b]
-            consumed = tau if left < cost_from(b).min() else first_cost[b]
+            if last_overruns:
+                consumed = tau if left <= 0.0 else first_cost[b]
+            else:
+                consumed = tau if left < cost_from(b).min() else first_cost[b]
             out[b] = _ei_ref(mean[b], var[b], best) / (consumed if per_unit_cost else 1.0)
             continue
         for u in normals:
@@ -260,7 +265,7 @@ def _discrete_reference(
                 m = mean + C @ np.linalg.solve(A, np.array(ys) - mean[S])
                 v = np.maximum(var - np.einsum("ps,sp->p", C, np.linalg.solve(A, C.T)), 1e-300)
                 c = cost_from(prev)
-                ok = c <= budget
+                ok = np.full(len(c), budget > 0.0) if last_overruns else c <= budget
                 if not ok.any():
                     stranded = True
                     break
@@ -282,7 +287,10 @@ def _discrete_reference(
                 prev = j
                 S.append(j)
                 ys.append(y)
-            stranded = stranded or budget < cost_from(prev).min()
+            if last_overruns:
+                stranded = budget <= 0.0
+            else:
+                stranded = stranded or budget < cost_from(prev).min()
             acc += total
             consumed += tau if stranded else spent
             if choices is not None:
@@ -964,16 +972,23 @@ def test_propose_with_a_state_dependent_known_cost(horizon: int, seed: int) -> N
 @pytest.mark.parametrize("tau", [3.0, 6.0, 40.0])
 @pytest.mark.parametrize("horizon", [1, 2, 3])
 @pytest.mark.parametrize(
-    ("noise_free", "per_unit_cost"), [(True, False), (True, True), (False, True)]
-)
+    ("noise_free", "per_unit_cost", "last_overruns"),
+    [(True, False, False), (True, True, False), (False, True, False), (True, True, True),
+     (False, False, True)],
+)  # fmt: skip
 def test_cost_aware_variants_match_discrete_reference(
-    tau: float, horizon: int, noise_free: bool, per_unit_cost: bool, problem_2d: _Problem
+    tau: float,
+    horizon: int,
+    noise_free: bool,
+    per_unit_cost: bool,
+    last_overruns: bool,
+    problem_2d: _Problem,
 ) -> None:
     mean, cov = problem_2d.mean_cov()
     cost = _linear_cost(problem_2d.points)
     B = len(problem_2d.firsts)
     normals = qmc_normals(32, horizon, seed=3)
-    flags = dict(noise_free=noise_free, per_unit_cost=per_unit_cost)
+    flags = dict(noise_free=noise_free, per_unit_cost=per_unit_cost, last_overruns=last_overruns)
     fast = rollout_values(
         mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, horizon, normals, **flags
     )
@@ -991,16 +1006,17 @@ def test_per_unit_cost_with_a_state_dependent_cost_matches_reference(problem_1d:
     pair = _pair(pts, pts)  # (P, P): cost of moving from each point to each
     first_cost = _pair(_X_LAST[None], pts[:B])[0]
     normals = qmc_normals(32, 3, seed=4)
-    fast = rollout_values(
-        mean, cov, problem_1d.noise_var, problem_1d.best, B, None, 2.0, 3, normals,
-        pair_cost=lambda rows: pair[rows], first_cost=first_cost, per_unit_cost=True,
-        noise_free=True,
-    )  # fmt: skip
-    ref = _discrete_reference(
-        mean, cov, problem_1d.noise_var, problem_1d.best, B, lambda i: pair[i], first_cost, 2.0,
-        3, normals, per_unit_cost=True, noise_free=True,
-    )  # fmt: skip
-    _assert_same_values(fast, ref, rtol=1e-8)
+    for last_overruns in (False, True):
+        fast = rollout_values(
+            mean, cov, problem_1d.noise_var, problem_1d.best, B, None, 2.0, 3, normals,
+            pair_cost=lambda rows: pair[rows], first_cost=first_cost, per_unit_cost=True,
+            noise_free=True, last_overruns=last_overruns,
+        )  # fmt: skip
+        ref = _discrete_reference(
+            mean, cov, problem_1d.noise_var, problem_1d.best, B, lambda i: pair[i], first_cost,
+            2.0, 3, normals, per_unit_cost=True, noise_free=True, last_overruns=last_overruns,
+        )  # fmt: skip
+        _assert_same_values(fast, ref, rtol=1e-8)
 
 
 def test_noise_free_fantasies_keep_the_total_variance() -> None:
@@ -1075,3 +1091,27 @@ def test_per_unit_cost_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: 
     ok = cost[:B] <= tau
     assert ok.any() and np.all(np.isneginf(last[~ok]))
     np.testing.assert_allclose(last[ok], ei0[ok] / tau, rtol=1e-12)
+
+
+def test_under_the_overrun_rule_the_last_affordable_step_is_ei_whatever_its_cost(
+    problem_2d: _Problem,
+) -> None:
+    # The study stops once its budget is spent, so a trial may start with any budget left. With
+    # less budget left than the cheapest point costs, every first action ends the run and
+    # consumes all of tau: every first action may be chosen, ranked by EI; with the paper's rule
+    # none is affordable.
+    mean, cov = problem_2d.mean_cov()
+    B = len(problem_2d.firsts)
+    cost = _linear_cost(problem_2d.points)
+    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem_2d.best)
+    tau = 0.5 * float(cost.min())
+    normals = qmc_normals(16, 2, seed=0)
+    args = (mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, 2, normals)
+    np.testing.assert_allclose(
+        rollout_values(*args, per_unit_cost=True, last_overruns=True), ei0 / tau, rtol=1e-12
+    )
+    assert np.all(np.isneginf(rollout_values(*args, per_unit_cost=True)))
+    # Nothing left: nothing may start.
+    none = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 0.0, 2,
+                          normals, per_unit_cost=True, last_overruns=True)  # fmt: skip
+    assert np.all(np.isneginf(none))

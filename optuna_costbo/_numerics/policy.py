@@ -33,7 +33,7 @@ _COST_MIN_NOISE_VAR = 1e-4
 
 #: Hyperparameters are fitted on at most this many observations (see :func:`.fit.fit_subset`);
 #: the models are conditioned on all of them.
-MAX_FIT_POINTS = 256
+MAX_FIT_POINTS = 128
 #: Past MAX_FIT_POINTS observations, hyperparameters are optimized again once the data have
 #: grown by this fraction since the last optimization, and kept in between.
 REFIT_GROWTH = 0.05

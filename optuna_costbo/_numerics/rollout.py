@@ -81,6 +81,7 @@ def rollout_values(
     first_cost: np.ndarray | None = None,  # (n_first,) cost of the first actions
     noise_free: bool = False,
     per_unit_cost: bool = False,
+    last_overruns: bool = False,
 ) -> np.ndarray:
     """Lambda_h for each first action ``P[:n_first]``; -inf where the first action is unaffordable.
 
@@ -111,6 +112,11 @@ def rollout_values(
             that buys nothing more, since that budget is lost), a ratio of QMC averages. Under
             a uniform cost the consumed budget is the same for every first action and the
             argmax is Lambda_h's; with h = 1 and budget to spare it is EI per unit cost.
+        last_overruns: The budget rule of a study that stops once its budget is spent: a step
+            may start whenever some budget is left, whatever it costs (the last one overruns
+            the budget), instead of only when the budget left covers its cost (the paper's
+            rule, default). Per unit cost, a trajectory that spends the whole budget consumes
+            ``tau`` (the overrun is not budget the rest of the run could have used).
 
     Returns:
         Lambda_h (or Lambda_h per unit cost), shape (n_first,).
@@ -128,7 +134,7 @@ def rollout_values(
         first_cost = cost[:B]
     var0 = np.maximum(np.diag(cov), _TINY_VAR)  # (P,)
     ei0 = ei(mean[:B], var0[:B], best)  # (B,)
-    affordable0 = first_cost <= tau  # (B,)
+    affordable0 = first_cost <= tau if not last_overruns else np.full(B, tau > 0.0)  # (B,)
     values = np.where(affordable0, ei0, -np.inf)  # (B,)
     if not affordable0.any():
         return values
@@ -138,7 +144,14 @@ def rollout_values(
         prev1 = np.arange(B)[:, None]  # (B, 1)
         left = (tau - first_cost)[:, None]  # (B, 1)
         consumed = _consumed(
-            first_cost[:, None], left, prev1, np.ones_like(left, bool), tau, cost, pair_cost
+            first_cost[:, None],
+            left,
+            prev1,
+            np.ones_like(left, bool),
+            tau,
+            cost,
+            pair_cost,
+            last_overruns,
         )  # (B, 1)
         return np.where(affordable0, ei0 / consumed[:, 0], -np.inf)
 
@@ -169,7 +182,10 @@ def rollout_values(
         else:
             uniq, inv = np.unique(prev, return_inverse=True)
             c_next = pair_cost(uniq)[inv.reshape(B, N)]  # (B, N, P)
-        afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
+        if last_overruns:
+            afford = np.broadcast_to(((budget_left > 0.0) & alive)[..., None], c_next.shape)
+        else:
+            afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
         gain = ei(m, v, ystar[..., None])  # (B, N, P)
         # NOTE: a state-dependent cost may be zero (staying put); the floor keeps EI / cost
         # finite, and such a point has no EI to speak of anyway.
@@ -206,7 +222,9 @@ def rollout_values(
     if not per_unit_cost:
         values = np.where(affordable0, ei0 + total.mean(axis=1), -np.inf)
         return values
-    consumed = _consumed(spent, budget_left, prev, alive, tau, cost, pair_cost)  # (B, N)
+    consumed = _consumed(
+        spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
+    )  # (B, N)
     rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1)  # (B,)
     return np.where(affordable0, rate, -np.inf)
 
@@ -219,12 +237,17 @@ def _consumed(
     tau: float,
     cost: np.ndarray | None,  # (P,)
     pair_cost: PairCost | None,
+    last_overruns: bool = False,
 ) -> np.ndarray:
     """Budget each trajectory consumes: its costs, or all of ``tau`` if it strands the rest.
 
     A trajectory strands its leftover budget when it stopped because nothing was affordable,
-    or when what is left buys no point of the action set.
+    or when what is left buys no point of the action set. With ``last_overruns`` any budget
+    left buys a step, and a trajectory that spent all of ``tau`` (or more) consumed ``tau``.
     """
+    if last_overruns:
+        out_o: np.ndarray = np.maximum(np.where(budget_left <= 0.0, tau, spent), COST_FLOOR)
+        return out_o
     if pair_cost is None:
         assert cost is not None
         cheapest = np.full(spent.shape, float(np.min(cost)))  # (B, N)

@@ -59,6 +59,9 @@ class RolloutSettings:
             variance); the paper's estimator conditions on it as a noisy observation.
         per_unit_cost: Score first actions by Lambda_h per unit of the budget the trajectory
             consumes (see :func:`.rollout.rollout_values`) instead of Lambda_h.
+        last_overruns: Roll out under the sampler's own budget rule (a trial starts while
+            any budget is left; see :func:`.rollout.rollout_values`) instead of the paper's
+            (a step only where the budget left covers its predicted cost).
     """
 
     horizon: int = 2
@@ -70,6 +73,7 @@ class RolloutSettings:
     refine_radius: float = 0.05
     noise_free: bool = False
     per_unit_cost: bool = False
+    last_overruns: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,9 @@ class Rollout(PaperRollout):
     """
 
     name: ClassVar[str] = "rollout"
-    settings: RolloutSettings = RolloutSettings(noise_free=True, per_unit_cost=True)
+    settings: RolloutSettings = RolloutSettings(
+        noise_free=True, per_unit_cost=True, last_overruns=True
+    )
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> Rollout:
@@ -135,6 +141,7 @@ class Rollout(PaperRollout):
                 n_samples=options.n_samples,
                 noise_free=True,
                 per_unit_cost=True,
+                last_overruns=True,
             )
         )
 
@@ -167,7 +174,7 @@ def rollout_choice(
     cost_p = cost.cost(pool)  # (M,)
     ei_p = ei(mean_p, var_p, best)  # (M,)
     eipu_p = ei_p / cost_p  # (M,)
-    affordable = cost_p <= tau
+    affordable = cost_p <= tau if not settings.last_overruns else np.full(len(pool), tau > 0.0)
     k = settings.n_shortlist
     first = np.unique(
         np.vstack(
@@ -281,6 +288,7 @@ def rollout_values_on(
             normals,
             noise_free=settings.noise_free,
             per_unit_cost=settings.per_unit_cost,
+            last_overruns=settings.last_overruns,
         )
     rows: dict[int, np.ndarray] = {}
 
@@ -305,4 +313,5 @@ def rollout_values_on(
         first_cost=cost.cost(first),
         noise_free=settings.noise_free,
         per_unit_cost=settings.per_unit_cost,
+        last_overruns=settings.last_overruns,
     )

@@ -1,0 +1,145 @@
+"""Does fitting hyperparameters on a subset, on a refit schedule, cost optimization quality?
+
+Long runs (``--trials`` suggestions, 300 by default) of ``CostRolloutSampler`` on test
+functions, once as shipped (hyperparameters fitted on at most ``policy.MAX_FIT_POINTS``
+observations and kept until the data grow by ``policy.REFIT_GROWTH``) and once with every fit
+on all observations at every suggestion (the reference), same seeds. Printed: the median
+regret at 100, 200 and the last trial, the mean seconds per suggestion, and the paired
+comparison over seeds.
+
+    python benchmarks/scale_quality.py [--seeds 4] [--trials 300] [--acquisition eipu]
+"""
+
+from __future__ import annotations
+
+import os
+
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+import statistics
+import time
+
+import numpy as np
+import optuna
+from scipy.stats import wilcoxon
+
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo._numerics import policy
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+_H6_A = np.array(
+    [
+        [10, 3, 17, 3.5, 1.7, 8],
+        [0.05, 10, 17, 0.1, 8, 14],
+        [3, 3.5, 1.7, 10, 17, 8],
+        [17, 8, 0.05, 10, 0.1, 14],
+    ]
+)
+_H6_P = 1e-4 * np.array(
+    [
+        [1312, 1696, 5569, 124, 8283, 5886],
+        [2329, 4135, 8307, 3736, 1004, 9991],
+        [2348, 1451, 3522, 2883, 3047, 6650],
+        [4047, 8828, 8732, 5743, 1091, 381],
+    ]
+)
+_H6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+
+
+def hartmann6(x: np.ndarray) -> float:
+    """Hartmann 6-D on [0, 1]^6, minimum -3.32237."""
+    return float(-_H6_ALPHA @ np.exp(-np.sum(_H6_A * (x[None, :] - _H6_P) ** 2, axis=1)))
+
+
+def styblinski_tang5(x: np.ndarray) -> float:
+    """Styblinski-Tang 5-D on [-5, 5]^5 scaled by 1/2, minimum -39.16617 * 5 / 2."""
+    return float(np.sum(x**4 - 16 * x**2 + 5 * x) / 2.0)
+
+
+PROBLEMS: dict[str, tuple[Callable[[np.ndarray], float], int, float, float, float]] = {
+    # name: (function, dimension, low, high, optimum)
+    "hartmann6": (hartmann6, 6, 0.0, 1.0, -3.32237),
+    "styblinski-tang5": (styblinski_tang5, 5, -5.0, 5.0, -39.16617 * 5 / 2),
+}
+
+SHIPPED = (policy.MAX_FIT_POINTS, policy.REFIT_GROWTH)
+FULL = (10**9, 0.0)  # every fit on all observations, at every suggestion
+
+
+def run(problem: str, seed: int, trials: int, acquisition: str, variant: tuple[int, float]):
+    fn, dim, low, high, _ = PROBLEMS[problem]
+    policy.MAX_FIT_POINTS, policy.REFIT_GROWTH = variant
+    # Cost: grows 10x along the first coordinate, reported by the objective.
+    sampler = CostRolloutSampler(1e12, acquisition=acquisition, seed=seed, dashboard_chart=False)
+    study = optuna.create_study(sampler=sampler)
+    spent = [0.0]
+
+    def objective(trial: optuna.Trial) -> float:
+        x = np.array([trial.suggest_float(f"x{i}", low, high) for i in range(dim)])
+        trial.set_user_attr("cost", float(10 ** ((x[0] - low) / (high - low))))
+        return fn(x)
+
+    def timed(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        spent[0] = time.process_time() - start
+
+    start = time.process_time()
+    study.optimize(objective, n_trials=trials, callbacks=[timed])
+    values = np.minimum.accumulate([t.value for t in study.trials])
+    return values, spent[0] / trials
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--acquisition", default="eipu")
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    marks = [m for m in (100, 200) if m < args.trials] + [args.trials]
+    lines = [
+        f"{args.trials} trials, acquisition {args.acquisition!r}, {args.seeds} seeds; regret "
+        "is the best value minus the optimum (median over seeds); seconds are CPU seconds per "
+        f"trial (suggestion and objective). Shipped: fit on <= {SHIPPED[0]} observations, "
+        f"refit at {SHIPPED[1]:.0%} growth; full: every fit on all observations.",
+        "",
+        "| problem | variant | "
+        + " | ".join(f"regret @ {m}" for m in marks)
+        + " | s / trial | shipped vs full at the end: W/T/L, p |",
+        "|" + "---|" * (len(marks) + 4),
+    ]
+    for problem in args.problems:
+        optimum = PROBLEMS[problem][4]
+        results = {}
+        for name, variant in (("shipped", SHIPPED), ("full", FULL)):
+            runs = [
+                run(problem, s, args.trials, args.acquisition, variant) for s in range(args.seeds)
+            ]
+            regrets = np.array([v - optimum for v, _ in runs])  # (seeds, trials)
+            results[name] = (regrets, statistics.fmean(t for _, t in runs))
+            print(problem, name, regrets[:, -1].round(5), f"{results[name][1]:.3f} s", flush=True)
+        a, b = results["shipped"][0][:, -1], results["full"][0][:, -1]
+        wins, ties = int(np.sum(a < b)), int(np.sum(a == b))
+        p = float(wilcoxon(a, b).pvalue) if np.any(a != b) else 1.0
+        for name, (regrets, per_trial) in results.items():
+            cells = [f"{np.median(regrets[:, m - 1]):.4g}" for m in marks]
+            test = f"{wins}/{ties}/{len(a) - wins - ties}, p {p:.2f}" if name == "shipped" else ""
+            lines.append(
+                f"| {problem} | {name} | " + " | ".join(cells) + f" | {per_trial:.3f} | {test} |"
+            )
+    table = "\n".join(lines)
+    print()
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "scale_quality.md").write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
