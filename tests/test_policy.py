@@ -180,3 +180,28 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset(
     assert optimized_at[:1] == [18]
     assert [n for n in optimized_at if n > 20] == [24, 30, 39, 51]  # n >= 1.25 x the last
     assert kept and all(n > 20 for n in kept)
+
+
+def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
+    # Nothing affordable (tau < 0): the fallback is the best EI among the near-cheapest points.
+    # Declared evaluated, that point must give way to the next best one.
+    from optuna_costbo._numerics.fit import fit_gp
+    from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
+    from optuna_costbo._numerics.rollout_acquisition import rollout_choice
+    from optuna_costbo._numerics.search_space import rows_among
+
+    X, y = _data()
+    model = fit_gp(X, y, rng=np.random.default_rng(0))
+    known = KnownCost(fn=lambda Z: 1.0 + 9.0 * Z[:, 0])
+
+    def choose(excluded: Any) -> Any:
+        return rollout_choice(
+            model, CODEC, np.random.default_rng(1), float(y.min()), -1.0, X[:2], known,
+            RolloutSettings(), excluded=excluded,
+        )  # fmt: skip
+
+    first = choose(None)
+    assert first.message is not None and "no point is affordable" in first.message
+    second = choose(lambda Z: rows_among(Z, first.z[None]))
+    assert not np.array_equal(second.z, first.z)
+    assert 1.0 + 9.0 * second.z[0] <= 1.25 * (1.0 + 9.0 * first.z[0]) + 1e-9

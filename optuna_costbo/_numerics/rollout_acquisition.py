@@ -241,6 +241,11 @@ def rollout_choice(
     ei_all = ei(mean, var, best)
     cost_all = cost.cost(cand)
     near = cost_all <= _CHEAP_FACTOR * cost_all.min()
+    if excluded is not None:
+        # Not a point a finished or running trial has (a running one is the likeliest clash:
+        # its kriging-believer EI is tiny, but other far points' EI may underflow to zero).
+        fresh = near & ~excluded(cand)
+        near = fresh if fresh.any() else near
     i = int(np.argmax(np.where(near, ei_all, -np.inf)))
     message = (
         f"no point is affordable with the remaining budget {tau:.6g} (cheapest predicted "
