@@ -154,8 +154,8 @@ def make_problems(scale: float = 1.0) -> dict[str, Problem]:
     problems = [
         Problem("sgd-digits", 3.0 * scale, "cheap", sgd),
         Problem("tree-synth", 3.0 * scale, "cheap", tree),
-        Problem("hgb-synth", 12.0 * scale, "expensive", hgb),
-        Problem("mlp-digits", 12.0 * scale, "expensive", mlp),
+        Problem("hgb-synth", 10.0 * scale, "expensive", hgb),
+        Problem("mlp-digits", 10.0 * scale, "expensive", mlp),
     ]
     return {p.name: p for p in problems}
 

@@ -40,7 +40,7 @@ __all__ = ["DEFAULT_SHARE", "EffortRule", "Route", "charges_sampler_time"]
 Route = Literal["full", "quick"]
 
 #: Default share of the wall-clock that full suggestions may take (see docs/concepts.md).
-DEFAULT_SHARE = 0.25
+DEFAULT_SHARE = 0.1
 
 
 @dataclass
