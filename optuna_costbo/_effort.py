@@ -50,6 +50,8 @@ class _StudyEffort:
     last_full: float | None = None  # duration of the latest full suggestion
     n_full: int = 0
     n_quick: int = 0
+    n_fitted: int = 0  # observations when the hyperparameters were last fitted
+    overhead: float = 0.0  # recent sampler seconds per trial (moving average)
 
 
 class EffortRule:
@@ -90,9 +92,26 @@ class EffortRule:
             return "full"
         return "quick"
 
-    def record_suggestion(self, study_id: int, route: Route, seconds: float) -> None:
-        """A suggestion of ``route`` took ``seconds``."""
+    def refit_due(self, study_id: int, n: int) -> bool:
+        """Whether a quick suggestion on ``n`` observations should refit the hyperparameters.
+
+        NOTE: when the data have grown by a quarter (at least 3) since the last fit: about
+        log(n) refits in a run, so the quick route's hyperparameters never lag far behind.
+        """
         s = self._state(study_id)
+        return n >= s.n_fitted + max(3, s.n_fitted // 4)
+
+    def overhead(self, study_id: int) -> float:
+        """Recent sampler seconds per trial: what a trial costs besides its objective."""
+        return self._state(study_id).overhead
+
+    def record_suggestion(
+        self, study_id: int, route: Route, seconds: float, *, n: int = 0, refit: bool = False
+    ) -> None:
+        """A suggestion of ``route`` on ``n`` observations took ``seconds``."""
+        s = self._state(study_id)
+        if route == "full" or refit:
+            s.n_fitted = max(s.n_fitted, n)
         if route == "full":
             s.full_seconds += seconds
             s.last_full = seconds
@@ -100,10 +119,15 @@ class EffortRule:
         else:
             s.n_quick += 1
 
-    def record_trial(self, study_id: int, trial_seconds: float) -> None:
-        """A trial finished after ``trial_seconds`` of its own (sampler time excluded)."""
+    def record_trial(
+        self, study_id: int, trial_seconds: float, sampler_seconds: float = 0.0
+    ) -> None:
+        """A trial took ``trial_seconds`` of its own and ``sampler_seconds`` of the sampler's."""
+        s = self._state(study_id)
         if math.isfinite(trial_seconds) and trial_seconds > 0.0:
-            self._state(study_id).trial_seconds += trial_seconds
+            s.trial_seconds += trial_seconds
+        if math.isfinite(sampler_seconds) and sampler_seconds >= 0.0:
+            s.overhead += 0.2 * (sampler_seconds - s.overhead)
 
     def counts(self, study_id: int) -> dict[str, int]:
         """Suggestions made by each route in this process, for logs and tests."""

@@ -384,7 +384,7 @@ class CostRolloutSampler(BaseSampler):
         if charged and trial.datetime_start is not None:
             elapsed = (datetime.datetime.now() - trial.datetime_start).total_seconds()
             with self._lock:
-                self._effort.record_trial(study._study_id, elapsed - seconds)
+                self._effort.record_trial(study._study_id, elapsed - seconds, seconds)
         spent = store_ledger(study, self._budget, self._cost_attr, charged)
         if self._chart.wanted(study) and self._chart.due(study, spent, self._budget):
             from optuna_costbo.dashboard import update_dashboard
@@ -514,12 +514,21 @@ class CostRolloutSampler(BaseSampler):
         route: Route = "full"
         if self._charges_time(study, trials):
             route = self._effort.route(study._study_id, snap.ledger.remaining)
+        sid, n = study._study_id, len(snap.y)
+        refit = route == "quick" and self._effort.refit_due(sid, n)
         start = time.perf_counter()
         if route == "quick":
-            proposal = quick_propose(request, self._rng, needs_cost=self._acquisition.needs_cost)
+            proposal = quick_propose(
+                request,
+                self._rng,
+                needs_cost=self._acquisition.needs_cost,
+                refit=refit,
+                overhead=self._effort.overhead(sid),
+            )
         else:
             proposal = propose(request, self._acquisition, self._rng, reuse=previous)
-        self._effort.record_suggestion(study._study_id, route, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        self._effort.record_suggestion(sid, route, seconds, n=n, refit=refit)
         if route == "quick":
             _logger.debug(f"Trial {trial.number}: quick route (sampler time is charged)")
         self._warm[key] = proposal.warm
