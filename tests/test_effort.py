@@ -139,3 +139,23 @@ def test_reported_costs_are_not_charged_sampler_time_by_default() -> None:
 
     study.optimize(objective, n_trials=6)
     assert sampler._effort.counts(study._study_id) == {"full": 4, "quick": 0}
+
+
+def test_quick_suggestions_refit_when_the_data_grew_by_a_quarter() -> None:
+    rule = EffortRule(0.1)
+    rule.record_suggestion(STUDY, "full", 0.2, n=20)
+    assert not rule.refit_due(STUDY, 24)
+    assert rule.refit_due(STUDY, 25)
+    rule.record_suggestion(STUDY, "quick", 0.01, n=25, refit=True)
+    assert not rule.refit_due(STUDY, 30)
+    assert rule.refit_due(STUDY, 31)
+    rule.record_suggestion(STUDY, "quick", 0.01, n=31)  # no refit: the count stays
+    assert rule.refit_due(STUDY, 31)
+
+
+def test_overhead_follows_recent_sampler_seconds_per_trial() -> None:
+    rule = EffortRule(0.1)
+    assert rule.overhead(STUDY) == 0.0
+    for _ in range(60):
+        rule.record_trial(STUDY, 0.05, sampler_seconds=0.01)
+    assert rule.overhead(STUDY) == pytest.approx(0.01, rel=1e-3)

@@ -78,3 +78,23 @@ def test_quick_route_fits_once_without_a_warm_start() -> None:
     proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False)
     assert proposal.warm.objective is not None  # the quick fit is kept for next time
     assert np.isfinite(proposal.value)
+
+
+def test_a_large_overhead_flattens_the_cost_to_plain_ei() -> None:
+    rng = np.random.default_rng(1)
+    X_cost = CODEC.random_points(15, rng)
+    cost_hyper = GPHyperparams(np.array([0.5, 1.0, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
+    base = _request(cost_data=CostData(X_cost, np.exp(4.0 * X_cost[:, 0])))
+    request = ProposalRequest(**{**base.__dict__, "warm": WarmStart(HYPER, cost_hyper, 7)})
+    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    flat = quick_propose(request, np.random.default_rng(3), needs_cost=True, overhead=1e9)
+    assert np.array_equal(flat.z, plain.z)
+
+
+def test_refit_moves_the_hyperparameters_from_the_warm_start() -> None:
+    request = _request()
+    proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False, refit=True)
+    assert proposal.warm.objective is not None and proposal.fitted is not None
+    assert proposal.warm.objective is proposal.fitted.hyper
+    assert not np.allclose(proposal.warm.objective.lengthscales, HYPER.lengthscales)
+    assert proposal.warm.n_fits == 7  # the full route's restart schedule is not shifted
