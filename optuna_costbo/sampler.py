@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Sequence
 import dataclasses
+import datetime
 import threading
 import time
 from typing import Any
@@ -31,11 +32,16 @@ from optuna.trial import TrialState
 from optuna_costbo import _clash
 from optuna_costbo._chart_schedule import ChartSchedule
 from optuna_costbo._cost_record import record_cost
+from optuna_costbo._effort import DEFAULT_SHARE
+from optuna_costbo._effort import EffortRule
+from optuna_costbo._effort import Route
+from optuna_costbo._effort import charges_sampler_time
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose
+from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.registry import make_acquisition
 from optuna_costbo._numerics.strategies import AcquisitionOptions
 from optuna_costbo._snapshot import take_snapshot
@@ -126,10 +132,16 @@ class CostRolloutSampler(BaseSampler):
             defaults to :class:`~optuna.samplers.RandomSampler`.
         warn_independent_sampling: Log a warning when a parameter is sampled independently
             after the startup trials.
-        charge_sampler_time: Also charge the sampler's own computation time to the budget.
-            Turn it on when the budget is wall-clock you pay for as a whole (a job's time
-            limit, a cloud bill) and the objective is cheap enough that suggestion time
-            matters. Off by default: the budget then measures the objective alone.
+        charge_sampler_time: Whether the sampler's own computation time counts against the
+            budget. ``None`` (default): it does when the cost is measured wall-clock (no
+            ``cost_fn`` and the objective reports no cost), so that the budget is the wall
+            clock of the whole study; not when costs are reported or come from ``cost_fn``.
+            ``True`` or ``False`` force it. While it counts, each suggestion's effort is
+            chosen against the trials' time (``max_sampler_share``).
+        max_sampler_share: While the sampler's time counts: the share of the wall-clock that
+            full suggestions (model fits and the chosen acquisition) may take, in (0, 1].
+            Beyond it, suggestions take the quick route (the last fitted hyperparameters, EI
+            on a candidate set, a few milliseconds). ``1.0`` always takes the full route.
         deterministic_objective: Whether the objective returns the same value for the same
             parameters. ``True`` holds the objective model's noise at its floor instead of
             fitting it, as Optuna's ``GPSampler(deterministic_objective=True)``. Whatever the
@@ -155,7 +167,8 @@ class CostRolloutSampler(BaseSampler):
         seed: int | None = None,
         independent_sampler: BaseSampler | None = None,
         warn_independent_sampling: bool = True,
-        charge_sampler_time: bool = False,
+        charge_sampler_time: bool | None = None,
+        max_sampler_share: float = DEFAULT_SHARE,
         dashboard_chart: bool | None = None,
         deterministic_objective: bool = False,
     ) -> None:
@@ -183,7 +196,13 @@ class CostRolloutSampler(BaseSampler):
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
         self._independent_default = independent_sampler is None
         self._warn_independent_sampling = warn_independent_sampling
+        if charge_sampler_time is not None and not isinstance(charge_sampler_time, bool):
+            raise ValueError(
+                f"charge_sampler_time must be None, True or False, got {charge_sampler_time!r}"
+            )
         self._charge_sampler_time = charge_sampler_time
+        self._charges: dict[int, bool] = {}  # study id -> resolved charge_sampler_time=None
+        self._effort = EffortRule(max_sampler_share)
         self._chart = ChartSchedule(dashboard_chart)
         self._deterministic = bool(deterministic_objective)
         self._lock = threading.RLock()
@@ -214,7 +233,7 @@ class CostRolloutSampler(BaseSampler):
 
     def ledger(self, study: optuna.Study) -> Ledger:
         """The study's budget ledger, recomputed from storage now."""
-        return study_ledger(study, self._budget, self._cost_attr, self._charge_sampler_time)
+        return study_ledger(study, self._budget, self._cost_attr, self._charges_time(study))
 
     def remaining_budget(self, study: optuna.Study) -> float:
         """Budget minus the cost of every finished trial of ``study`` (may be negative).
@@ -361,7 +380,12 @@ class CostRolloutSampler(BaseSampler):
                 user_cost=self._user_cost,
             )
         )
-        spent = store_ledger(study, self._budget, self._cost_attr, self._charge_sampler_time)
+        charged = self._charges_time(study)
+        if charged and trial.datetime_start is not None:
+            elapsed = (datetime.datetime.now() - trial.datetime_start).total_seconds()
+            with self._lock:
+                self._effort.record_trial(study._study_id, elapsed - seconds, seconds)
+        spent = store_ledger(study, self._budget, self._cost_attr, charged)
         if self._chart.wanted(study) and self._chart.due(study, spent, self._budget):
             from optuna_costbo.dashboard import update_dashboard
 
@@ -388,6 +412,24 @@ class CostRolloutSampler(BaseSampler):
         if self._n_startup_trials is not None:
             return self._n_startup_trials
         return max(4, 2 * (n_params + 1))
+
+    def _charges_time(
+        self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
+    ) -> bool:
+        """Whether the sampler's time counts against the budget of ``study``."""
+        if self._charge_sampler_time is not None:
+            return self._charge_sampler_time
+        known = self._charges.get(study._study_id)
+        if known is not None:
+            return known
+        if trials is None:
+            trials = study.get_trials(deepcopy=False)
+        charged = charges_sampler_time(None, self._user_cost is not None, trials)
+        if charged is None:
+            # Nothing priced yet: nothing is spent either, except a running trial's time.
+            return self._user_cost is None
+        self._charges[study._study_id] = charged
+        return charged
 
     def _raise_if_skipped(self, study: optuna.Study, trial: FrozenTrial) -> None:
         with self._lock:
@@ -456,7 +498,7 @@ class CostRolloutSampler(BaseSampler):
             sign=-1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0,
             budget_total=self._budget,
             cost_attr=self._cost_attr,
-            charge_sampler_time=self._charge_sampler_time,
+            charge_sampler_time=self._charges_time(study, trials),
             pending=self._pending.snapshot(),
         )
         if len(snap.y) < self._startup_count(len(bridge.names)):
@@ -469,7 +511,26 @@ class CostRolloutSampler(BaseSampler):
         known = self._user_cost.on_box(bridge, snap.previous) if self._user_cost else None
         request = snap.request(bridge.codec, self._budget, known, self._warm.get(key))
         request = dataclasses.replace(request, deterministic=self._deterministic)
-        proposal = propose(request, self._acquisition, self._rng, reuse=previous)
+        route: Route = "full"
+        if self._charges_time(study, trials):
+            route = self._effort.route(study._study_id, snap.ledger.remaining)
+        sid, n = study._study_id, len(snap.y)
+        refit = route == "quick" and self._effort.refit_due(sid, n)
+        start = time.perf_counter()
+        if route == "quick":
+            proposal = quick_propose(
+                request,
+                self._rng,
+                needs_cost=self._acquisition.needs_cost,
+                refit=refit,
+                overhead=self._effort.overhead(sid),
+            )
+        else:
+            proposal = propose(request, self._acquisition, self._rng, reuse=previous)
+        seconds = time.perf_counter() - start
+        self._effort.record_suggestion(sid, route, seconds, n=n, refit=refit)
+        if route == "quick":
+            _logger.debug(f"Trial {trial.number}: quick route (sampler time is charged)")
         self._warm[key] = proposal.warm
         if proposal.message is not None:
             _logger.debug(f"Trial {trial.number}: {proposal.message}")

@@ -57,8 +57,16 @@ def _assert_legal(study: optuna.Study) -> None:
 
 def _assert_ledger_is_the_sum_of_costs(sampler: CostRolloutSampler, study: optuna.Study) -> None:
     trials = study.get_trials()
+    # By default the sampler's own time is charged too when costs are measured wall-clock:
+    # decided by the first trial whose cost was reported or measured.
+    sources = [
+        t.system_attrs.get(b.COST_SOURCE_ATTR)
+        for t in sorted(trials, key=lambda t: t.number)
+        if t.system_attrs.get(b.COST_SOURCE_ATTR) in ("reported", "wall_clock")
+    ]
+    charged = sampler._user_cost is None and bool(sources) and sources[0] == "wall_clock"
     expected = sum(
-        t.user_attrs["cost"]
+        t.user_attrs["cost"] + (b.sampler_seconds(t) if charged else 0.0)
         for t in trials
         if t.state.is_finished() and not t.system_attrs.get(b.SKIPPED_ATTR)
     )

@@ -312,6 +312,17 @@ def test_hpo_smoke(tmp_path: Path, problem: str) -> None:
     assert Path(f"{prefix}_params.csv").stat().st_size > 0
 
 
+def test_cheap_trials_smoke(tmp_path: Path) -> None:
+    args = ["benchmarks/cheap_trials.py", "--smoke", "--problems", "tree-synth"]
+    _run([*args, "--methods", "costbo", "random"], tmp_path)
+    with open(tmp_path / "cheap_trials_smoke_runs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["method"] for r in rows} == {"costbo", "random"}
+    for r in rows:
+        assert int(r["n_trials"]) >= 1 and 0.0 <= float(r["sampler_share"]) <= 1.0
+    assert "| sampler share |" in (tmp_path / "cheap_trials_smoke.md").read_text()
+
+
 def test_paper_table_format() -> None:
     hpo = importlib.import_module("hpo")
     runner = importlib.import_module("runner")

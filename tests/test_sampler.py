@@ -81,8 +81,10 @@ def test_wall_clock_costs_with_short_sleeps() -> None:
     assert np.all(costs >= sleeps)  # measured time covers the objective's sleep
     assert np.all(costs < sleeps + 0.05)  # and excludes the sampler's own time
     assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock" for t in study.trials)
-    assert costs.sum() >= budget
-    assert costs[:-1].sum() < budget
+    # Wall-clock costs: by default the sampler's own time counts against the budget too.
+    charged = costs + np.array([t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials])
+    assert charged.sum() >= budget
+    assert charged[:-1].sum() < budget
 
 
 def test_charge_sampler_time_adds_sampler_seconds_to_the_ledger() -> None:
@@ -93,8 +95,26 @@ def test_charge_sampler_time_adds_sampler_seconds_to_the_ledger() -> None:
     sampler_secs = sum(t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials)
     assert sampler_secs > 0.0
     assert sampler.ledger(study).spent == pytest.approx(objective_costs + sampler_secs)
-    off = CostRolloutSampler(budget=1e6)
+    off = CostRolloutSampler(budget=1e6, charge_sampler_time=False)
     assert off.ledger(study).spent == pytest.approx(objective_costs)
+    # The default charges it on wall-clock costs, not on reported ones.
+    default = CostRolloutSampler(budget=1e6)
+    assert default.ledger(study).spent == pytest.approx(objective_costs + sampler_secs)
+
+
+def test_default_does_not_charge_sampler_time_on_reported_costs() -> None:
+    sampler = CostRolloutSampler(budget=1e6, seed=0, n_startup_trials=2)
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        report_cost(trial, 1.0 + x)
+        return x**2
+
+    study.optimize(objective, n_trials=4)
+    reported = sum(t.user_attrs["cost"] for t in study.trials)
+    assert sum(t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials) > 0.0
+    assert sampler.ledger(study).spent == pytest.approx(reported)
 
 
 def _params_of_run(seed: int, acquisition: str) -> list[dict[str, object]]:
@@ -354,8 +374,12 @@ def test_a_moving_cost_tells_the_policy_where_the_last_trial_is(
 def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # Two trials of cost 6 leave 3 of a budget of 15: no point costs less than about 6.
-    sampler = CostRolloutSampler(budget=15.0, seed=0, n_startup_trials=1)
+    # Two trials of cost 6 leave 3 of a budget of 15: no point costs less than about 6, so
+    # under the paper's rule (a step only where the budget left covers its cost) none is
+    # affordable. (The default "rollout" would start one more trial: budget is left.)
+    sampler = CostRolloutSampler(
+        budget=15.0, seed=0, n_startup_trials=1, acquisition="rollout-paper"
+    )
     study = optuna.create_study(sampler=sampler)
     for x in (0.1, 0.9):
         study.add_trial(
@@ -384,7 +408,10 @@ def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
 
 
 def test_optuna_verbosity_silences_the_package(caplog: pytest.LogCaptureFixture) -> None:
-    sampler = CostRolloutSampler(budget=15.0, seed=0, n_startup_trials=1)
+    # Without the verbosity change this logs "buys no more trials" (the paper's rule, 1 left).
+    sampler = CostRolloutSampler(
+        budget=15.0, seed=0, n_startup_trials=1, acquisition="rollout-paper"
+    )
     study = optuna.create_study(sampler=sampler)
     study.add_trial(
         optuna.create_trial(

@@ -1,0 +1,156 @@
+"""How much the sampler spends on one suggestion when its own time is charged to the budget.
+
+Two routes make a suggestion:
+
+- ``"full"``: the configured acquisition (fit both GPs, maximize, roll out), about 0.05-0.3 s
+  on small problems;
+- ``"quick"``: :func:`optuna_costbo._numerics.quick.quick_propose`, the last hyperparameters
+  and EI-cool on a candidate set, a few milliseconds.
+
+:class:`EffortRule` chooses between them. It keeps, per study, the trials' own seconds (wall
+clock less the sampler's time) and the seconds spent on full suggestions, and allows a full
+suggestion when its predicted time fits in the credit ``ratio * trial seconds - full seconds``
+(``ratio = share / (1 - share)``: full suggestions then take at most ``share`` of the
+wall-clock, the quick ones being the floor) and in ``share`` of the remaining budget. On
+trials of a second or more the credit always affords a full suggestion; on trials of a few
+milliseconds the rule makes a full suggestion (a refit of the hyperparameters) now and then,
+and quick ones in between. The first model-based suggestion is always full: it fits the
+hyperparameters the quick route reuses.
+
+The rule applies only while the sampler's time is charged (``charge_sampler_time``); see
+:func:`charges_sampler_time` for what the default (``None``) means.
+
+This module does no linear algebra; the sampler dispatches to the route chosen here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+import math
+from typing import Literal
+
+from optuna.trial import FrozenTrial
+
+from optuna_costbo.budget import COST_SOURCE_ATTR
+
+
+__all__ = ["DEFAULT_SHARE", "EffortRule", "Route", "charges_sampler_time"]
+
+Route = Literal["full", "quick"]
+
+#: Default share of the wall-clock that full suggestions may take (see docs/concepts.md).
+DEFAULT_SHARE = 0.1
+
+
+@dataclass
+class _StudyEffort:
+    trial_seconds: float = 0.0  # the trials' own wall-clock seconds, sampler time excluded
+    full_seconds: float = 0.0  # seconds spent in full suggestions
+    last_full: float | None = None  # duration of the latest full suggestion
+    n_full: int = 0
+    n_quick: int = 0
+    n_fitted: int = 0  # observations when the hyperparameters were last fitted
+    overhead: float = 0.0  # recent sampler seconds per trial (moving average)
+
+
+class EffortRule:
+    """Chooses the route of each suggestion from measured seconds.
+
+    Args:
+        share: Share of the wall-clock that full suggestions may take, in (0, 1]. ``1``
+            means always the full route.
+    """
+
+    def __init__(self, share: float = DEFAULT_SHARE) -> None:
+        if not (isinstance(share, (int, float)) and 0.0 < float(share) <= 1.0):
+            raise ValueError(f"max_sampler_share must be a number in (0, 1], got {share!r}")
+        self.share = float(share)
+        self._studies: dict[int, _StudyEffort] = {}
+
+    def _state(self, study_id: int) -> _StudyEffort:
+        return self._studies.setdefault(study_id, _StudyEffort())
+
+    @property
+    def ratio(self) -> float:
+        """Seconds of full suggestions allowed per second of trials: share / (1 - share)."""
+        return math.inf if self.share >= 1.0 else self.share / (1.0 - self.share)
+
+    def credit(self, study_id: int) -> float:
+        """Seconds of full suggestions the trials so far have paid for, less those spent."""
+        s = self._state(study_id)
+        if math.isinf(self.ratio):
+            return math.inf
+        return self.ratio * s.trial_seconds - s.full_seconds
+
+    def route(self, study_id: int, remaining: float) -> Route:
+        """The route of the next suggestion, given the remaining budget."""
+        s = self._state(study_id)
+        if s.last_full is None or math.isinf(self.ratio):
+            return "full"
+        if s.last_full <= self.credit(study_id) and s.last_full <= self.share * remaining:
+            return "full"
+        return "quick"
+
+    def refit_due(self, study_id: int, n: int) -> bool:
+        """Whether a quick suggestion on ``n`` observations should refit the hyperparameters.
+
+        NOTE: when the data have grown by a quarter (at least 3) since the last fit: about
+        log(n) refits in a run, so the quick route's hyperparameters never lag far behind.
+        """
+        s = self._state(study_id)
+        return n >= s.n_fitted + max(3, s.n_fitted // 4)
+
+    def overhead(self, study_id: int) -> float:
+        """Recent sampler seconds per trial: what a trial costs besides its objective."""
+        return self._state(study_id).overhead
+
+    def record_suggestion(
+        self, study_id: int, route: Route, seconds: float, *, n: int = 0, refit: bool = False
+    ) -> None:
+        """A suggestion of ``route`` on ``n`` observations took ``seconds``."""
+        s = self._state(study_id)
+        if route == "full" or refit:
+            s.n_fitted = max(s.n_fitted, n)
+        if route == "full":
+            s.full_seconds += seconds
+            s.last_full = seconds
+            s.n_full += 1
+        else:
+            s.n_quick += 1
+
+    def record_trial(
+        self, study_id: int, trial_seconds: float, sampler_seconds: float = 0.0
+    ) -> None:
+        """A trial took ``trial_seconds`` of its own and ``sampler_seconds`` of the sampler's."""
+        s = self._state(study_id)
+        if math.isfinite(trial_seconds) and trial_seconds > 0.0:
+            s.trial_seconds += trial_seconds
+        if math.isfinite(sampler_seconds) and sampler_seconds >= 0.0:
+            s.overhead += 0.2 * (sampler_seconds - s.overhead)
+
+    def counts(self, study_id: int) -> dict[str, int]:
+        """Suggestions made by each route in this process, for logs and tests."""
+        s = self._state(study_id)
+        return {"full": s.n_full, "quick": s.n_quick}
+
+
+def charges_sampler_time(
+    option: bool | None, has_cost_fn: bool, trials: Iterable[FrozenTrial]
+) -> bool | None:
+    """Whether the sampler's time counts against the budget; ``None`` while undecided.
+
+    ``option`` True or False is the user's choice. ``None`` (the default) charges it when the
+    cost is measured wall-clock: no ``cost_fn`` and the first finished trial with a recorded
+    cost has its wall-clock time recorded (not a cost the objective reported). Undecided
+    (``None``) before any trial has a recorded cost.
+    """
+    if option is not None:
+        return option
+    if has_cost_fn:
+        return False
+    for t in trials:
+        source = t.system_attrs.get(COST_SOURCE_ATTR)
+        if source in ("reported", "wall_clock"):
+            return bool(source == "wall_clock")
+    return None

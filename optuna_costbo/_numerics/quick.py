@@ -1,0 +1,161 @@
+"""The quick route: a suggestion in a few milliseconds, for trials that take a few more.
+
+When the sampler's own time is charged to a wall-clock budget and trials are cheap, a full
+suggestion (fitting both GPs, maximizing with L-BFGS-B, rolling out) can cost more than the
+trial it chooses. The quick route keeps the models and drops the search:
+
+- the objective and log-cost GPs are rebuilt with the last fitted hyperparameters (one
+  Cholesky factorization each, no marginal-likelihood fit); when asked (``refit``), or
+  without any yet, the objective GP's are fitted without restarts;
+- the acquisition is EI-cool (``log EI - alpha log(c + overhead)``, alpha = remaining / total
+  budget, overhead = what a trial costs besides the objective; log EI without a cost model),
+  evaluated once, in one batch, on a candidate set: uniform points of the box plus Gaussian
+  steps around the best observed points, made legal;
+- the best candidate that no trial has is returned.
+
+The warm start is handed back unchanged, so the next full suggestion starts its fit from the
+hyperparameters of the last full one, and its restart schedule is not shifted.
+
+This module imports only numpy (and the package's numerical modules).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optuna_costbo._numerics.acquisition import LogEIPerCost
+from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.fit import fit_gp
+from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.hyperparams import GPHyperparams
+from optuna_costbo._numerics.policy import Proposal
+from optuna_costbo._numerics.policy import ProposalRequest
+from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.search_space import rows_among
+
+
+__all__ = ["QUICK_N_LOCAL", "QUICK_N_UNIFORM", "quick_propose"]
+
+# NOTE(quick): candidate-set sizes. One batched prediction of 512 points on a 100-point GP is
+# about 1 ms; the local steps (sigma 0.05 of the box around the 3 best points) matter more
+# than more uniform points once the model has found a basin, as in TPE's draws near good
+# points.
+QUICK_N_UNIFORM = 256
+QUICK_N_LOCAL = 256
+_LOCAL_SIGMA = 0.05
+_N_BEST = 3
+
+
+def _model(
+    X: np.ndarray,  # (n, D)
+    y: np.ndarray,  # (n,)
+    hyper: GPHyperparams | None,
+    rng: np.random.Generator,
+    min_noise_var: float,
+    fixed_noise: bool,
+) -> GPModel:
+    if hyper is not None and hyper.lengthscales.shape == (X.shape[1],):
+        return GPModel(X, y, hyper)
+    return fit_gp(
+        X, y, rng=rng, n_restarts=0, min_noise_var=min_noise_var, fixed_noise=fixed_noise
+    )
+
+
+def _finite(y: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(y)
+    if finite.all():
+        return y
+    if not finite.any():
+        return np.zeros_like(y)
+    out: np.ndarray = np.clip(y, y[finite].min(), y[finite].max())
+    return out
+
+
+def candidates(
+    request: ProposalRequest, rng: np.random.Generator, best_points: np.ndarray
+) -> np.ndarray:
+    """Legal candidate points: uniform ones and Gaussian steps around ``best_points`` (k, D).
+
+    Returns:
+        Legal box points, shape (QUICK_N_UNIFORM + QUICK_N_LOCAL, D).
+    """
+    codec = request.codec
+    uniform = codec.random_points(QUICK_N_UNIFORM, rng)  # (u, D)
+    centers = best_points[rng.integers(len(best_points), size=QUICK_N_LOCAL)]  # (l, D)
+    steps = centers + _LOCAL_SIGMA * rng.standard_normal(centers.shape)  # (l, D)
+    local = codec.project(np.clip(steps, 0.0, 1.0))  # (l, D)
+    out: np.ndarray = np.vstack([uniform, local])
+    return out
+
+
+def quick_propose(
+    request: ProposalRequest,
+    rng: np.random.Generator,
+    *,
+    needs_cost: bool,
+    refit: bool = False,
+    overhead: float = 0.0,
+) -> Proposal:
+    """A proposal from the last hyperparameters and one batched look at a candidate set.
+
+    Args:
+        request: The encoded data and the budget state (as for :func:`.policy.propose`).
+        rng: Source of randomness (candidates; a first fit when there is no warm start).
+        needs_cost: Whether the configured acquisition uses costs; if not, plain log EI.
+        refit: Refit the objective GP's hyperparameters, warm-started, without restarts
+            (a few L-BFGS-B iterations) instead of reusing them.
+        overhead: Cost added to every predicted cost, in cost units: what a trial costs the
+            budget besides the objective (the suggestion, when the sampler's time is charged).
+
+    Returns:
+        The proposal; its ``warm`` is the request's, unchanged.
+    """
+    X = request.X  # (n, D)
+    y = _finite(np.asarray(request.y, dtype=float))  # (n,)
+    warm = request.warm or WarmStart()
+    if refit and warm.objective is not None:
+        fitted = fit_gp(
+            X,
+            y,
+            rng=rng,
+            n_restarts=0,
+            min_noise_var=request.min_noise_var,
+            fixed_noise=request.deterministic,
+            warm_start=warm.objective,
+        )
+    else:
+        fitted = _model(X, y, warm.objective, rng, request.min_noise_var, request.deterministic)
+    new_warm = warm
+    if warm.objective is None or refit:
+        new_warm = WarmStart(fitted.hyper, warm.cost, warm.n_fits)
+    model = fitted
+    if request.X_running is not None:
+        for x_r in request.X_running:
+            model = model.condition_on(x_r, float(model.predict(x_r[None, :])[0][0]))
+
+    cost: CostModel | None = None
+    data = request.cost_data
+    if needs_cost and request.known_cost is not None:
+        cost = request.known_cost
+    elif needs_cost and data is not None and len(data.costs) > 0 and warm.cost is not None:
+        cost = FittedLogCost(_model(data.X, np.log(data.costs), warm.cost, rng, 1e-4, False))
+    alpha = float(np.clip(request.remaining / request.budget, 0.0, 1.0))
+    alpha = alpha if cost is not None else 0.0
+    acq = LogEIPerCost(model, float(np.min(y)))
+
+    Z = candidates(request, rng, X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)
+    values = np.asarray(acq(Z), dtype=float)  # (m,)
+    if cost is not None and alpha > 0.0:
+        # NOTE(quick): log(c + overhead): when the suggestion's time is charged, a trial of
+        # 5 ms and one of 50 ms cost the budget 15 and 60 ms, not a factor of 10.
+        values = values - alpha * np.log(cost.cost(Z) + max(overhead, 0.0))
+    values = np.where(np.isfinite(values), values, -np.inf)
+    if request.evaluated is not None and len(request.evaluated) > 0:
+        taken = rows_among(Z, request.evaluated)  # (m,)
+        if not taken.all():
+            values = np.where(taken, -np.inf, values)
+    i = int(np.argmax(values))
+    return Proposal(
+        Z[i].copy(), float(values[i]), model, cost, new_warm, None, fitted, request.cost_data
+    )

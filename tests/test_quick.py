@@ -1,0 +1,100 @@
+"""The quick route: the last hyperparameters and one batched look at a candidate set."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optuna_costbo._numerics.acquisition import log_ei
+from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.hyperparams import GPHyperparams
+from optuna_costbo._numerics.policy import CostData
+from optuna_costbo._numerics.policy import ProposalRequest
+from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.quick import candidates
+from optuna_costbo._numerics.quick import quick_propose
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import CategoricalParam
+from optuna_costbo._numerics.search_space import NumericParam
+
+
+CODEC = BoxCodec([NumericParam(0.0, 1.0), NumericParam(1, 8, step=1), CategoricalParam(3)])
+HYPER = GPHyperparams(np.array([0.3, 0.5, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
+
+
+def _request(evaluated: np.ndarray | None = None, **kw: object) -> ProposalRequest:
+    rng = np.random.default_rng(0)
+    X = CODEC.random_points(15, rng)  # (15, D)
+    y = (X[:, 0] - 0.4) ** 2 + 0.1 * X[:, 1] + X[:, 2]  # (15,)
+    return ProposalRequest(
+        codec=CODEC,
+        X=X,
+        y=y,
+        remaining=50.0,
+        budget=100.0,
+        warm=WarmStart(objective=HYPER, n_fits=7),
+        evaluated=X if evaluated is None else evaluated,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_quick_route_takes_the_ei_argmax_of_its_candidates() -> None:
+    request = _request()
+    proposal = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    # Brute force: the same candidates, the GP with the same hyperparameters, log EI.
+    best_points = request.X[np.argsort(request.y)[:3]]
+    Z = candidates(request, np.random.default_rng(3), best_points)  # (m, D)
+    mean, var = GPModel(request.X, request.y, HYPER).predict(Z)
+    values = log_ei(mean, var, float(request.y.min()))  # (m,)
+    assert np.array_equal(proposal.z, Z[np.argmax(values)])
+    assert np.array_equal(CODEC.project(proposal.z[None]), proposal.z[None])  # legal
+    assert proposal.warm is request.warm  # the next full fit starts where the last one did
+
+
+def test_quick_route_skips_evaluated_points() -> None:
+    request = _request()
+    best_points = request.X[np.argsort(request.y)[:3]]
+    Z = candidates(request, np.random.default_rng(3), best_points)
+    keep = len(Z) // 2
+    taken = np.delete(Z, keep, axis=0)  # every candidate but one is evaluated
+    proposal = quick_propose(_request(evaluated=taken), np.random.default_rng(3), needs_cost=False)
+    assert np.array_equal(proposal.z, Z[keep])
+
+
+def test_quick_route_divides_by_cost_while_budget_remains() -> None:
+    rng = np.random.default_rng(1)
+    X_cost = CODEC.random_points(15, rng)
+    costs = np.exp(4.0 * X_cost[:, 0])  # expensive on the right
+    cost_hyper = GPHyperparams(np.array([0.5, 1.0, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
+    request = _request(cost_data=CostData(X_cost, costs))
+    request = ProposalRequest(**{**request.__dict__, "warm": WarmStart(HYPER, cost_hyper, 7)})
+    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    aware = quick_propose(request, np.random.default_rng(3), needs_cost=True)
+    assert plain.cost_model is None and aware.cost_model is not None
+    assert aware.cost_model.cost(aware.z[None])[0] <= aware.cost_model.cost(plain.z[None])[0]
+
+
+def test_quick_route_fits_once_without_a_warm_start() -> None:
+    request = ProposalRequest(**{**_request().__dict__, "warm": None})
+    proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False)
+    assert proposal.warm.objective is not None  # the quick fit is kept for next time
+    assert np.isfinite(proposal.value)
+
+
+def test_a_large_overhead_flattens_the_cost_to_plain_ei() -> None:
+    rng = np.random.default_rng(1)
+    X_cost = CODEC.random_points(15, rng)
+    cost_hyper = GPHyperparams(np.array([0.5, 1.0, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
+    base = _request(cost_data=CostData(X_cost, np.exp(4.0 * X_cost[:, 0])))
+    request = ProposalRequest(**{**base.__dict__, "warm": WarmStart(HYPER, cost_hyper, 7)})
+    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    flat = quick_propose(request, np.random.default_rng(3), needs_cost=True, overhead=1e9)
+    assert np.array_equal(flat.z, plain.z)
+
+
+def test_refit_moves_the_hyperparameters_from_the_warm_start() -> None:
+    request = _request()
+    proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False, refit=True)
+    assert proposal.warm.objective is not None and proposal.fitted is not None
+    assert proposal.warm.objective is proposal.fitted.hyper
+    assert not np.allclose(proposal.warm.objective.lengthscales, HYPER.lengthscales)
+    assert proposal.warm.n_fits == 7  # the full route's restart schedule is not shifted
