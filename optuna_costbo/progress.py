@@ -27,6 +27,7 @@ from optuna.trial import TrialState
 
 from optuna_costbo import _units
 from optuna_costbo import budget as ledger_mod
+from optuna_costbo._effort import charges_sampler_time
 from optuna_costbo._logging import get_logger
 
 
@@ -67,6 +68,9 @@ class CostProgressBar:
             ``cost_attr``).
         charge_sampler_time: Count the sampler's own time, as the sampler option of the same
             name; pass the sampler's value so that the bar shows the sampler's ledger.
+            ``None`` (default), as the sampler's default: counted when the trials' costs are
+            measured wall-clock time, not when the objective reports them or a ``cost_fn``
+            gives them.
         unit: The unit printed after the numbers (``"$"``, ``"kWh"``; ``""`` for none).
             ``None`` (default): ``"s"`` when the trials' costs are measured wall-clock time,
             none when the objective reports them or a ``cost_fn`` gives them.
@@ -111,7 +115,7 @@ class CostProgressBar:
         budget: float | None = None,
         *,
         cost_attr: str = "cost",
-        charge_sampler_time: bool = False,
+        charge_sampler_time: bool | None = None,
         unit: str | None = None,
         desc: str = "Cost",
         file: IO[str] | None = None,
@@ -167,8 +171,9 @@ class CostProgressBar:
                         "CostRolloutSampler); pass CostProgressBar(budget=...)"
                     )
             trials = ledger_mod.storage_trials(study)  # the one storage read per update
+            charged = charges_sampler_time(self._charge_sampler_time, False, trials)
             ledger = ledger_mod.compute_ledger(
-                trials, self._budget, self._cost_attr, self._charge_sampler_time
+                trials, self._budget, self._cost_attr, bool(charged)
             )
             self.spent = ledger.spent
             self.n_trials = ledger.n_finished

@@ -332,3 +332,27 @@ def test_disabled_bar_leaves_optunas_logging_alone() -> None:
         assert set(root.handlers) == handlers
         bar.close()
     assert "Cost:" not in out.getvalue() and "Trial 0 finished" in out.getvalue()
+
+
+def test_bar_shows_the_samplers_ledger_on_a_wall_clock_study() -> None:
+    # Measured costs: the sampler charges its own time by default, and so does the bar (the
+    # two ledgers agree); reported costs: neither does.
+    for reported in (False, True):
+        bar = CostProgressBar(file=io.StringIO())
+        sampler = CostRolloutSampler(budget=1e6, n_startup_trials=2, seed=0)
+        study = optuna.create_study(sampler=sampler)
+
+        def objective(trial: optuna.Trial, reported: bool = reported) -> float:
+            x = trial.suggest_float("x", 0.0, 1.0)
+            if reported:
+                report_cost(trial, 1.0)
+            return (x - 0.3) ** 2
+
+        study.optimize(objective, n_trials=5, callbacks=[bar])
+        ledger = sampler.ledger(study)
+        assert bar.spent == pytest.approx(ledger.spent, rel=1e-12)
+        plain = b.compute_ledger(study.get_trials(), 1e6, "cost", False).spent
+        if reported:
+            assert bar.spent == pytest.approx(5.0) and plain == pytest.approx(5.0)
+        else:
+            assert bar.spent > plain  # the sampler's seconds are in it
