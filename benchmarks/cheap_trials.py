@@ -15,6 +15,7 @@ which is the same for all methods).
     python benchmarks/cheap_trials.py [--seeds 10] [--problems sgd-digits tree-synth ...]
 
 ``--smoke``: one seed, small budgets, results written to ``*_smoke`` files.
+``--budget-scale 3``: every budget three times as long (the expensive problems with 30 s).
 """
 
 from __future__ import annotations
@@ -274,8 +275,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--tag", default="cheap_trials")
+    parser.add_argument(
+        "--budget-scale", type=float, default=1.0, help="multiply every problem's budget"
+    )
     args = parser.parse_args(argv)
-    problems = make_problems(scale=0.1 if args.smoke else 1.0)
+    problems = make_problems(scale=(0.1 if args.smoke else 1.0) * args.budget_scale)
     names = args.problems or list(problems)
     seeds = range(args.first_seed, args.first_seed + (1 if args.smoke else args.seeds))
     tag = args.tag + ("_smoke" if args.smoke else "")

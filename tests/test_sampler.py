@@ -286,9 +286,10 @@ def test_conditional_parameters_go_to_the_independent_sampler(
     assert any("sampled independently" in r.getMessage() for r in caplog.records)
 
 
-def test_rollout_is_the_default_acquisition() -> None:
+def test_eipu_is_the_default_acquisition() -> None:
     sampler = CostRolloutSampler(budget=1.0)
-    assert sampler._acquisition.name == "rollout"
+    assert sampler._acquisition.name == "eipu"
+    assert CostRolloutSampler(budget=1.0, acquisition="rollout")._acquisition.name == "rollout"
 
 
 @pytest.mark.parametrize(
@@ -332,7 +333,9 @@ def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
         seen.append((params["x"], None if previous is None else previous["x"]))
         return 0.1 + abs(params["x"] - start)
 
-    sampler = CostRolloutSampler(budget=3.0, cost_fn=moving_cost, seed=0, n_startup_trials=3)
+    sampler = CostRolloutSampler(
+        budget=3.0, cost_fn=moving_cost, seed=0, n_startup_trials=3, acquisition="rollout"
+    )
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", -1.0, 1.0) - 0.7) ** 2)
     xs = [t.params["x"] for t in study.trials]

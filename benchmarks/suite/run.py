@@ -97,7 +97,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="discard the cached runs of these methods first (implies --resume)",
     )
     parser.add_argument(
-        "--reference", default="rollout", help="method of the paired tests (default rollout)"
+        "--reference", default="eipu", help="method of the paired tests (default eipu)"
     )
     parser.add_argument(
         "--report-only", action="store_true", help="no runs: report from the cache"
