@@ -236,7 +236,7 @@ def compute_ledger(
     running: list[float] = []
     for trial in trials:
         if _finishing(trial):
-            spent.append(charged_cost(trial, cost_attr, charge_sampler_time))
+            spent.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
         elif trial.state == TrialState.RUNNING:
             running.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
     return Ledger(budget, math.fsum(spent), math.fsum(running), len(spent), len(running))
@@ -315,7 +315,7 @@ def ledger_from_trials(
     for number in still_open:
         trial = trials[number]
         if _finishing(trial):
-            extra.append(charged_cost(trial, cost_attr, charge_sampler_time))
+            extra.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
         elif trial.state == TrialState.RUNNING:
             running.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
     spent = float(total + sum((Fraction(c) for c in extra), Fraction(0)))
