@@ -5,13 +5,13 @@ holder of the ledger: other processes may share the study, a crashed worker's tr
 failed by heartbeat, and trials may be added with :func:`optuna.study.Study.add_trial`.
 
 Recomputed, but not from scratch: :func:`ledger_from_trials` keeps, per storage object and
-study, the exact sum of the charges of the finished trials it has seen, and adds only the
-trials that finished since (:mod:`optuna_costbo._finished`); running trials are charged
+study, the charges of the finished trials it has seen, summed, and adds only the trials that
+finished since (:mod:`optuna_costbo._finished`); running trials are charged
 afresh every time. A finished trial's charge never changes, except a dead worker's trial
 before it is settled (:func:`settle_dead_trials` writes its charge later, perhaps from another
 worker): such trials are kept apart and charged afresh, settled first, until they carry a
-cost. Sums are exact (``math.fsum`` here, exact fractions there), so the incremental ledger is
-the full recomputation :func:`compute_ledger`, to the last bit.
+cost. Both add the charges in trial-number order, so the incremental ledger is the full
+recomputation :func:`compute_ledger`, to the last bit.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 import datetime
-from fractions import Fraction
 import math
 import threading
 from typing import Any
@@ -230,16 +229,20 @@ def compute_ledger(
     charge_sampler_time: bool = False,
     now: datetime.datetime | None = None,
 ) -> Ledger:
-    """Sum the costs of ``trials`` into a :class:`Ledger` (exactly rounded sums)."""
+    """Sum the costs of ``trials`` into a :class:`Ledger` (in the order given)."""
     now = now or datetime.datetime.now()
-    spent: list[float] = []
-    running: list[float] = []
+    spent = 0.0
+    running = 0.0
+    n_finished = 0
+    n_running = 0
     for trial in trials:
         if _finishing(trial):
-            spent.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
+            spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
+            n_finished += 1
         elif trial.state == TrialState.RUNNING:
-            running.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
-    return Ledger(budget, math.fsum(spent), math.fsum(running), len(spent), len(running))
+            running += charged_cost(trial, cost_attr, charge_sampler_time, now)
+            n_running += 1
+    return Ledger(budget, spent, running, n_finished, n_running)
 
 
 def _unpriced_failure(trial: FrozenTrial, cost_attr: str) -> bool:
@@ -253,12 +256,18 @@ def _unpriced_failure(trial: FrozenTrial, cost_attr: str) -> bool:
 
 
 class _Charges:
-    """The finished trials of one study seen so far, for one way of charging them."""
+    """The finished trials of one study seen so far, for one way of charging them.
+
+    The sum is kept as :func:`compute_ledger` makes it, left to right in trial-number order,
+    so that both give the same float: ``prefix_sum`` holds the charges of trials
+    ``0 .. prefix - 1``, all final; ``final`` the charges of final trials numbered above.
+    """
 
     def __init__(self) -> None:
         self.scan = FinishedScan()
-        self.total = Fraction(0)  # exact sum of the charges that can no longer change
-        self.n_final = 0
+        self.prefix = 0
+        self.prefix_sum = 0.0
+        self.final: dict[int, float] = {}
         self.unpriced: list[int] = []  # numbers of failed trials not charged yet (see above)
         self.lock = threading.Lock()
 
@@ -275,8 +284,9 @@ def ledger_from_trials(
 
     Dead workers' trials are settled first (:func:`settle_dead_trials`). Equal to
     :func:`compute_ledger` of the same list, but reads only the trials that finished since
-    the last call and the running ones; a list that is not the study's whole list in number
-    order (HyperbandPruner's brackets) is summed in full.
+    the last call and those after the oldest trial not finished (in a study run by W workers,
+    about W); a list that is not the study's whole list in number order (HyperbandPruner's
+    brackets) is summed in full.
     """
     cache = per_storage(study._storage)
     if cache is None:
@@ -286,6 +296,7 @@ def ledger_from_trials(
         entry = cache.setdefault(
             ("ledger", study._study_id, cost_attr, bool(charge_sampler_time)), _Charges()
         )
+    now = now or datetime.datetime.now()
     with entry.lock:
         finished = entry.scan.take(trials)
         if finished is None:
@@ -296,31 +307,33 @@ def ledger_from_trials(
             if _unpriced_failure(trial, cost_attr):
                 unpriced.append(trial)
             else:
-                entry.total += Fraction(charged_cost(trial, cost_attr, charge_sampler_time))
-                entry.n_final += 1
+                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
         settle_dead_trials(study, unpriced, cost_attr)
         entry.unpriced = []
-        extra: list[float] = []  # charges that may still change: summed afresh
         for trial in unpriced:
-            cost = charged_cost(trial, cost_attr, charge_sampler_time)
             if _unpriced_failure(trial, cost_attr):
                 entry.unpriced.append(trial.number)
-                extra.append(cost)
             else:  # settled: its charge is final now
-                entry.total += Fraction(cost)
-                entry.n_final += 1
-        total, n_final, still_open = entry.total, entry.n_final, list(entry.scan.open)
-    now = now or datetime.datetime.now()
-    running: list[float] = []
-    for number in still_open:
-        trial = trials[number]
-        if _finishing(trial):
-            extra.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
-        elif trial.state == TrialState.RUNNING:
-            running.append(charged_cost(trial, cost_attr, charge_sampler_time, now))
-    spent = float(total + sum((Fraction(c) for c in extra), Fraction(0)))
-    n_spent = n_final + len(extra)
-    return Ledger(budget, spent, math.fsum(running), n_spent, len(running))
+                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
+        while entry.prefix in entry.final:
+            entry.prefix_sum += entry.final.pop(entry.prefix)
+            entry.prefix += 1
+        spent, n_finished = entry.prefix_sum, entry.prefix
+        running, n_running = 0.0, 0
+        for number in range(entry.prefix, len(trials)):
+            cost = entry.final.get(number)
+            if cost is not None:
+                spent += cost
+                n_finished += 1
+                continue
+            trial = trials[number]
+            if _finishing(trial):
+                spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
+                n_finished += 1
+            elif trial.state == TrialState.RUNNING:
+                running += charged_cost(trial, cost_attr, charge_sampler_time, now)
+                n_running += 1
+    return Ledger(budget, spent, running, n_finished, n_running)
 
 
 _cache_lock = threading.Lock()
