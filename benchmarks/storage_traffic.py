@@ -23,6 +23,12 @@ capacity section of ``docs/parallel.md``:
    per second one server core carries whatever the clients' machine.
 3. **suggest**: seconds of one suggestion against ``n`` finished and ``r`` running trials
    (InMemoryStorage; the running trials are pending points the sampler conditions on).
+4. **reads**: the sampler's storage time, ledger time and the rest per trial, on studies
+   pre-filled with ``--reads-trials`` finished trials (1k and 10k), SQLite and PostgreSQL,
+   ``--reads-workers`` worker processes; the model replaced by a uniform point (its time is
+   measured apart, on a ``--model-trials`` study). Run on the package of git
+   ``--baseline-ref`` (old, extracted with ``git archive``) and on this checkout (new) side
+   by side, each worker a subprocess with that package first on its path.
 
 PostgreSQL as ``.ci/run`` sets it up (Debian's server, user and password ``costbo``)::
 
