@@ -23,6 +23,12 @@ capacity section of ``docs/parallel.md``:
    per second one server core carries whatever the clients' machine.
 3. **suggest**: seconds of one suggestion against ``n`` finished and ``r`` running trials
    (InMemoryStorage; the running trials are pending points the sampler conditions on).
+4. **reads**: the sampler's storage time, ledger time and the rest per trial, on studies
+   pre-filled with ``--reads-trials`` finished trials (1k and 10k), SQLite and PostgreSQL,
+   ``--reads-workers`` worker processes; the model replaced by a uniform point (its time is
+   measured apart, on a ``--model-trials`` study). Run on the package of git
+   ``--baseline-ref`` (old, extracted with ``git archive``) and on this checkout (new) side
+   by side, each worker a subprocess with that package first on its path.
 
 PostgreSQL as ``.ci/run`` sets it up (Debian's server, user and password ``costbo``)::
 
@@ -51,6 +57,7 @@ from collections.abc import Sequence
 import contextlib
 import copy
 import datetime
+import json
 import multiprocessing
 from pathlib import Path
 import pickle
@@ -605,6 +612,313 @@ def measure_suggest(n_finished: int, n_running: int, acquisition: str, repeats: 
     return statistics.median(times)
 
 
+# -- 4. reads of the study per suggestion, old path against new -------------------------------
+
+# Functions of optuna_costbo.budget that compute the ledger from trials already read (whichever
+# of them the code being measured has); only the outermost call is timed.
+LEDGER_FUNCTIONS = ("compute_ledger", "settle_dead_trials", "ledger_from_trials")
+_depth = threading.local()
+
+
+def _timed_ledger(fn: Callable[..., Any], tally: Tally) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outer = getattr(_depth, "n", 0) == 0
+        _depth.n = getattr(_depth, "n", 0) + 1
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _depth.n -= 1
+            if outer:
+                tally.add(f"{current_phase()}:ledger", time.perf_counter() - start)
+
+    return wrapper
+
+
+def _stub_propose(request: Any, acquisition: Any, rng: np.random.Generator, **kwargs: Any) -> Any:
+    """A proposal without a model: a uniform point (the storage and the ledger are measured)."""
+    from optuna_costbo._numerics.policy import Proposal
+
+    D = request.X.shape[1]
+    return Proposal(z=rng.uniform(size=D), value=0.0, objective_model=None, cost_model=None)
+
+
+def reads_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """One worker process of the reads benchmark (run with the path under test importable).
+
+    Runs one warm-up trial (its first read loads every trial into Optuna's cache), waits for
+    ``spec["go_at"]``, then ``spec["n_trials"]`` trials; returns per-trial means.
+    """
+    import optuna_costbo.budget as budget_mod
+    import optuna_costbo.sampler as sampler_mod
+
+    ledger = Tally()
+    for fname in LEDGER_FUNCTIONS:
+        if hasattr(budget_mod, fname):
+            setattr(budget_mod, fname, _timed_ledger(getattr(budget_mod, fname), ledger))
+    model = Tally()
+    real_propose = sampler_mod.propose
+    inner = _stub_propose if spec["stub_model"] else real_propose
+
+    def timed_propose(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            model.add("propose", time.perf_counter() - start)
+
+    sampler_mod.propose = timed_propose  # type: ignore[assignment]
+    hooks = Tally()
+
+    class Sampler(PhasedSampler):
+        def _timed(self, trial: FrozenTrial, fn: Callable[[], Any]) -> Any:
+            start = time.perf_counter()
+            try:
+                return super()._timed(trial, fn)
+            finally:
+                hooks.add("suggest", time.perf_counter() - start)
+
+        def before_trial(self, study: Any, trial: Any) -> None:
+            start = time.perf_counter()
+            try:
+                super().before_trial(study, trial)
+            finally:
+                hooks.add("before", time.perf_counter() - start)
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            start = time.perf_counter()
+            try:
+                super().after_trial(study, trial, state, values)
+            finally:
+                hooks.add("after", time.perf_counter() - start)
+
+    storage = CountingStorage(optuna.storages.get_storage(spec["url"]))
+    sampler = Sampler(
+        budget=1e12,
+        seed=spec["seed"],
+        acquisition=spec["acquisition"],
+        n_startup_trials=4,
+        dashboard_chart=False,
+    )
+    study = optuna.load_study(study_name=spec["name"], storage=storage, sampler=sampler)
+    study.optimize(objective, n_trials=1)  # warm-up
+    for t in (storage.tally, ledger, model, hooks):
+        t.reset()
+    barrier = Path(spec["barrier"])
+    (barrier / f"ready-{spec['seed']}").touch()
+    while not (barrier / "go").exists():
+        time.sleep(0.05)
+    n = spec["n_trials"]
+    study.optimize(objective, n_trials=n)
+    api = storage.tally
+
+    def ms(tally: Tally, prefix: str = "") -> float:
+        return 1e3 * sum(s for k, s in tally.seconds.items() if k.startswith(prefix)) / n
+
+    sampler_storage = ms(api, "suggest:") + ms(api, "sampler:")
+    return {
+        "reads_all": sum(c for k, c in api.calls.items() if k.endswith(":get_all_trials")) / n,
+        "optuna_reads_all": api.calls["optuna:get_all_trials"] / n,
+        "sampler_calls": sum(c for k, c in api.calls.items() if not k.startswith("optuna:")) / n,
+        "storage_ms": sampler_storage,
+        "ledger_ms": ms(ledger),
+        "model_ms": ms(model),
+        "sampler_ms": ms(hooks),
+    }
+
+
+def _run_workers(
+    path: Path, spec: dict[str, Any], n_workers: int, timeout: float
+) -> list[dict[str, Any]]:
+    """``n_workers`` processes running :func:`reads_worker` with ``path`` first on sys.path."""
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    barrier = Path(tempfile.mkdtemp(prefix="reads-barrier-"))
+    procs = []
+    for i in range(n_workers):
+        worker_spec = {**spec, "seed": i, "barrier": str(barrier)}
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, __file__, "--reads-worker", json.dumps(worker_spec)],
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
+    # Every worker has done its warm-up (its first read loads the whole study): go together.
+    deadline = time.monotonic() + timeout
+    while len(list(barrier.glob("ready-*"))) < n_workers:
+        if time.monotonic() > deadline or any(p.poll() not in (None, 0) for p in procs):
+            for p in procs:
+                p.kill()
+            raise RuntimeError("a reads worker did not get ready")
+        time.sleep(0.1)
+    (barrier / "go").touch()
+    out = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"a reads worker failed ({p.returncode})")
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+def export_baseline(ref: str, into: Path) -> Path:
+    """The package as of git ``ref``, extracted under ``into`` (the old path)."""
+    root = Path(__file__).resolve().parent.parent
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", ref, "optuna_costbo"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def fill_study_fast(url: str, name: str, n_finished: int) -> None:
+    """As :func:`fill_study` for finished trials, with the database's commits not waiting for
+    the disk (only while filling: SQLite ``synchronous=OFF``, PostgreSQL
+    ``synchronous_commit=off``)."""
+    import sqlalchemy
+
+    postgres = url.startswith("postgresql")
+    engine_kwargs = {"connect_args": {"options": "-c synchronous_commit=off"}} if postgres else {}
+    rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+    if not postgres:
+
+        def no_sync(conn: Any, record: Any) -> None:
+            conn.execute("PRAGMA synchronous=OFF")
+
+        sqlalchemy.event.listen(rdb.engine, "connect", no_sync)
+        rdb.engine.dispose()  # the connections made so far wait for the disk
+    fill_study(optuna.storages.get_storage(rdb), name, n_finished, 0)
+    rdb.engine.dispose()
+
+
+def measure_model_time(n_finished: int, acquisition: str, repeats: int) -> float:
+    """Median seconds of the sampler's model and acquisition (``propose``) on ``n_finished``
+    finished trials, one process, nothing else running on its behalf."""
+    import optuna_costbo.sampler as sampler_mod
+
+    seconds: list[float] = []
+    real = sampler_mod.propose
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - start)
+
+    sampler_mod.propose = timed  # type: ignore[assignment]
+    try:
+        storage = optuna.storages.InMemoryStorage()
+        fill_study(storage, "model", n_finished, 0)
+        sampler = CostRolloutSampler(
+            budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4, dashboard_chart=False
+        )
+        study = optuna.load_study(study_name="model", storage=storage, sampler=sampler)
+        study.optimize(objective, n_trials=repeats)
+    finally:
+        sampler_mod.propose = real  # type: ignore[assignment]
+    return statistics.median(seconds)
+
+
+def measure_reads(args: argparse.Namespace, tmp: Path) -> list[str]:
+    """Section 4: per trial, the sampler's storage time, ledger time and the rest, on the code
+    of ``--baseline-ref`` (old) and on this checkout (new), in one run."""
+    here = Path(__file__).resolve().parent.parent
+    old = export_baseline(args.baseline_ref, tmp / "baseline")
+    model_s = {}
+    for acquisition in ("ei", "rollout"):
+        model_s[acquisition] = measure_model_time(
+            args.model_trials, acquisition, args.model_repeats
+        )
+        print(f"  model n={args.model_trials} {acquisition}: {model_s[acquisition]:.2f} s")
+    backends = [("SQLite", f"sqlite:///{tmp / 'reads.db'}")]
+    if args.postgres_url:
+        backends.append(("PostgreSQL", args.postgres_url))
+    rows = []
+    for label, url in backends:
+        for n in args.reads_trials:
+            name = f"reads-{uuid.uuid4().hex[:8]}"
+            start = time.perf_counter()
+            fill_study_fast(url, name, n)
+            print(f"  {label} n={n}: filled in {time.perf_counter() - start:.0f} s", flush=True)
+            for w in args.reads_workers:
+                spec = {
+                    "url": url,
+                    "name": name,
+                    "n_trials": args.reads_per_worker,
+                    "acquisition": args.acquisition,
+                    "stub_model": True,
+                }
+                result = {}
+                for path_name, path in (("old", old), ("new", here)):
+                    runs = _run_workers(path, spec, w, timeout=3600.0)
+                    result[path_name] = {k: statistics.mean(r[k] for r in runs) for k in runs[0]}
+                    print(f"  {label} n={n} W={w} {path_name}: {result[path_name]}", flush=True)
+                o, v = result["old"], result["new"]
+                sl_old = o["storage_ms"] + o["ledger_ms"]
+                sl_new = v["storage_ms"] + v["ledger_ms"]
+
+                def share(r: dict[str, float], acquisition: str) -> str:
+                    sl = r["storage_ms"] + r["ledger_ms"]
+                    rest = r["sampler_ms"] - r["model_ms"]  # the sampler without the model
+                    return f"{100 * sl / (rest + 1e3 * model_s[acquisition]):.1f}"
+
+                rows.append(
+                    [
+                        f"{n:,}",
+                        label,
+                        str(w),
+                        f"{o['reads_all']:.0f} -> {v['reads_all']:.0f}",
+                        f"{o['storage_ms']:.1f} -> {v['storage_ms']:.1f}",
+                        f"{o['ledger_ms']:.1f} -> {v['ledger_ms']:.2f}",
+                        f"{sl_old:.1f} -> {sl_new:.1f}",
+                        f"{sl_old / max(sl_new, 1e-9):.1f}x",
+                        f"{o['sampler_ms'] - o['model_ms']:.0f} -> "
+                        f"{v['sampler_ms'] - v['model_ms']:.0f}",
+                        f"{share(o, 'ei')} -> {share(v, 'ei')}",
+                        f"{share(o, 'rollout')} -> {share(v, 'rollout')}",
+                    ]
+                )
+            if label == "PostgreSQL":
+                delete_study(url, name)
+    return [
+        f"## 4. The sampler's reads per trial, old ({args.baseline_ref}) -> new (this checkout)",
+        "",
+        f"A study pre-filled with n finished trials (``add_trials``); W worker processes each "
+        f"run {args.reads_per_worker} trials together after a warm-up trial, with the model "
+        "replaced by a uniform point, so that storage and ledger are measured, not the GP. "
+        "Per trial, means over the workers: reads of all trials (``get_all_trials``, Optuna's "
+        "own included), the sampler's storage calls (all of them, reads and writes, in its "
+        "hooks), the ledger computed from trials already read (and dead trials settled), "
+        "the sampler's whole time without the model, and the share of storage + ledger in the "
+        f"sampler's time with the model of a {args.model_trials}-trial study (measured here: "
+        f'``"ei"`` {model_s["ei"]:.2f} s, ``"rollout"`` {model_s["rollout"]:.2f} s per '
+        "suggestion, one process, InMemoryStorage).",
+        "",
+        *table(
+            [
+                "n trials",
+                "storage",
+                "W workers",
+                "get_all_trials / trial",
+                "sampler's storage ms / trial",
+                "ledger ms / trial",
+                "storage + ledger ms",
+                "ratio",
+                "sampler ms without model",
+                f"share % (ei, {args.model_trials}-trial model)",
+                f"share % (rollout, {args.model_trials}-trial model)",
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -629,12 +943,22 @@ def main() -> None:
     parser.add_argument("--suggest-finished", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--suggest-running", type=int, nargs="+", default=[0, 100, 1000])
     parser.add_argument("--suggest-repeats", type=int, default=3)
+    parser.add_argument("--reads-trials", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--reads-workers", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--reads-per-worker", type=int, default=6, help="measured trials")
+    parser.add_argument("--baseline-ref", default="main", help="git ref of the old path")
+    parser.add_argument("--model-trials", type=int, default=1000)
+    parser.add_argument("--model-repeats", type=int, default=3)
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["traffic", "capacity", "suggest"]
+        "--skip", nargs="*", default=[], choices=["traffic", "capacity", "suggest", "reads"]
     )
+    parser.add_argument("--reads-worker", help=argparse.SUPPRESS)
     parser.add_argument("--no-dask", action="store_true", help="skip the DaskStorage route")
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
     args = parser.parse_args()
+    if args.reads_worker:
+        print(json.dumps(reads_worker(json.loads(args.reads_worker))), flush=True)
+        return
 
     t_start = time.monotonic()
     lines: list[str] = []
@@ -798,6 +1122,9 @@ def main() -> None:
                 "",
             ]
         )
+
+    if "reads" not in args.skip:
+        emit(measure_reads(args, tmp))
 
     emit([f"Total {(time.monotonic() - t_start) / 60:.1f} min."])
     if args.out is not None:

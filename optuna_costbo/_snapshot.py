@@ -1,9 +1,12 @@
 """One read of the study per suggestion: trials filtered and encoded once for the models.
 
-:func:`take_snapshot` walks the trial list once, keeps the trials whose parameters lie in the
-relative search space, encodes them in one batch, and hands the policy what it needs: the
-completed points and values, the priced finished points and their costs, the running points
-and the ledger.
+:class:`TrialReads` reads the trial list once for a suggestion: Optuna asks for the relative
+search space and for the relative sample back to back, at the trial's first ``suggest_*``, and
+both are answered from that read (the search space kept per study and intersected with only
+the trials completed since, see :mod:`optuna_costbo._finished`). :func:`take_snapshot` walks
+the list once, keeps the trials whose parameters lie in the relative search space, encodes
+them in one batch, and hands the policy what it needs: the completed points and values, the
+priced finished points and their costs, the running points and the ledger.
 """
 
 from __future__ import annotations
@@ -11,14 +14,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+import threading
 from typing import Any
 
 import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.search_space import intersection_search_space
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo import budget
 from optuna_costbo._clash import running_points
+from optuna_costbo._finished import FinishedScan
+from optuna_costbo._finished import per_storage
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.policy import CostData
@@ -28,7 +37,84 @@ from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._space import SpaceBridge
 
 
-__all__ = ["Snapshot", "previous_params", "take_snapshot"]
+__all__ = ["Snapshot", "TrialReads", "previous_params", "take_snapshot"]
+
+
+class _SpaceOfStudy:
+    """The intersection search space of a study's completed trials seen so far."""
+
+    def __init__(self) -> None:
+        self.scan = FinishedScan()
+        self.space: dict[str, BaseDistribution] | None = None
+        self.lock = threading.Lock()
+
+
+_spaces_lock = threading.Lock()
+
+
+def completed_search_space(
+    study: optuna.Study, trials: Sequence[FrozenTrial]
+) -> dict[str, BaseDistribution]:
+    """``intersection_search_space`` of the COMPLETE trials of ``trials`` (the study's trial
+    list just read), updated with only the trials completed since the last call."""
+    cache = per_storage(study._storage)
+    if cache is not None:
+        with _spaces_lock:
+            entry = cache.setdefault(("space", study._study_id), _SpaceOfStudy())
+        with entry.lock:
+            finished = entry.scan.take(trials)
+            if finished is not None:
+                for t in finished:
+                    if t.state != TrialState.COMPLETE:
+                        continue
+                    if entry.space is None:
+                        entry.space = dict(t.distributions)
+                    else:
+                        entry.space = {
+                            name: dist
+                            for name, dist in entry.space.items()
+                            if t.distributions.get(name) == dist
+                        }
+                return dict(sorted((entry.space or {}).items()))
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    return intersection_search_space(complete)
+
+
+class TrialReads:
+    """The trial list read for a trial's relative search space, reused by its first proposal.
+
+    Optuna calls ``infer_relative_search_space`` and ``sample_relative`` one after the other
+    at a trial's first ``suggest_*``; one read of the study serves both. A later proposal of
+    the same trial (after a parallel clash) reads afresh.
+    """
+
+    _KEEP = 16  # reads kept for trials whose proposal is still to come (threads, n_jobs > 1)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reads: dict[int, list[FrozenTrial]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        """The intersection search space of the completed trials, from a fresh read that the
+        trial's first :meth:`trials` returns."""
+        trials = study.get_trials(deepcopy=False)
+        with self._lock:
+            if len(self._reads) >= self._KEEP:
+                self._reads.clear()
+            self._reads[trial._trial_id] = trials
+        return completed_search_space(study, trials)
+
+    def trials(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
+        """The read made for ``trial``'s search space, once; else a fresh read."""
+        with self._lock:
+            trials = self._reads.pop(trial._trial_id, None)
+        return trials if trials is not None else study.get_trials(deepcopy=False)
 
 
 @dataclass(frozen=True)
@@ -100,6 +186,7 @@ def take_snapshot(
     trial: FrozenTrial,
     bridge: SpaceBridge,
     *,
+    study: optuna.Study,
     sign: float,
     budget_total: float,
     cost_attr: str,
@@ -111,6 +198,7 @@ def take_snapshot(
     Args:
         trials: Every trial of the study.
         trial: The trial being suggested for.
+        study: The study ``trials`` were read from (its ledger is kept incrementally).
         bridge: The relative search space with its codec.
         sign: -1 for a maximize study, 1 for minimize.
         budget_total: The sampler's budget.
@@ -151,6 +239,8 @@ def take_snapshot(
         cost_data=CostData(encoded[priced], costs[priced]),
         X_running=X_running,
         X_evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
-        ledger=budget.compute_ledger(trials, budget_total, cost_attr, charge_sampler_time),
+        ledger=budget.ledger_from_trials(
+            study, trials, budget_total, cost_attr, charge_sampler_time
+        ),
         previous=previous_params(trials, trial),
     )

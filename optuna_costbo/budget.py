@@ -3,14 +3,25 @@
 Everything here is recomputed from storage on demand. A sampler object is never the only
 holder of the ledger: other processes may share the study, a crashed worker's trial may be
 failed by heartbeat, and trials may be added with :func:`optuna.study.Study.add_trial`.
+
+Recomputed, but not from scratch: :func:`ledger_from_trials` keeps, per storage object and
+study, the charges of the finished trials it has seen, summed, and adds only the trials that
+finished since (:mod:`optuna_costbo._finished`); running trials are charged
+afresh every time. A finished trial's charge never changes, except a dead worker's trial
+before it is settled (:func:`settle_dead_trials` writes its charge later, perhaps from another
+worker): such trials are kept apart and charged afresh, settled first, until they carry a
+cost. Both add the charges in trial-number order, so the incremental ledger is the full
+recomputation :func:`compute_ledger`, to the last bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 import datetime
 import math
+import threading
 from typing import Any
 
 import optuna
@@ -19,6 +30,8 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo import _dead_trials
+from optuna_costbo._finished import FinishedScan
+from optuna_costbo._finished import per_storage
 from optuna_costbo._numerics.checks import is_real
 
 
@@ -35,6 +48,7 @@ __all__ = [
     "Ledger",
     "charged_cost",
     "compute_ledger",
+    "ledger_from_trials",
     "objective_cost",
     "report_cost",
     "sampler_seconds",
@@ -195,6 +209,19 @@ class Ledger:
         return self.spent >= self.budget
 
 
+def _finishing(trial: FrozenTrial) -> bool:
+    """Whether ``trial`` counts as spent: finished, or its cost recorded while its final state
+    is being stored.
+
+    A trial whose cost the sampler has recorded is finishing: its state is written to storage
+    just after. Counting it as spent keeps workers that finish together from each storing a
+    ledger that misses the other's trial.
+    """
+    return trial.state in FINISHED_STATES or (
+        trial.state == TrialState.RUNNING and COST_SOURCE_ATTR in trial.system_attrs
+    )
+
+
 def compute_ledger(
     trials: Iterable[FrozenTrial],
     budget: float,
@@ -202,25 +229,114 @@ def compute_ledger(
     charge_sampler_time: bool = False,
     now: datetime.datetime | None = None,
 ) -> Ledger:
-    """Sum the costs of ``trials`` into a :class:`Ledger`."""
+    """Sum the costs of ``trials`` into a :class:`Ledger` (in the order given)."""
     now = now or datetime.datetime.now()
     spent = 0.0
     running = 0.0
     n_finished = 0
     n_running = 0
     for trial in trials:
-        # A trial whose cost the sampler has recorded is finishing: its state is written to
-        # storage just after. Counting it as spent keeps workers that finish together from
-        # each storing a ledger that misses the other's trial.
-        if trial.state in FINISHED_STATES or (
-            trial.state == TrialState.RUNNING and COST_SOURCE_ATTR in trial.system_attrs
-        ):
-            spent += charged_cost(trial, cost_attr, charge_sampler_time)
+        if _finishing(trial):
+            spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
             n_finished += 1
         elif trial.state == TrialState.RUNNING:
             running += charged_cost(trial, cost_attr, charge_sampler_time, now)
             n_running += 1
     return Ledger(budget, spent, running, n_finished, n_running)
+
+
+def _unpriced_failure(trial: FrozenTrial, cost_attr: str) -> bool:
+    """A failed trial without a cost: :func:`settle_dead_trials` may still charge it."""
+    return (
+        trial.state == TrialState.FAIL
+        and cost_attr not in trial.user_attrs
+        and COST_SOURCE_ATTR not in trial.system_attrs
+        and not trial.system_attrs.get(SKIPPED_ATTR)
+    )
+
+
+class _Charges:
+    """The finished trials of one study seen so far, for one way of charging them.
+
+    The sum is kept as :func:`compute_ledger` makes it, left to right in trial-number order,
+    so that both give the same float: ``prefix_sum`` holds the charges of trials
+    ``0 .. prefix - 1``, all final; ``final`` the charges of final trials numbered above.
+    """
+
+    def __init__(self) -> None:
+        self.scan = FinishedScan()
+        self.prefix = 0
+        self.prefix_sum = 0.0
+        self.final: dict[int, float] = {}
+        self.unpriced: list[int] = []  # numbers of failed trials not charged yet (see above)
+        self.lock = threading.Lock()
+
+
+def ledger_from_trials(
+    study: optuna.Study,
+    trials: Sequence[FrozenTrial],
+    budget: float,
+    cost_attr: str,
+    charge_sampler_time: bool = False,
+    now: datetime.datetime | None = None,
+) -> Ledger:
+    """The ledger of ``trials``, the trial list just read from ``study``'s storage.
+
+    Dead workers' trials are settled first (:func:`settle_dead_trials`). Equal to
+    :func:`compute_ledger` of the same list, but reads only the trials that finished since
+    the last call and those after the oldest trial not finished (in a study run by W workers,
+    about W); a list that is not the study's whole list in number order (HyperbandPruner's
+    brackets) is summed in full.
+    """
+    cache = per_storage(study._storage)
+    if cache is None:
+        settle_dead_trials(study, trials, cost_attr)
+        return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now)
+    with _cache_lock:
+        entry = cache.setdefault(
+            ("ledger", study._study_id, cost_attr, bool(charge_sampler_time)), _Charges()
+        )
+    now = now or datetime.datetime.now()
+    with entry.lock:
+        finished = entry.scan.take(trials)
+        if finished is None:
+            settle_dead_trials(study, trials, cost_attr)
+            return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now)
+        unpriced = [trials[number] for number in entry.unpriced]
+        for trial in finished:
+            if _unpriced_failure(trial, cost_attr):
+                unpriced.append(trial)
+            else:
+                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
+        settle_dead_trials(study, unpriced, cost_attr)
+        entry.unpriced = []
+        for trial in unpriced:
+            if _unpriced_failure(trial, cost_attr):
+                entry.unpriced.append(trial.number)
+            else:  # settled: its charge is final now
+                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
+        while entry.prefix in entry.final:
+            entry.prefix_sum += entry.final.pop(entry.prefix)
+            entry.prefix += 1
+        spent, n_finished = entry.prefix_sum, entry.prefix
+        running, n_running = 0.0, 0
+        for number in range(entry.prefix, len(trials)):
+            cost = entry.final.get(number)
+            if cost is not None:
+                spent += cost
+                n_finished += 1
+                continue
+            trial = trials[number]
+            if _finishing(trial):
+                spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
+                n_finished += 1
+            elif trial.state == TrialState.RUNNING:
+                running += charged_cost(trial, cost_attr, charge_sampler_time, now)
+                n_running += 1
+    return Ledger(budget, spent, running, n_finished, n_running)
+
+
+_cache_lock = threading.Lock()
 
 
 def storage_trials(study: optuna.Study) -> list[FrozenTrial]:
@@ -263,17 +379,25 @@ def study_ledger(
     charge_sampler_time: bool = False,
 ) -> Ledger:
     """The ledger of ``study`` as stored right now, dead workers' trials settled first."""
-    trials = storage_trials(study)
-    settle_dead_trials(study, trials, cost_attr)
-    return compute_ledger(trials, budget, cost_attr, charge_sampler_time)
+    return ledger_from_trials(study, storage_trials(study), budget, cost_attr, charge_sampler_time)
 
 
-def write_ledger(study: optuna.Study, ledger: Ledger) -> None:
-    """Store budget, spent and remaining as study user attrs (shown by optuna-dashboard)."""
+def write_ledger(
+    study: optuna.Study, ledger: Ledger, stored: dict[str, Any] | None = None
+) -> None:
+    """Store budget, spent and remaining as study user attrs (shown by optuna-dashboard).
+
+    ``stored``: the study's user attrs as just read; values already stored are not written
+    again (each write is a transaction, the slowest storage call on SQLite).
+    """
     storage, study_id = study._storage, study._study_id
-    storage.set_study_user_attr(study_id, BUDGET_ATTR, ledger.budget)
-    storage.set_study_user_attr(study_id, SPENT_ATTR, ledger.spent)
-    storage.set_study_user_attr(study_id, REMAINING_ATTR, max(ledger.remaining, 0.0))
+    for key, value in (
+        (BUDGET_ATTR, ledger.budget),
+        (SPENT_ATTR, ledger.spent),
+        (REMAINING_ATTR, max(ledger.remaining, 0.0)),
+    ):
+        if stored is None or stored.get(key) != value:
+            storage.set_study_user_attr(study_id, key, value)
 
 
 def store_ledger(
@@ -282,10 +406,12 @@ def store_ledger(
     """Recompute the ledger, store it, and return the spent cost.
 
     Last writer wins: a worker that computed an older ledger may have written after this one,
-    so the ledger is read back once and stored again if it moved.
+    so the ledger is read back once and stored again if it moved. (Leaving a value that is
+    already stored as it is amounts to writing it when it was read: whoever wrote another
+    value since reads back after writing.)
     """
     ledger = study_ledger(study, budget, cost_attr, charge_sampler_time)
-    write_ledger(study, ledger)
+    write_ledger(study, ledger, study._storage.get_study_user_attrs(study._study_id))
     again = study_ledger(study, budget, cost_attr, charge_sampler_time)
     if again.spent != ledger.spent:
         write_ledger(study, again)
@@ -366,7 +492,8 @@ class CostBudgetPruner(BasePruner):
         budget = self._budget if self._budget is not None else stored_budget(study)
         if budget is None:
             return False
-        trials = storage_trials(study)
-        ledger = compute_ledger(trials, budget, self._cost_attr, self._charge_sampler_time)
+        ledger = ledger_from_trials(
+            study, storage_trials(study), budget, self._cost_attr, self._charge_sampler_time
+        )
         own = charged_cost(trial, self._cost_attr, self._charge_sampler_time)
         return ledger.spent + own > budget

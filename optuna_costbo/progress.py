@@ -12,6 +12,7 @@ show_progress_bar=True)`` without ``n_trials`` or ``timeout`` only gets Optuna's
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import sys
@@ -355,7 +356,17 @@ def _optuna_bar_refused(study: optuna.Study) -> bool:
     """Whether an ``optimize`` call of ``study`` on a stack asked for Optuna's bar in vain."""
     # NOTE: with n_jobs > 1 the trials run in pool threads, and the optimize call is on the
     # stack of the thread that called it, so every thread's stack is searched.
-    stacks: list[FrameType | None] = [sys._getframe(1), *sys._current_frames().values()]
+    # NOTE: no garbage collection during sys._current_frames(): on CPython <= 3.11 a collection
+    # there that frees a threading.local (every optuna.Study holds one) deadlocks the process
+    # (python/cpython#106883; seen here as a hang of the sampler contract tests).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        frames = sys._current_frames()
+    finally:
+        if collecting:
+            gc.enable()
+    stacks: list[FrameType | None] = [sys._getframe(1), *frames.values()]
     for frame in stacks:
         while frame is not None:
             if (

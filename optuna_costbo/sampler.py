@@ -23,7 +23,6 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers import RandomSampler
 from optuna.samplers._base import _INDEPENDENT_SAMPLING_WARNING_TEMPLATE
-from optuna.search_space import intersection_search_space
 from optuna.storages._heartbeat import get_heartbeat_thread
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
@@ -44,6 +43,7 @@ from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.registry import make_acquisition
 from optuna_costbo._numerics.strategies import AcquisitionOptions
+from optuna_costbo._snapshot import TrialReads
 from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
 from optuna_costbo._space import check_distinct_choices
@@ -213,6 +213,7 @@ class CostRolloutSampler(BaseSampler):
         self._pending = _clash.Pending()  # this process's proposals for running trials
         self._last_evaluated = np.empty((0, 0))  # (k, D) of the last start-up snapshot
         self._budget_end_noted: set[int] = set()  # studies told the budget buys no more
+        self._reads = TrialReads()  # one read of the study per suggestion
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -253,8 +254,7 @@ class CostRolloutSampler(BaseSampler):
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
-        complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        space = intersection_search_space(complete)
+        space = self._reads.search_space(study, trial)
         return {name: dist for name, dist in space.items() if not dist.single()}
 
     def sample_relative(
@@ -491,11 +491,11 @@ class CostRolloutSampler(BaseSampler):
         ``previous``: this trial's proposal before a clash; its fitted models are reused when
         the data have not changed since.
         """
-        trials = study.get_trials(deepcopy=False)
         snap = take_snapshot(
-            trials,
+            self._reads.trials(study, trial),
             trial,
             bridge,
+            study=study,
             sign=-1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0,
             budget_total=self._budget,
             cost_attr=self._cost_attr,
