@@ -491,8 +491,9 @@ class CostRolloutSampler(BaseSampler):
         ``previous``: this trial's proposal before a clash; its fitted models are reused when
         the data have not changed since.
         """
+        trials = self._reads.trials(study, trial)
         snap = take_snapshot(
-            self._reads.trials(study, trial),
+            trials,
             trial,
             bridge,
             study=study,
