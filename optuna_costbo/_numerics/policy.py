@@ -26,7 +26,7 @@ from optuna_costbo._numerics.strategies import AcquisitionContext
 from optuna_costbo._numerics.strategies import AcquisitionStrategy
 
 
-__all__ = ["CostData", "Proposal", "ProposalRequest", "WarmStart", "propose"]
+__all__ = ["CostData", "Proposal", "ProposalRequest", "WarmStart", "finite_values", "propose"]
 
 # NOTE: noise floor of the log-cost model (standardized units): measured costs are noisy.
 _COST_MIN_NOISE_VAR = 1e-4
@@ -159,7 +159,7 @@ def _fit(
     return model, optimize
 
 
-def _finite(y: np.ndarray) -> np.ndarray:
+def finite_values(y: np.ndarray) -> np.ndarray:
     """Replace +-inf objective values by the largest / smallest finite ones."""
     finite = np.isfinite(y)
     if finite.all():
@@ -235,7 +235,7 @@ def _propose(
     reuse: Proposal | None,
 ) -> Proposal:
     X = request.X  # (n, D)
-    y = _finite(np.asarray(request.y, dtype=float))  # (n,)
+    y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
     if (
         reuse is not None

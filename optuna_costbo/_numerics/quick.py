@@ -32,6 +32,7 @@ from optuna_costbo._numerics.hyperparams import GPHyperparams
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.policy import finite_values
 from optuna_costbo._numerics.search_space import rows_among
 
 
@@ -60,16 +61,6 @@ def _model(
     return fit_gp(
         X, y, rng=rng, n_restarts=0, min_noise_var=min_noise_var, fixed_noise=fixed_noise
     )
-
-
-def _finite(y: np.ndarray) -> np.ndarray:
-    finite = np.isfinite(y)
-    if finite.all():
-        return y
-    if not finite.any():
-        return np.zeros_like(y)
-    out: np.ndarray = np.clip(y, y[finite].min(), y[finite].max())
-    return out
 
 
 def candidates(
@@ -112,7 +103,7 @@ def quick_propose(
         The proposal; its ``warm`` is the request's, unchanged.
     """
     X = request.X  # (n, D)
-    y = _finite(np.asarray(request.y, dtype=float))  # (n,)
+    y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
     if refit and warm.objective is not None:
         fitted = fit_gp(
