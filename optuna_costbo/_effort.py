@@ -32,7 +32,7 @@ from typing import Literal
 
 from optuna.trial import FrozenTrial
 
-from optuna_costbo.budget import COST_SOURCE_ATTR
+from optuna_costbo.budget import measured_costs
 
 
 __all__ = ["DEFAULT_SHARE", "EffortRule", "Route", "charges_sampler_time"]
@@ -149,8 +149,4 @@ def charges_sampler_time(
         return option
     if has_cost_fn:
         return False
-    for t in trials:
-        source = t.system_attrs.get(COST_SOURCE_ATTR)
-        if source in ("reported", "wall_clock"):
-            return bool(source == "wall_clock")
-    return None
+    return measured_costs(list(trials))

@@ -49,6 +49,7 @@ __all__ = [
     "charged_cost",
     "compute_ledger",
     "ledger_from_trials",
+    "measured_costs",
     "objective_cost",
     "report_cost",
     "sampler_seconds",
@@ -424,6 +425,17 @@ def stored_budget(study: optuna.Study) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
+    """Whether the study's costs are measured wall-clock time: the source recorded for the
+    first finished trial with a cost (``True``: measured, ``False``: reported or from a
+    ``cost_fn``); ``None`` before any trial has one."""
+    for t in trials:
+        source = t.system_attrs.get(COST_SOURCE_ATTR)
+        if source in ("reported", "wall_clock"):
+            return bool(source == "wall_clock")
+    return None
+
+
 class CostBudgetPruner(BasePruner):
     """Prune a reporting trial once the study's spent cost plus its own cost exceeds the budget.
 
@@ -440,6 +452,9 @@ class CostBudgetPruner(BasePruner):
             the trial is pruned if either says so.
         cost_attr: Name of the trial user attr that carries reported costs.
         charge_sampler_time: Count the sampler's own time, as the sampler option of the same name.
+            ``None`` (default), as the sampler's default: counted when the trials' costs are
+            measured wall-clock time, not when the objective reports them or a ``cost_fn``
+            gives them.
 
     Raises:
         ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, or
@@ -464,7 +479,7 @@ class CostBudgetPruner(BasePruner):
         *,
         wrapped_pruner: BasePruner | None = None,
         cost_attr: str = "cost",
-        charge_sampler_time: bool = False,
+        charge_sampler_time: bool | None = None,
     ) -> None:
         # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written
         # elsewhere (PatientPruner(MedianPruner(), ...)); it means the wrapped pruner.
@@ -492,8 +507,10 @@ class CostBudgetPruner(BasePruner):
         budget = self._budget if self._budget is not None else stored_budget(study)
         if budget is None:
             return False
-        ledger = ledger_from_trials(
-            study, storage_trials(study), budget, self._cost_attr, self._charge_sampler_time
-        )
-        own = charged_cost(trial, self._cost_attr, self._charge_sampler_time)
+        trials = storage_trials(study)
+        charged = self._charge_sampler_time
+        if charged is None:
+            charged = bool(measured_costs(trials))
+        ledger = ledger_from_trials(study, trials, budget, self._cost_attr, charged)
+        own = charged_cost(trial, self._cost_attr, charged)
         return ledger.spent + own > budget

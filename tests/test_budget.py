@@ -210,3 +210,22 @@ def test_budget_pruner_rejects_two_pruners_and_names_wrapped_pruner_for_other_ob
         CostBudgetPruner("median")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive finite number, got -1"):
         CostBudgetPruner(-1.0)  # the budget, unlike a cost, must be positive
+
+
+def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default() -> None:
+    # Wall-clock costs: the sampler charges its own seconds by default, and so does the pruner
+    # (charge_sampler_time=None); with a budget between the two ledgers only it prunes.
+    from optuna_costbo import CostRolloutSampler
+
+    sampler = CostRolloutSampler(budget=1e6, n_startup_trials=2, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.3) ** 2, n_trials=5)
+    charged = sampler.ledger(study).spent
+    plain = b.compute_ledger(study.get_trials(), 1e6, "cost", False).spent
+    assert b.measured_costs(study.get_trials()) is True
+    assert charged - plain > 1e-3  # the sampler's seconds of the model-based trials
+    budget = 0.5 * (charged + plain)
+    running = study.ask()
+    frozen = study._storage.get_trial(running._trial_id)
+    assert CostBudgetPruner(budget).prune(study, frozen)
+    assert not CostBudgetPruner(budget, charge_sampler_time=False).prune(study, frozen)
