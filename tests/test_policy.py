@@ -145,6 +145,7 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset(
     from optuna_costbo._numerics.strategies import AcquisitionOptions
 
     monkeypatch.setattr(policy, "MAX_FIT_POINTS", 20)
+    monkeypatch.setattr(policy, "REFIT_FROM", 20)
     monkeypatch.setattr(policy, "REFIT_GROWTH", 0.25)
     rng = np.random.default_rng(0)
     X = rng.random((60, 2))

@@ -33,9 +33,10 @@ _COST_MIN_NOISE_VAR = 1e-4
 
 #: Hyperparameters are fitted on at most this many observations (see :func:`.fit.fit_subset`);
 #: the models are conditioned on all of them.
-MAX_FIT_POINTS = 128
-#: Past MAX_FIT_POINTS observations, hyperparameters are optimized again once the data have
-#: grown by this fraction since the last optimization, and kept in between.
+MAX_FIT_POINTS = 256
+#: Past REFIT_FROM observations, hyperparameters are optimized again once the data have grown
+#: by REFIT_GROWTH since the last optimization, and kept in between.
+REFIT_FROM = 128
 REFIT_GROWTH = 0.05
 
 
@@ -139,12 +140,14 @@ def _fit(
     if warm is not None and warm.lengthscales.shape != (X.shape[1],):
         warm = None
         n_restarts = 3
-    # NOTE: refit schedule. Past MAX_FIT_POINTS observations one more point hardly moves the
+    # NOTE: refit schedule. Past REFIT_FROM observations one more point hardly moves the
     # hyperparameters, and optimizing them is most of a suggestion's time: they are kept
     # until the data have grown by REFIT_GROWTH (then optimized from the kept ones, with the
-    # restarts of every 5th fit). benchmarks/suggest_speed.py measures the effect.
+    # restarts of every 5th fit). benchmarks/suggest_speed.py measures the effect, and
+    # benchmarks/scale_quality.py what it costs (fits on 128 observations, measured first,
+    # cost quality on a 5-D problem at 130-300 trials; on 256, see docs/benchmarks.md).
     n = X.shape[0]
-    optimize = warm is None or n <= MAX_FIT_POINTS or n >= last_n * (1.0 + REFIT_GROWTH)
+    optimize = warm is None or n <= REFIT_FROM or n >= last_n * (1.0 + REFIT_GROWTH)
     model = fit_gp(
         X,
         y,
