@@ -71,3 +71,23 @@ class ChartSchedule:
                 return False
             self._times[study._study_id] = now
         return True
+
+    def warm_imports(self, study: optuna.Study) -> None:
+        """Import plotly and optuna-dashboard now if the study gets the chart.
+
+        NOTE: called before a trial, while no heartbeat is running: the first import takes
+        seconds, and the redraw runs after Optuna has stopped the trial's heartbeat.
+        """
+        if self.wanted(study):
+            import optuna_dashboard  # noqa: F401
+            import plotly.graph_objects  # noqa: F401
+
+            import optuna_costbo.dashboard  # noqa: F401
+
+    def after_trial(self, study: optuna.Study, spent: float, budget: float, **update: Any) -> None:
+        """Redraw the chart if the study gets it and a redraw is due (``update``: the
+        keyword arguments of :func:`optuna_costbo.dashboard.update_dashboard`)."""
+        if self.wanted(study) and self.due(study, spent, budget):
+            from optuna_costbo.dashboard import update_dashboard
+
+            update_dashboard(study, budget=budget, **update)

@@ -9,6 +9,7 @@ it has checked it. ``docs/parallel.md`` ("What is guaranteed") states the rule f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 import threading
@@ -27,6 +28,7 @@ __all__ = [
     "must_repropose",
     "point_of",
     "running_points",
+    "settle",
 ]
 
 PROPOSED_ATTR = "costbo:proposed_params"
@@ -131,3 +133,27 @@ def _later_trial_keeps(study: optuna.Study, later: FrozenTrial, params: Mapping[
             # Its worker is stuck or dead: assume it keeps the point.
             return True
         time.sleep(POLL_SECONDS)
+
+
+def settle(
+    study: optuna.Study,
+    trial: FrozenTrial,
+    params: dict[str, Any],
+    repropose: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """Publish ``params`` for ``trial`` and resolve clashes; the trial's final params.
+
+    Other workers see the proposal at once, before Optuna stores the parameters one by one
+    as the objective suggests them. While :func:`must_repropose` says this trial moves,
+    ``repropose()`` (same data, the other trial now pending) gives its next proposal, up to
+    :data:`MAX_ROUNDS` times; the final one is marked checked.
+    """
+    storage = study._storage
+    storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+    for _ in range(MAX_ROUNDS):
+        if not must_repropose(study, trial, params):
+            break
+        params = repropose()
+        storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
+    storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)
+    return params

@@ -16,11 +16,35 @@ from optuna_costbo._snapshot import previous_params
 from optuna_costbo._user_cost import UserCost
 from optuna_costbo.budget import COST_SOURCE_ATTR
 from optuna_costbo.budget import INVALID_COST_ATTR
+from optuna_costbo.budget import SAMPLER_SECONDS_ATTR
+from optuna_costbo.budget import SKIPPED_ATTR
 from optuna_costbo.budget import storage_trials
 from optuna_costbo.budget import validate_cost
 
 
-__all__ = ["record_cost"]
+__all__ = ["record_cost", "record_trial"]
+
+
+def record_trial(
+    study: optuna.Study,
+    trial: FrozenTrial,
+    *,
+    sampler_seconds: float,
+    cost_attr: str,
+    user_cost: UserCost | None,
+) -> ValueError | None:
+    """After a trial: store the sampler's seconds on it and, unless the trial was cut short
+    because the budget was already spent (it costs nothing), its cost (:func:`record_cost`).
+
+    Once the cost is stored the ledger counts the trial as spent, although its state is
+    stored only after the sampler's ``after_trial`` (see ``budget.compute_ledger``).
+    """
+    study._storage.set_trial_system_attr(trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds)
+    if trial.system_attrs.get(SKIPPED_ATTR):
+        return None
+    return record_cost(
+        study, trial, sampler_seconds=sampler_seconds, cost_attr=cost_attr, user_cost=user_cost
+    )
 
 
 def record_cost(

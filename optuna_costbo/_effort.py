@@ -25,19 +25,27 @@ This module does no linear algebra; the sampler dispatches to the route chosen h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
+import datetime
 import math
+import time
 from typing import Literal
+from typing import TypeVar
 
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._logging import get_logger
 from optuna_costbo.budget import measured_costs
 
 
-__all__ = ["DEFAULT_SHARE", "EffortRule", "Route", "charges_sampler_time"]
+__all__ = ["DEFAULT_SHARE", "EffortRule", "Route", "SamplerTimeCharge", "charges_sampler_time"]
 
 Route = Literal["full", "quick"]
+_P = TypeVar("_P")
+_logger = get_logger(__name__)
 
 #: Default share of the wall-clock that full suggestions may take (see docs/concepts.md).
 DEFAULT_SHARE = 0.1
@@ -129,6 +137,38 @@ class EffortRule:
         if math.isfinite(sampler_seconds) and sampler_seconds >= 0.0:
             s.overhead += 0.2 * (sampler_seconds - s.overhead)
 
+    def suggest(
+        self,
+        study_id: int,
+        n: int,
+        remaining: float | None,
+        *,
+        full: Callable[[], _P],
+        quick: Callable[[bool], _P],
+    ) -> _P:
+        """Make a suggestion on ``n`` observations by the route the rule chooses, and record it.
+
+        ``remaining``: the remaining budget while the sampler's time is charged, ``None``
+        otherwise (always the full route). ``full()`` and ``quick(refit)`` make the suggestion.
+        """
+        route: Route = "full" if remaining is None else self.route(study_id, remaining)
+        refit = route == "quick" and self.refit_due(study_id, n)
+        start = time.perf_counter()
+        proposal = quick(refit) if route == "quick" else full()
+        self.record_suggestion(study_id, route, time.perf_counter() - start, n=n, refit=refit)
+        if route == "quick":
+            _logger.debug("Quick route (the sampler's time is charged)")
+        return proposal
+
+    def record_finished(
+        self, study_id: int, start: datetime.datetime | None, sampler_seconds: float
+    ) -> None:
+        """A trial that started at ``start`` finished now; ``sampler_seconds`` of its wall
+        clock were the sampler's."""
+        if start is not None:
+            elapsed = (datetime.datetime.now() - start).total_seconds()
+            self.record_trial(study_id, elapsed - sampler_seconds, sampler_seconds)
+
     def counts(self, study_id: int) -> dict[str, int]:
         """Suggestions made by each route in this process, for logs and tests."""
         s = self._state(study_id)
@@ -150,3 +190,36 @@ def charges_sampler_time(
     if has_cost_fn:
         return False
     return measured_costs(list(trials))
+
+
+class SamplerTimeCharge:
+    """The sampler's ``charge_sampler_time`` option, resolved per study and remembered.
+
+    Args:
+        option: The user's choice; ``None`` decides per study (:func:`charges_sampler_time`).
+        has_cost_fn: Whether the sampler has a ``cost_fn`` (its costs are then never measured).
+    """
+
+    def __init__(self, option: bool | None, has_cost_fn: bool) -> None:
+        self.option = option
+        self._has_cost_fn = has_cost_fn
+        self._known: dict[int, bool] = {}  # study id -> the resolved option
+
+    def resolve(
+        self, study_id: int, trials: Callable[[], Sequence[FrozenTrial]] | Sequence[FrozenTrial]
+    ) -> bool:
+        """Whether the sampler's time counts in study ``study_id``, given its trials (or a
+        function that reads them, called only while the choice is open)."""
+        if self.option is not None:
+            return self.option
+        known = self._known.get(study_id)
+        if known is not None:
+            return known
+        charged = charges_sampler_time(
+            None, self._has_cost_fn, trials() if callable(trials) else trials
+        )
+        if charged is None:
+            # Nothing priced yet: nothing is spent either, except a running trial's time.
+            return not self._has_cost_fn
+        self._known[study_id] = charged
+        return charged

@@ -146,8 +146,9 @@ class Snapshot:
         budget_total: float,
         known_cost: KnownCost | None,
         warm: WarmStart | None,
+        deterministic: bool = False,
     ) -> ProposalRequest:
-        """The policy's request for this suggestion."""
+        """The policy's request for this suggestion (``deterministic``: the objective's)."""
         return ProposalRequest(
             codec=codec,
             X=self.X,
@@ -159,6 +160,7 @@ class Snapshot:
             X_running=self.X_running,
             warm=warm,
             evaluated=self.X_evaluated,
+            deterministic=deterministic,
         )
 
 

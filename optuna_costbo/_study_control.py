@@ -4,12 +4,19 @@ and telling the user once that the budget buys no more trials."""
 from __future__ import annotations
 
 import optuna
+from optuna.trial import FrozenTrial
 
 from optuna_costbo._logging import get_logger
 from optuna_costbo.budget import Ledger
 
 
-__all__ = ["check_single_objective", "in_optimize_loop", "note_budget_end", "stop"]
+__all__ = [
+    "check_single_objective",
+    "end_if_spent",
+    "in_optimize_loop",
+    "note_budget_end",
+    "stop",
+]
 
 _logger = get_logger(__name__)
 
@@ -56,3 +63,23 @@ def note_budget_end(study: optuna.Study, ledger: Ledger, noted: set[int]) -> Non
         "their predicted costs; trials go on, at the cheapest promising points, until the "
         "budget is spent. Stop the study if the budget is final."
     )
+
+
+def end_if_spent(study: optuna.Study, ledger: Ledger, trial: FrozenTrial) -> bool:
+    """Before ``trial``: whether the budget is spent and the trial must be cut short.
+
+    In an optimize loop, another worker (or an earlier session) spent the budget: the loop is
+    stopped and the trial is to be pruned at its first suggestion, before the objective's
+    work (``True``). Under ask-and-tell there is no loop: a warning, and the trial runs.
+    """
+    if not ledger.exhausted:
+        return False
+    if in_optimize_loop(study):
+        stop(study)
+        return True
+    _logger.warning(
+        f"The cost budget of study {study.study_name!r} is spent "
+        f"({ledger.spent:.6g} of {ledger.budget:.6g}); trial {trial.number} "
+        "was asked for anyway (ask-and-tell: check sampler.remaining_budget(study))."
+    )
+    return False

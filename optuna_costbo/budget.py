@@ -1,4 +1,4 @@
-"""The cost ledger: what each trial cost, what the study has spent, and the budget pruner.
+"""The cost ledger: what each trial cost and what the study has spent.
 
 Everything here is recomputed from storage on demand. A sampler object is never the only
 holder of the ledger: other processes may share the study, a crashed worker's trial may be
@@ -25,7 +25,6 @@ import threading
 from typing import Any
 
 import optuna
-from optuna.pruners import BasePruner
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
@@ -44,7 +43,6 @@ __all__ = [
     "SAMPLER_SECONDS_ATTR",
     "SKIPPED_ATTR",
     "SPENT_ATTR",
-    "CostBudgetPruner",
     "Ledger",
     "charged_cost",
     "compute_ledger",
@@ -434,83 +432,3 @@ def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
         if source in ("reported", "wall_clock"):
             return bool(source == "wall_clock")
     return None
-
-
-class CostBudgetPruner(BasePruner):
-    """Prune a reporting trial once the study's spent cost plus its own cost exceeds the budget.
-
-    The trial's own cost so far is the user attr ``cost_attr`` if the objective keeps it
-    up to date (for costs that are not seconds), else its wall-clock time since it started,
-    less the sampler's time. The check runs whenever the trial calls ``trial.should_prune()``.
-
-    Args:
-        budget: The budget in cost units. ``None`` reads it from the study, where
-            :class:`~optuna_costbo.CostRolloutSampler` stores it. A pruner given here, as in
-            ``CostBudgetPruner(MedianPruner())``, is taken as ``wrapped_pruner`` (the budget
-            is then read from the study).
-        wrapped_pruner: Another pruner consulted first (for example a median pruner);
-            the trial is pruned if either says so.
-        cost_attr: Name of the trial user attr that carries reported costs.
-        charge_sampler_time: Count the sampler's own time, as the sampler option of the same name.
-            ``None`` (default), as the sampler's default: counted when the trials' costs are
-            measured wall-clock time, not when the objective reports them or a ``cost_fn``
-            gives them.
-
-    Raises:
-        ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, or
-            a pruner is given both as ``budget`` and as ``wrapped_pruner``.
-
-    Example:
-
-        .. code-block:: python
-
-            import optuna
-            from optuna_costbo import CostBudgetPruner, CostRolloutSampler
-
-            study = optuna.create_study(
-                sampler=CostRolloutSampler(budget=60.0),
-                pruner=CostBudgetPruner(optuna.pruners.MedianPruner()),  # budget: the study's
-            )
-    """
-
-    def __init__(
-        self,
-        budget: float | BasePruner | None = None,
-        *,
-        wrapped_pruner: BasePruner | None = None,
-        cost_attr: str = "cost",
-        charge_sampler_time: bool | None = None,
-    ) -> None:
-        # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written
-        # elsewhere (PatientPruner(MedianPruner(), ...)); it means the wrapped pruner.
-        if isinstance(budget, BasePruner):
-            if wrapped_pruner is not None:
-                raise ValueError(
-                    "CostBudgetPruner got two pruners: one as its first argument (budget) and "
-                    "one as wrapped_pruner; pass a budget (a positive finite number or None) "
-                    "first, or only one pruner"
-                )
-            budget, wrapped_pruner = None, budget
-        elif budget is not None and (not is_real(budget)):
-            raise ValueError(
-                "budget must be a positive finite number, None (the study's budget) or a "
-                f"pruner to wrap (also wrapped_pruner=...), got {budget!r}"
-            )
-        self._budget = None if budget is None else validate_budget(budget)
-        self._wrapped = wrapped_pruner
-        self._cost_attr = cost_attr
-        self._charge_sampler_time = charge_sampler_time
-
-    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
-        if self._wrapped is not None and self._wrapped.prune(study, trial):
-            return True
-        budget = self._budget if self._budget is not None else stored_budget(study)
-        if budget is None:
-            return False
-        trials = storage_trials(study)
-        charged = self._charge_sampler_time
-        if charged is None:
-            charged = bool(measured_costs(trials))
-        ledger = ledger_from_trials(study, trials, budget, self._cost_attr, charged)
-        own = charged_cost(trial, self._cost_attr, charged)
-        return ledger.spent + own > budget

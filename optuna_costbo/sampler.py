@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-import dataclasses
-import datetime
 import threading
 import time
 from typing import Any
@@ -21,8 +19,6 @@ import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
-from optuna.samplers import RandomSampler
-from optuna.samplers._base import _INDEPENDENT_SAMPLING_WARNING_TEMPLATE
 from optuna.storages._heartbeat import get_heartbeat_thread
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
@@ -30,30 +26,29 @@ from optuna.trial import TrialState
 
 from optuna_costbo import _clash
 from optuna_costbo._chart_schedule import ChartSchedule
-from optuna_costbo._cost_record import record_cost
+from optuna_costbo._cost_record import record_trial
 from optuna_costbo._effort import DEFAULT_SHARE
 from optuna_costbo._effort import EffortRule
-from optuna_costbo._effort import Route
-from optuna_costbo._effort import charges_sampler_time
+from optuna_costbo._effort import SamplerTimeCharge
+from optuna_costbo._independent import IndependentSampling
 from optuna_costbo._logging import get_logger
-from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.registry import make_acquisition
 from optuna_costbo._numerics.strategies import AcquisitionOptions
+from optuna_costbo._options import check_options
 from optuna_costbo._snapshot import TrialReads
 from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
 from optuna_costbo._space import check_distinct_choices
 from optuna_costbo._startup import StartupDesign
 from optuna_costbo._study_control import check_single_objective
-from optuna_costbo._study_control import in_optimize_loop
+from optuna_costbo._study_control import end_if_spent
 from optuna_costbo._study_control import note_budget_end
 from optuna_costbo._study_control import stop
 from optuna_costbo._user_cost import UserCost
-from optuna_costbo.budget import SAMPLER_SECONDS_ATTR
 from optuna_costbo.budget import SKIPPED_ATTR
 from optuna_costbo.budget import Ledger
 from optuna_costbo.budget import store_ledger
@@ -174,35 +169,31 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
     ) -> None:
         self._budget = validate_budget(budget)
-        for name, value, low in (("horizon", horizon, 1), ("n_samples", n_samples, 1)):
-            if not is_int(value) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        check_options(
+            horizon=horizon,
+            n_samples=n_samples,
+            n_startup_trials=n_startup_trials,
+            cost_attr=cost_attr,
+            seed=seed,
+            charge_sampler_time=charge_sampler_time,
+        )
         self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
         self._acquisition = make_acquisition(
             acquisition, AcquisitionOptions(horizon=horizon, n_samples=n_samples)
         )
-        if n_startup_trials is not None and (not is_int(n_startup_trials) or n_startup_trials < 0):
-            raise ValueError(
-                f"n_startup_trials must be None or a non-negative int, got {n_startup_trials!r}"
-            )
-        if not isinstance(cost_attr, str) or not cost_attr:
-            raise ValueError(f"cost_attr must be a non-empty str, got {cost_attr!r}")
-        if seed is not None and not is_int(seed):
-            raise ValueError(f"seed must be None or an int, got {seed!r}")
         self._n_startup_trials = n_startup_trials
         self._cost_attr = cost_attr
         self._seed = seed
         self._rng = np.random.default_rng(seed)
         self._design = StartupDesign(int(self._rng.integers(2**31)))
-        self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
-        self._independent_default = independent_sampler is None
-        self._warn_independent_sampling = warn_independent_sampling
-        if charge_sampler_time is not None and not isinstance(charge_sampler_time, bool):
-            raise ValueError(
-                f"charge_sampler_time must be None, True or False, got {charge_sampler_time!r}"
-            )
-        self._charge_sampler_time = charge_sampler_time
-        self._charges: dict[int, bool] = {}  # study id -> resolved charge_sampler_time=None
+        self._independent = IndependentSampling(
+            independent_sampler,
+            seed,
+            self._design,
+            warn=warn_independent_sampling,
+            owner=type(self).__name__,
+        )
+        self._charge = SamplerTimeCharge(charge_sampler_time, cost_fn is not None)
         self._effort = EffortRule(max_sampler_share)
         self._chart = ChartSchedule(dashboard_chart)
         self._deterministic = bool(deterministic_objective)
@@ -247,7 +238,7 @@ class CostRolloutSampler(BaseSampler):
     def reseed_rng(self) -> None:
         with self._lock:
             self._rng = np.random.default_rng()
-        self._independent_sampler.reseed_rng()
+        self._independent.sampler.reseed_rng()
 
     # -- BaseSampler ------------------------------------------------------------------------
 
@@ -285,56 +276,22 @@ class CostRolloutSampler(BaseSampler):
         start = time.perf_counter()
         try:
             self._raise_if_skipped(study, trial)
-            complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if self._warn_independent_sampling and len(complete) >= self._startup_count(1):
-                _logger.warning(
-                    _INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
-                        param_name=param_name,
-                        trial_number=trial.number,
-                        independent_sampler_name=type(self._independent_sampler).__name__,
-                        sampler_name=type(self).__name__,
-                        fallback_reason="the parameter is not in the search space shared by "
-                        "all completed trials (conditional or dynamic search space)",
-                    )
-                )
-            if self._independent_default and not complete:
-                # NOTE: before any trial completes there is no relative search space, and
-                # workers that share a seed would draw the same random points. The start-up
-                # design indexed by trial number gives each trial its own point.
-                return self._design.first_wave_value(param_name, param_distribution, trial.number)
-            return self._independent_sampler.sample_independent(
-                study, trial, param_name, param_distribution
+            return self._independent.sample(
+                study, trial, param_name, param_distribution, self._startup_count(1)
             )
         finally:
             self._add_sampler_seconds(trial, time.perf_counter() - start)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         hint_cost_progress_bar(study)
-        self._independent_sampler.before_trial(study, trial)
-        if self._chart.wanted(study):
-            # Import plotly now, while no heartbeat is running: the first import takes
-            # seconds, and after_trial runs after Optuna has stopped the trial's heartbeat.
-            import optuna_dashboard  # noqa: F401
-            import plotly.graph_objects  # noqa: F401
-
-            import optuna_costbo.dashboard  # noqa: F401
+        self._independent.sampler.before_trial(study, trial)
+        self._chart.warm_imports(study)
         ledger = self.ledger(study)
         if stored_budget(study) != self._budget:
             write_ledger(study, ledger)
-        if not ledger.exhausted:
-            return
-        if in_optimize_loop(study):
-            # Another worker (or an earlier session) spent the budget: end this optimize loop
-            # and prune the new trial at its first suggestion, before the objective's work.
-            stop(study)
+        if end_if_spent(study, ledger, trial):
             with self._lock:
                 self._skipped.add(trial._trial_id)
-        else:
-            _logger.warning(
-                f"The cost budget of study {study.study_name!r} is spent "
-                f"({ledger.spent:.6g} of {ledger.budget:.6g}); trial {trial.number} "
-                "was asked for anyway (ask-and-tell: check sampler.remaining_budget(study))."
-            )
 
     def after_trial(
         self,
@@ -343,7 +300,7 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        self._independent_sampler.after_trial(study, trial, state, values)
+        self._independent.sampler.after_trial(study, trial, state, values)
         # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
         # cost, the ledger and the chart are written, or another worker's fail_stale_trials
         # could fail a trial that finished fine.
@@ -359,45 +316,32 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        storage, trial_id = study._storage, trial._trial_id
+        trial_id = trial._trial_id
         with self._lock:
             seconds = self._sampler_seconds.pop(trial_id, 0.0)
             self._skipped.discard(trial_id)
         self._pending.discard(trial_id)
-        storage.set_trial_system_attr(trial_id, SAMPLER_SECONDS_ATTR, seconds)
-
-        # A trial cut short because the budget was already spent costs nothing; any other
-        # trial gets its cost recorded, after which the ledger counts it as spent although
-        # its state is stored only after this method (see compute_ledger).
-        skipped = bool(trial.system_attrs.get(SKIPPED_ATTR))
-        error = (
-            None
-            if skipped
-            else record_cost(
-                study,
-                trial,
-                sampler_seconds=seconds,
-                cost_attr=self._cost_attr,
-                user_cost=self._user_cost,
-            )
+        error = record_trial(
+            study,
+            trial,
+            sampler_seconds=seconds,
+            cost_attr=self._cost_attr,
+            user_cost=self._user_cost,
         )
         charged = self._charges_time(study)
-        if charged and trial.datetime_start is not None:
-            elapsed = (datetime.datetime.now() - trial.datetime_start).total_seconds()
+        if charged:
             with self._lock:
-                self._effort.record_trial(study._study_id, elapsed - seconds, seconds)
+                self._effort.record_finished(study._study_id, trial.datetime_start, seconds)
         spent = store_ledger(study, self._budget, self._cost_attr, charged)
-        if self._chart.wanted(study) and self._chart.due(study, spent, self._budget):
-            from optuna_costbo.dashboard import update_dashboard
-
-            update_dashboard(
-                study,
-                cost_attr=self._cost_attr,
-                budget=self._budget,
-                trial=trial,
-                state=state,
-                values=values,
-            )
+        self._chart.after_trial(
+            study,
+            spent,
+            self._budget,
+            cost_attr=self._cost_attr,
+            trial=trial,
+            state=state,
+            values=values,
+        )
         if spent >= self._budget:
             stop(study)
         if error is not None:
@@ -418,19 +362,10 @@ class CostRolloutSampler(BaseSampler):
         self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
     ) -> bool:
         """Whether the sampler's time counts against the budget of ``study``."""
-        if self._charge_sampler_time is not None:
-            return self._charge_sampler_time
-        known = self._charges.get(study._study_id)
-        if known is not None:
-            return known
-        if trials is None:
-            trials = study.get_trials(deepcopy=False)
-        charged = charges_sampler_time(None, self._user_cost is not None, trials)
-        if charged is None:
-            # Nothing priced yet: nothing is spent either, except a running trial's time.
-            return self._user_cost is None
-        self._charges[study._study_id] = charged
-        return charged
+        return self._charge.resolve(
+            study._study_id,
+            (lambda: study.get_trials(deepcopy=False)) if trials is None else trials,
+        )
 
     def _raise_if_skipped(self, study: optuna.Study, trial: FrozenTrial) -> None:
         with self._lock:
@@ -462,22 +397,18 @@ class CostRolloutSampler(BaseSampler):
                 return self._design.params(bridge, trial.number, self._last_evaluated)
             params = bridge.decode(proposal.z)
             self._pending.set(trial._trial_id, params)
-        # Other workers see the proposal at once, before Optuna stores the parameters one by
-        # one as the objective suggests them (see optuna_costbo._clash).
-        storage = study._storage
-        storage.set_trial_system_attr(trial._trial_id, _clash.PROPOSED_ATTR, params)
-        for _ in range(_clash.MAX_ROUNDS):
-            if not _clash.must_repropose(study, trial, params):
-                break
+
+        def repropose() -> dict[str, Any]:
             # Same data, same maximizer: propose again with the other trial as pending.
+            nonlocal proposal, params
             with self._lock:
                 again = self._propose(study, trial, bridge, proposal)
                 if again is not None:
                     proposal, params = again, bridge.decode(again.z)
                 self._pending.set(trial._trial_id, params)
-            storage.set_trial_system_attr(trial._trial_id, _clash.PROPOSED_ATTR, params)
-        storage.set_trial_system_attr(trial._trial_id, _clash.CHECKED_ATTR, True)
-        return params
+            return params
+
+        return _clash.settle(study, trial, params, repropose)
 
     def _propose(
         self,
@@ -511,28 +442,23 @@ class CostRolloutSampler(BaseSampler):
             tuple((n, repr(d)) for n, d in zip(bridge.names, bridge.distributions, strict=True)),
         )
         known = self._user_cost.on_box(bridge, snap.previous) if self._user_cost else None
-        request = snap.request(bridge.codec, self._budget, known, self._warm.get(key))
-        request = dataclasses.replace(request, deterministic=self._deterministic)
-        route: Route = "full"
-        if self._charges_time(study, trials):
-            route = self._effort.route(study._study_id, snap.ledger.remaining)
-        sid, n = study._study_id, len(snap.y)
-        refit = route == "quick" and self._effort.refit_due(sid, n)
-        start = time.perf_counter()
-        if route == "quick":
-            proposal = quick_propose(
+        request = snap.request(
+            bridge.codec, self._budget, known, self._warm.get(key), self._deterministic
+        )
+        sid = study._study_id
+        proposal = self._effort.suggest(
+            sid,
+            len(snap.y),
+            snap.ledger.remaining if self._charges_time(study, trials) else None,
+            full=lambda: propose(request, self._acquisition, self._rng, reuse=previous),
+            quick=lambda refit: quick_propose(
                 request,
                 self._rng,
                 needs_cost=self._acquisition.needs_cost,
                 refit=refit,
                 overhead=self._effort.overhead(sid),
-            )
-        else:
-            proposal = propose(request, self._acquisition, self._rng, reuse=previous)
-        seconds = time.perf_counter() - start
-        self._effort.record_suggestion(sid, route, seconds, n=n, refit=refit)
-        if route == "quick":
-            _logger.debug(f"Trial {trial.number}: quick route (sampler time is charged)")
+            ),
+        )
         self._warm[key] = proposal.warm
         if proposal.message is not None:
             _logger.debug(f"Trial {trial.number}: {proposal.message}")

@@ -1,0 +1,42 @@
+"""Checks of the sampler's plain options, with errors that say what is allowed.
+
+The budget, the acquisition, ``cost_fn`` and ``max_sampler_share`` are checked where they are
+used (:func:`optuna_costbo.budget.validate_budget`, the acquisition registry,
+:class:`optuna_costbo._user_cost.UserCost`, :class:`optuna_costbo._effort.EffortRule`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optuna_costbo._numerics.checks import is_int
+
+
+__all__ = ["check_options"]
+
+
+def check_options(
+    *,
+    horizon: Any,
+    n_samples: Any,
+    n_startup_trials: Any,
+    cost_attr: Any,
+    seed: Any,
+    charge_sampler_time: Any,
+) -> None:
+    """Raise ``ValueError`` for the first option outside what is allowed."""
+    for name, value in (("horizon", horizon), ("n_samples", n_samples)):
+        if not is_int(value) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if n_startup_trials is not None and (not is_int(n_startup_trials) or n_startup_trials < 0):
+        raise ValueError(
+            f"n_startup_trials must be None or a non-negative int, got {n_startup_trials!r}"
+        )
+    if not isinstance(cost_attr, str) or not cost_attr:
+        raise ValueError(f"cost_attr must be a non-empty str, got {cost_attr!r}")
+    if seed is not None and not is_int(seed):
+        raise ValueError(f"seed must be None or an int, got {seed!r}")
+    if charge_sampler_time is not None and not isinstance(charge_sampler_time, bool):
+        raise ValueError(
+            f"charge_sampler_time must be None, True or False, got {charge_sampler_time!r}"
+        )
