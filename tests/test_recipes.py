@@ -1,0 +1,131 @@
+"""The recipes of docs/architecture.md hold: an acquisition is one class plus its registration,
+a cost model is one class chosen in ``policy._cost_model``; nothing else changes."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import optuna
+import pytest
+
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import report_cost
+from optuna_costbo._numerics import policy
+from optuna_costbo._numerics import registry
+from optuna_costbo._numerics.cost_model import BoxPairCost
+from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.strategies import AcquisitionContext
+from optuna_costbo._numerics.strategies import AcquisitionOptions
+from optuna_costbo._numerics.strategies import Choice
+
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+class LowestMean:
+    """A new acquisition, written as the recipe says: pure exploitation of the posterior mean
+    over a grid of the box, skipping evaluated points."""
+
+    name: ClassVar[str] = "lowest-mean"
+    needs_cost: ClassVar[bool] = False
+    chosen: ClassVar[list[np.ndarray]] = []
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> LowestMean:
+        return cls()
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        grid = np.linspace(0.0, 1.0, 101)[:, None]  # (101, 1)
+        mean = ctx.model.predict(grid)[0]  # (101,)
+        mean = np.where(ctx.excluded(grid), np.inf, mean)
+        z = grid[int(np.argmin(mean))]
+        type(self).chosen.append(z.copy())
+        return Choice(z=z, value=float(-np.min(mean)))
+
+
+def _quadratic(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    report_cost(trial, 1.0)
+    return (x - 0.3) ** 2
+
+
+def test_a_registered_acquisition_is_what_the_sampler_uses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(registry.ACQUISITIONS, LowestMean.name, LowestMean)
+    monkeypatch.setattr(LowestMean, "chosen", [])
+    sampler = CostRolloutSampler(budget=10.0, acquisition="lowest-mean", seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_quadratic)
+
+    xs = [t.params["x"] for t in study.trials]
+    n_model = len(LowestMean.chosen)
+    assert n_model == len(xs) - 4  # every trial after the 4 start-up ones
+    np.testing.assert_allclose(xs[4:], [float(z[0]) for z in LowestMean.chosen])
+    assert abs(study.best_params["x"] - 0.3) <= 0.011  # the grid's resolution
+
+
+def test_an_unregistered_name_lists_the_registered_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match=r"'eipu'.*got 'lowest-mean'"):
+        CostRolloutSampler(budget=1.0, acquisition="lowest-mean")
+    monkeypatch.setitem(registry.ACQUISITIONS, LowestMean.name, LowestMean)
+    CostRolloutSampler(budget=1.0, acquisition="lowest-mean")
+
+
+class CheapRight:
+    """A new cost model, written as the recipe says: cost 1 for x >= 0.8, 1e4 elsewhere
+    (log cost piecewise constant, zero variance)."""
+
+    pair_cost: BoxPairCost | None = None
+    origin: np.ndarray | None = None
+    max_evals: int | None = None
+    calls = 0
+
+    def _log(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        type(self).calls += 1
+        out: np.ndarray = np.where(Z[:, 0] >= 0.8, 0.0, np.log(1e4))
+        return out
+
+    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
+        mean = self._log(Xq)
+        var = np.zeros_like(mean)
+        if not return_grad:
+            return mean, var
+        return mean, var, np.zeros_like(Xq), np.zeros_like(Xq)
+
+    def cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        out: np.ndarray = np.exp(self._log(Z))
+        return out
+
+
+def _first_model_point(seed: int) -> float:
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        report_cost(trial, 1.0)
+        return (x - 0.7) ** 2
+
+    sampler = CostRolloutSampler(budget=5.0, acquisition="eipu", seed=seed)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective)
+    assert len(study.trials) == 5
+    return float(study.trials[4].params["x"])
+
+
+def test_a_cost_model_chosen_in_one_place_steers_eipu(monkeypatch: pytest.MonkeyPatch) -> None:
+    seeds = range(6)
+    # With the fitted cost model (every reported cost is 1) EIpu is EI: mostly near 0.7.
+    default = [_first_model_point(seed) for seed in seeds]
+    assert sum(x < 0.8 for x in default) >= 4, default
+    model: CostModel = CheapRight()  # satisfies the protocol (mypy checks this line)
+
+    def choose(request, warm, rng):  # type: ignore[no-untyped-def]
+        return model, warm.cost_n
+
+    monkeypatch.setattr(policy, "_cost_model", choose)
+    monkeypatch.setattr(CheapRight, "calls", 0)
+    # With the new model, a factor 1e4 in cost outweighs the EI of the optimum's basin, next
+    # to the cheap region: every first model point is a cheap one.
+    steered = [_first_model_point(seed) for seed in seeds]
+    assert all(x >= 0.8 for x in steered), steered
+    assert CheapRight.calls > 0
