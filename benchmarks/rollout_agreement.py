@@ -30,6 +30,7 @@ from optuna_costbo._numerics.rollout import qmc_normals
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import NumericParam
 from optuna_costbo._numerics.strategies import AcquisitionContext
+from optuna_costbo._numerics.strategies import AcquisitionOptions
 
 
 def branin(Z: np.ndarray) -> np.ndarray:  # (m, 2) in [0, 1]^2 -> (m,)
@@ -65,6 +66,44 @@ def agreement(points: np.ndarray, radius: float = 0.02) -> float:
     return float((dist < radius).sum(axis=1).max() / len(points))
 
 
+def state_agreement(
+    name: str, n: int, state: int, horizon: int, n_samples: int, scramblings: int = 8
+) -> float:
+    """Agreement of the default rollout's choice across ``scramblings`` QMC scramblings on
+    one mid-run state: ``n`` random points of problem ``name``, seeded by ``state``."""
+    f, opt = PROBLEMS[name]
+    d = len(opt)
+    codec = BoxCodec([NumericParam(0.0, 1.0)] * d)
+    rng = np.random.default_rng(100 * state + n)
+    X = rng.random((n, d))  # (n, d)
+    y = f(X)  # (n,)
+    c = 1.0 + 99.0 * np.exp(-np.sum((X - opt) ** 2, axis=1) / 0.05)  # (n,)
+    model = fit_gp(X, y, rng=rng)
+    cost = FittedLogCost(fit_gp(X, np.log(c), rng=rng, min_noise_var=1e-4))
+    tau = 0.5 * float(np.sum(c))
+    picks = []
+    for s in range(scramblings):
+
+        def scrambled(n_: int, h_: int, _: object, s: int = s) -> np.ndarray:
+            return qmc_normals(n_, h_, 1000 + s)
+
+        ctx = AcquisitionContext(
+            codec, model, float(y.min()), cost, np.random.default_rng(7), tau, 2.0 * tau,
+            X[np.argsort(y)[:3]],
+        )  # fmt: skip
+        # The shipped acquisition="rollout" with these options.
+        strategy = ra.Rollout.from_options(
+            AcquisitionOptions(horizon=horizon, n_samples=n_samples)
+        )
+        with mock.patch.object(ra, "qmc_normals", scrambled):
+            picks.append(strategy.choose(ctx).z)
+    return agreement(np.array(picks))
+
+
+#: The mid-run states: (problem, observations, state seed).
+STATES = [(name, n, state) for name in PROBLEMS for n in (12, 25) for state in range(3)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", nargs="+", default=["2:64", "4:64", "4:256"],
@@ -76,38 +115,12 @@ def main() -> None:
     rows: dict[tuple[int, int], list[float]] = {s: [] for s in settings}
     print("| problem | n | state | " + " | ".join(f"h={h}, N={n}" for h, n in settings) + " |")
     print("|---|---|---|" + "---|" * len(settings))
-    for name, (f, opt) in PROBLEMS.items():
-        d = len(opt)
-        codec = BoxCodec([NumericParam(0.0, 1.0)] * d)
+    for name in PROBLEMS:
         for n in (12, 25):
             for state in range(args.states):
-                rng = np.random.default_rng(100 * state + n)
-                X = rng.random((n, d))  # (n, d)
-                y = f(X)  # (n,)
-                c = 1.0 + 99.0 * np.exp(-np.sum((X - opt) ** 2, axis=1) / 0.05)  # (n,)
-                model = fit_gp(X, y, rng=rng)
-                cost = FittedLogCost(fit_gp(X, np.log(c), rng=rng, min_noise_var=1e-4))
-                tau = 0.5 * float(np.sum(c))
                 cells = []
                 for h, N in settings:
-                    picks = []
-                    for s in range(args.scramblings):
-
-                        def scrambled(n_: int, h_: int, _: object, s: int = s) -> np.ndarray:
-                            return qmc_normals(n_, h_, 1000 + s)
-
-                        ctx = AcquisitionContext(
-                            codec, model, float(y.min()), cost, np.random.default_rng(7), tau,
-                            2.0 * tau, X[np.argsort(y)[:3]],
-                        )  # fmt: skip
-                        strategy = ra.Rollout(
-                            ra.RolloutSettings(
-                                horizon=h, n_samples=N, noise_free=True, per_unit_cost=True
-                            )
-                        )
-                        with mock.patch.object(ra, "qmc_normals", scrambled):
-                            picks.append(strategy.choose(ctx).z)
-                    a = agreement(np.array(picks))
+                    a = state_agreement(name, n, state, h, N, args.scramblings)
                     rows[(h, N)].append(a)
                     cells.append(f"{a:.2f}")
                 print(f"| {name} | {n} | {state} | " + " | ".join(cells) + " |", flush=True)

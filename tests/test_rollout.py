@@ -1115,3 +1115,21 @@ def test_under_the_overrun_rule_the_last_affordable_step_is_ei_whatever_its_cost
     none = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 0.0, 2,
                           normals, per_unit_cost=True, last_overruns=True)  # fmt: skip
     assert np.all(np.isneginf(none))
+
+
+def test_the_default_rollout_choice_is_stable_across_qmc_scramblings() -> None:
+    """Issue 12, item 3: on typical mid-run states (two expensive-optimum problems, 12 and 25
+    observations, remaining budget half of what was spent), the chosen first action agrees
+    across 8 scramblings of the quasi-Monte Carlo normals on >= 90% of the picks on average
+    (each within 0.02 of the state's most common pick): 0.98 measured, 0.90 before the
+    finalists got their own draws. benchmarks/rollout_agreement.py prints the table; h=4 is
+    less stable (0.58) and is not the default horizon."""
+    from benchmarks.rollout_agreement import STATES
+    from benchmarks.rollout_agreement import state_agreement
+
+    shares = [
+        state_agreement(name, n, state, horizon=2, n_samples=64) for name, n, state in STATES
+    ]
+    assert len(shares) == 12
+    assert np.mean(shares) >= 0.9, shares
+    assert min(shares) >= 0.7, shares  # no state where the pick is a coin toss

@@ -40,6 +40,10 @@ __all__ = [
 _CHEAP_FACTOR = 1.25
 """When nothing is affordable, candidates may cost this many times the cheapest one."""
 
+_FINAL_FACTOR = 8
+"""``acquisition="rollout"``: the finalists are scored on this many times ``n_samples`` fresh
+trajectories (benchmarks/rollout_agreement.py: the choice then agrees across scramblings)."""
+
 
 @dataclass(frozen=True)
 class RolloutSettings:
@@ -62,6 +66,9 @@ class RolloutSettings:
         last_overruns: Roll out under the sampler's own budget rule (a trial starts while
             any budget is left; see :func:`.rollout.rollout_values`) instead of the paper's
             (a step only where the budget left covers its predicted cost).
+        final_factor: The few polished finalists are scored again on ``final_factor`` times
+            ``n_samples`` fresh trajectories, which decide the choice (1: on the screening
+            draws, as the paper).
     """
 
     horizon: int = 2
@@ -73,6 +80,7 @@ class RolloutSettings:
     refine_radius: float = 0.05
     noise_free: bool = False
     per_unit_cost: bool = False
+    final_factor: int = 1
     last_overruns: bool = False
 
 
@@ -142,6 +150,7 @@ class Rollout(PaperRollout):
                 noise_free=True,
                 per_unit_cost=True,
                 last_overruns=True,
+                final_factor=_FINAL_FACTOR,
             )
         )
 
@@ -225,6 +234,12 @@ def rollout_choice(
             )
             more.append(by_cost)
         again = np.unique(np.vstack(more), axis=0)  # (B2, D)
+        if settings.final_factor > 1:
+            # NOTE: the finalists' values differ by less than the screening draws' error
+            # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap.
+            normals = qmc_normals(
+                settings.final_factor * settings.n_samples, settings.horizon, rng
+            )
         values2 = masked(
             again,
             rollout_values_on(model, again, inner, mean_c, best, tau, normals, cost, settings),
