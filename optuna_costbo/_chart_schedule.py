@@ -19,6 +19,15 @@ _INTERVAL_SECONDS = 2.0
 _logger = get_logger(__name__)
 
 
+def _missing() -> list[str]:
+    """The packages the chart needs that are not installed, by their pip names."""
+    return [
+        m.replace("_", "-")
+        for m in ("optuna_dashboard", "plotly")
+        if importlib.util.find_spec(m) is None
+    ]
+
+
 class ChartSchedule:
     """Whether a study gets the chart, and whether it is due for a redraw.
 
@@ -28,6 +37,15 @@ class ChartSchedule:
     """
 
     def __init__(self, enabled: bool | None) -> None:
+        if enabled is True:
+            missing = _missing()
+            if missing:
+                raise ImportError(
+                    f"dashboard_chart=True needs {' and '.join(missing)}, which "
+                    f"{'is' if len(missing) == 1 else 'are'} not installed: "
+                    'pip install "optuna-costbo[dashboard]", or leave dashboard_chart=None '
+                    "(drawn when they are installed)"
+                )
         self.enabled = enabled
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
@@ -45,14 +63,12 @@ class ChartSchedule:
         if self.enabled is None:
             if isinstance(study._storage, optuna.storages.InMemoryStorage):
                 return False
-            missing = [
-                m for m in ("optuna_dashboard", "plotly") if importlib.util.find_spec(m) is None
-            ]
+            missing = _missing()
             if missing and study._study_id not in self._told:
                 self._told.add(study._study_id)
                 _logger.info(
                     f"No 'Best value vs cumulative cost' chart for optuna-dashboard: "
-                    f"{' and '.join(m.replace('_', '-') for m in missing)} not installed "
+                    f"{' and '.join(missing)} not installed "
                     '(pip install "optuna-costbo[dashboard]").'
                 )
             return not missing

@@ -23,6 +23,7 @@ def check_options(
     cost_attr: Any,
     seed: Any,
     charge_sampler_time: Any,
+    cost_unit: Any = None,
 ) -> None:
     """Raise ``ValueError`` for the first option outside what is allowed."""
     for name, value in (("horizon", horizon), ("n_samples", n_samples)):
@@ -40,3 +41,5 @@ def check_options(
         raise ValueError(
             f"charge_sampler_time must be None, True or False, got {charge_sampler_time!r}"
         )
+    if cost_unit is not None and not isinstance(cost_unit, str):
+        raise ValueError(f"cost_unit must be None or a str such as '$', got {cost_unit!r}")

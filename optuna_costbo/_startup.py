@@ -8,6 +8,7 @@ same index of another scrambling.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 import zlib
 
@@ -18,11 +19,34 @@ from optuna_costbo._numerics.search_space import rows_among
 from optuna_costbo._space import SpaceBridge
 
 
-__all__ = ["StartupDesign"]
+__all__ = ["StartupDesign", "startup_size"]
 
 # NOTE: how many scramblings a trial tries for a configuration that no trial has yet (a small
 # discrete space may have none left: then the last one is taken).
 _SCRAMBLINGS = 16
+
+
+def startup_size(
+    n_params: int, n_priced: int = 0, spent: float = 0.0, remaining: float = 0.0
+) -> int:
+    """How many start-up trials precede the models: 2 (d + 1), at least 4, while the budget
+    buys many more; never more than a third of the trials it is predicted to buy.
+
+    The prediction is the finished trials plus the remaining budget over their mean cost so
+    far (``n_priced`` trials that spent ``spent``); none before a trial has a cost. The floor is
+    d + 1 (at least 3): a model on fewer points than parameters has nothing to go on.
+
+    NOTE: with budgets that buy about 12 trials, a 2 (d + 1) design left 2 or 3 trials to the
+    models (benchmarks/cheap_trials.py, the expensive problems at 10 s); smaller initial
+    designs are often better in sequential model-based optimization (Bossek et al., "Initial
+    design strategies and their effects on sequential model-based optimization", GECCO 2020).
+    """
+    full = max(4, 2 * (n_params + 1))
+    if n_priced <= 0 or spent <= 0.0:
+        return full
+    predicted = n_priced + max(remaining, 0.0) / (spent / n_priced)
+    floor = min(full, max(3, n_params + 1))
+    return max(floor, min(full, math.ceil(predicted / 3.0)))
 
 
 class StartupDesign:

@@ -111,7 +111,8 @@ def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = 
 
     Args:
         trial: The running trial.
-        cost: A positive finite number, in the same units as the sampler's budget.
+        cost: A non-negative finite number (0: a free trial, e.g. a cached result), in the
+            same units as the sampler's budget.
         cost_attr: The user attr name the sampler reads (its ``cost_attr`` argument).
     """
     trial.set_user_attr(cost_attr, validate_cost(cost, name=f"the reported cost {cost_attr!r}"))

@@ -42,6 +42,7 @@ def update_dashboard(
     trial: FrozenTrial | None = None,
     state: TrialState | None = None,
     values: Sequence[float] | None = None,
+    cost_unit: str | None = None,
 ) -> bool:
     """Save (or overwrite) the study's "Best value vs cumulative cost" chart for optuna-dashboard.
 
@@ -65,6 +66,8 @@ def update_dashboard(
             it, and the chart includes it with that state (its cost is read from storage).
         state: The finishing trial's state. Required with ``trial``.
         values: The finishing trial's values (``None`` unless COMPLETE).
+        cost_unit: The unit of the costs on the cost axis (``"$"``, ``"kWh"``). ``None``:
+            ``"s"`` when every cost was measured wall-clock time, else no unit.
 
     Returns:
         ``True`` if the chart was saved, ``False`` otherwise.
@@ -103,7 +106,7 @@ def update_dashboard(
         _logger.debug(f"optuna-dashboard chart not saved: {DASHBOARD_EXTRA_HINT}")
         return False
     try:
-        figure = _figure(go, study, cost_attr, budget, trial, state, values)
+        figure = _figure(go, study, cost_attr, budget, trial, state, values, cost_unit)
         _save(optuna_dashboard.save_plotly_graph_object, study, figure)
     except Exception as exc:  # a monitoring side channel must not stop an optimization
         _logger.warning(f"Could not save the optuna-dashboard cost chart: {exc!r}")
@@ -119,6 +122,7 @@ def _figure(
     trial: FrozenTrial | None,
     state: TrialState | None,
     values: Sequence[float] | None,
+    cost_unit: str | None = None,
 ) -> Any:
     from optuna_costbo.visualization._cost_history import finishing_trial
     from optuna_costbo.visualization._cost_history import get_cost_histories
@@ -131,7 +135,9 @@ def _figure(
             finishing_trial(t, state, values) if t._trial_id == trial._trial_id else t
             for t in trials
         ]
-    histories = get_cost_histories(study, budget=budget, cost_attr=cost_attr, trials=trials)
+    histories = get_cost_histories(
+        study, budget=budget, cost_attr=cost_attr, trials=trials, cost_unit=cost_unit
+    )
     figure = build_figure(go, histories, target_name="Objective Value")
     figure.update_layout(title=GRAPH_NAME)
     # NOTE: the dashboard renders the stored layout as is; dropping plotly.py's default

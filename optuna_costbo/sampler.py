@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Sequence
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -44,12 +43,13 @@ from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
 from optuna_costbo._space import check_distinct_choices
 from optuna_costbo._startup import StartupDesign
+from optuna_costbo._startup import startup_size
 from optuna_costbo._study_control import check_single_objective
 from optuna_costbo._study_control import end_if_spent
 from optuna_costbo._study_control import note_budget_end
 from optuna_costbo._study_control import stop
+from optuna_costbo._trial_book import TrialBook
 from optuna_costbo._user_cost import UserCost
-from optuna_costbo.budget import SKIPPED_ATTR
 from optuna_costbo.budget import Ledger
 from optuna_costbo.budget import store_ledger
 from optuna_costbo.budget import stored_budget
@@ -119,7 +119,9 @@ class CostRolloutSampler(BaseSampler):
             parameters of the latest earlier trial (``None`` for the first). Values must be
             finite and non-negative.
         n_startup_trials: Quasi-random trials before the models take over; ``None`` means
-            ``2 * (number of parameters + 1)``, at least 4. They count against the budget.
+            ``2 * (number of parameters + 1)``, at least 4, but at most a third of the trials
+            the budget is predicted to buy (at least parameters + 1). They count against the
+            budget.
         cost_attr: Name of the trial user attr holding a trial's cost. The objective may set
             it; otherwise the sampler records the measured wall-clock cost there, where
             optuna-dashboard shows and sorts it.
@@ -147,7 +149,11 @@ class CostRolloutSampler(BaseSampler):
         dashboard_chart: Keep a "Best value vs cumulative cost" chart for optuna-dashboard
             up to date: redrawn after a trial at most every 2 seconds, and when the budget is
             spent. ``None`` (default): when optuna-dashboard and plotly are installed and the
-            storage is not in memory.
+            storage is not in memory. ``True`` without them raises ``ImportError``.
+        cost_unit: The unit of reported costs (``"$"``, ``"kWh"``) on the dashboard chart's
+            cost axis. ``None`` (default): ``"s"`` when costs are measured wall-clock time,
+            else no unit. (The progress bar and the plots take their own ``unit`` and
+            ``cost_unit``.)
     """
 
     def __init__(
@@ -167,6 +173,7 @@ class CostRolloutSampler(BaseSampler):
         max_sampler_share: float = DEFAULT_SHARE,
         dashboard_chart: bool | None = None,
         deterministic_objective: bool = False,
+        cost_unit: str | None = None,
     ) -> None:
         self._budget = validate_budget(budget)
         check_options(
@@ -176,6 +183,7 @@ class CostRolloutSampler(BaseSampler):
             cost_attr=cost_attr,
             seed=seed,
             charge_sampler_time=charge_sampler_time,
+            cost_unit=cost_unit,
         )
         self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
         self._acquisition = make_acquisition(
@@ -183,6 +191,7 @@ class CostRolloutSampler(BaseSampler):
         )
         self._n_startup_trials = n_startup_trials
         self._cost_attr = cost_attr
+        self._cost_unit = cost_unit
         self._seed = seed
         self._rng = np.random.default_rng(seed)
         self._design = StartupDesign(int(self._rng.integers(2**31)))
@@ -199,8 +208,7 @@ class CostRolloutSampler(BaseSampler):
         self._deterministic = bool(deterministic_objective)
         self._lock = threading.RLock()
         self._warm: dict[tuple[Any, ...], WarmStart] = {}
-        self._sampler_seconds: dict[int, float] = {}
-        self._skipped: set[int] = set()
+        self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
         self._pending = _clash.Pending()  # this process's proposals for running trials
         self._last_evaluated = np.empty((0, 0))  # (k, D) of the last start-up snapshot
         self._budget_end_noted: set[int] = set()  # studies told the budget buys no more
@@ -257,12 +265,8 @@ class CostRolloutSampler(BaseSampler):
         check_single_objective(study)
         if not search_space:
             return {}
-        start = time.perf_counter()
-        try:
-            self._raise_if_skipped(study, trial)
+        with self._book.timed(study, trial):
             return self._sample_relative(study, trial, search_space)
-        finally:
-            self._add_sampler_seconds(trial, time.perf_counter() - start)
 
     def sample_independent(
         self,
@@ -273,14 +277,10 @@ class CostRolloutSampler(BaseSampler):
     ) -> Any:
         check_single_objective(study)
         check_distinct_choices(param_name, param_distribution)
-        start = time.perf_counter()
-        try:
-            self._raise_if_skipped(study, trial)
+        with self._book.timed(study, trial):
             return self._independent.sample(
                 study, trial, param_name, param_distribution, self._startup_count(1)
             )
-        finally:
-            self._add_sampler_seconds(trial, time.perf_counter() - start)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         hint_cost_progress_bar(study)
@@ -290,8 +290,7 @@ class CostRolloutSampler(BaseSampler):
         if stored_budget(study) != self._budget:
             write_ledger(study, ledger)
         if end_if_spent(study, ledger, trial):
-            with self._lock:
-                self._skipped.add(trial._trial_id)
+            self._book.skip(trial._trial_id)
 
     def after_trial(
         self,
@@ -316,11 +315,8 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        trial_id = trial._trial_id
-        with self._lock:
-            seconds = self._sampler_seconds.pop(trial_id, 0.0)
-            self._skipped.discard(trial_id)
-        self._pending.discard(trial_id)
+        seconds = self._book.finish(trial._trial_id)
+        self._pending.discard(trial._trial_id)
         error = record_trial(
             study,
             trial,
@@ -341,6 +337,7 @@ class CostRolloutSampler(BaseSampler):
             trial=trial,
             state=state,
             values=values,
+            cost_unit=self._cost_unit,
         )
         if spent >= self._budget:
             stop(study)
@@ -353,10 +350,14 @@ class CostRolloutSampler(BaseSampler):
 
     # -- a suggestion -----------------------------------------------------------------------
 
-    def _startup_count(self, n_params: int) -> int:
+    def _startup_count(
+        self, n_params: int, ledger: Ledger | None = None, n_priced: int = 0
+    ) -> int:
         if self._n_startup_trials is not None:
             return self._n_startup_trials
-        return max(4, 2 * (n_params + 1))
+        if ledger is None:
+            return startup_size(n_params)
+        return startup_size(n_params, n_priced, ledger.spent, ledger.remaining)
 
     def _charges_time(
         self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
@@ -366,21 +367,6 @@ class CostRolloutSampler(BaseSampler):
             study._study_id,
             (lambda: study.get_trials(deepcopy=False)) if trials is None else trials,
         )
-
-    def _raise_if_skipped(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        with self._lock:
-            skipped = trial._trial_id in self._skipped
-        if skipped:
-            # Marked only now, when the trial is really cut short: a trial that never calls
-            # the sampler (all parameters fixed or enqueued) runs and is charged as usual.
-            study._storage.set_trial_system_attr(trial._trial_id, SKIPPED_ATTR, True)
-            raise optuna.TrialPruned("the cost budget is spent; this trial was not run")
-
-    def _add_sampler_seconds(self, trial: FrozenTrial, seconds: float) -> None:
-        with self._lock:
-            self._sampler_seconds[trial._trial_id] = (
-                self._sampler_seconds.get(trial._trial_id, 0.0) + seconds
-            )
 
     def _sample_relative(
         self,
@@ -434,7 +420,7 @@ class CostRolloutSampler(BaseSampler):
             charge_sampler_time=self._charges_time(study, trials),
             pending=self._pending.snapshot(),
         )
-        if len(snap.y) < self._startup_count(len(bridge.names)):
+        if len(snap.y) < self._startup_count(len(bridge.names), snap.ledger, snap.n_charged):
             self._last_evaluated = snap.X_evaluated
             return None
         key = (

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import functools
-import logging
 import math
 import threading
 import time
@@ -32,10 +31,12 @@ from typing import TypeVar
 import optuna
 from optuna.trial import TrialState
 
+from optuna_costbo._logging import get_logger
+
 
 __all__ = ["RetryingRDBStorage"]
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 _T = TypeVar("_T")
 

@@ -147,3 +147,21 @@ def test_docstring_code_examples(
     if "optuna_dashboard" in code or "update_dashboard" in code:
         pytest.importorskip("optuna_dashboard")
     exec(compile(code, f"<docstring example of {qualname}>", "exec"), {"__name__": "__main__"})
+
+
+def test_the_dashboard_page_says_where_each_piece_shows() -> None:
+    from optuna_costbo import budget
+    from optuna_costbo.dashboard import GRAPH_NAME
+
+    text = (REPO / "docs" / "dashboard.md").read_text()
+    assert f'"{GRAPH_NAME}" chart' in text
+    for attr in (budget.BUDGET_ATTR, budget.SPENT_ATTR, budget.REMAINING_ATTR):
+        assert f"`{attr}`" in text
+    # The page that holds the cost column, by its current and its earlier name, and the page
+    # that renders blank in headless browsers.
+    for page in ("Smart Selection", "Trials (Selection)", "Trials (List)", "Trials (Table)"):
+        assert page in text
+    images = re.findall(r"\]\((img/[^)]+\.png)\)", text)
+    assert "img/dashboard.png" in images and "img/dashboard_selection.png" in images
+    for image in images:
+        assert (REPO / "docs" / image).is_file(), image

@@ -74,8 +74,8 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
     ran = [t for t in trials if t.user_attrs.get("ran")]
     assert all(isinstance(t.user_attrs.get("cost"), float) for t in ran)
     # Per-trial caches of the shared sampler are emptied as the trials finish.
-    assert sampler._sampler_seconds == {}
-    assert sampler._skipped == set()
+    assert sampler._book._seconds == {}
+    assert sampler._book._skipped == set()
     assert sampler._pending.snapshot() == {}
     for t in trials:
         assert -1.0 <= t.params.get("x", 0.0) <= 1.0 and -1.0 <= t.params.get("y", 0.0) <= 1.0
@@ -102,7 +102,7 @@ def test_threads_charge_each_trial_its_own_sampler_seconds() -> None:
     assert ledger.spent == pytest.approx(
         sum(t.user_attrs["cost"] + t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in trials)
     )
-    assert sampler._sampler_seconds == {}
+    assert sampler._book._seconds == {}
 
 
 def test_threads_never_use_the_random_state_concurrently(monkeypatch: pytest.MonkeyPatch) -> None:

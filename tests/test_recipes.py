@@ -55,7 +55,9 @@ def test_a_registered_acquisition_is_what_the_sampler_uses(
 ) -> None:
     monkeypatch.setitem(registry.ACQUISITIONS, LowestMean.name, LowestMean)
     monkeypatch.setattr(LowestMean, "chosen", [])
-    sampler = CostRolloutSampler(budget=10.0, acquisition="lowest-mean", seed=0)
+    sampler = CostRolloutSampler(
+        budget=10.0, acquisition="lowest-mean", seed=0, n_startup_trials=4
+    )
     study = optuna.create_study(sampler=sampler)
     study.optimize(_quadratic)
 
@@ -105,7 +107,7 @@ def _first_model_point(seed: int) -> float:
         report_cost(trial, 1.0)
         return (x - 0.7) ** 2
 
-    sampler = CostRolloutSampler(budget=5.0, acquisition="eipu", seed=seed)
+    sampler = CostRolloutSampler(budget=5.0, acquisition="eipu", seed=seed, n_startup_trials=4)
     study = optuna.create_study(sampler=sampler)
     study.optimize(objective)
     assert len(study.trials) == 5

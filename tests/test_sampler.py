@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
+from optuna_costbo import _clash
 from optuna_costbo import budget as b
 from optuna_costbo import report_cost
 
@@ -410,8 +411,9 @@ def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
     assert "remaining budget, 3 of 15" in said[0].getMessage()
 
 
-def test_optuna_verbosity_silences_the_package(caplog: pytest.LogCaptureFixture) -> None:
-    # Without the verbosity change this logs "buys no more trials" (the paper's rule, 1 left).
+def _package_records(caplog: pytest.LogCaptureFixture, verbosity: int) -> list[str]:
+    """The package's log messages (under either logger namespace) of one suggestion that
+    finds the budget buys no more trials (the paper's rule, 1 left), at ``verbosity``."""
     sampler = CostRolloutSampler(
         budget=15.0, seed=0, n_startup_trials=1, acquisition="rollout-paper"
     )
@@ -425,16 +427,28 @@ def test_optuna_verbosity_silences_the_package(caplog: pytest.LogCaptureFixture)
         )
     )
     optuna.logging.enable_propagation()
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    before = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(verbosity)
+    caplog.clear()
     try:
         with caplog.at_level("DEBUG"):
             trial = study.ask()
             trial.suggest_float("x", 0, 1)
     finally:
-        optuna.logging.set_verbosity(verbosity)
+        optuna.logging.set_verbosity(before)
         optuna.logging.disable_propagation()
-    assert not [r for r in caplog.records if r.name.startswith("optuna.costbo")]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith(("optuna.costbo", "optuna_costbo"))
+    ]
+
+
+def test_optuna_verbosity_silences_the_package(caplog: pytest.LogCaptureFixture) -> None:
+    # At INFO the end-of-budget notice is logged, through optuna's logger tree ...
+    assert any("buys no more trials" in m for m in _package_records(caplog, optuna.logging.INFO))
+    # ... and optuna.logging.set_verbosity(ERROR) silences it.
+    assert _package_records(caplog, optuna.logging.ERROR) == []
 
 
 def test_a_zero_cost_is_valid_and_the_cost_model_copes() -> None:
@@ -485,6 +499,22 @@ def test_a_missing_dashboard_package_is_named_once_per_study(
     said = list({id(r): r for r in said}.values())  # one record may reach two handlers
     assert len(said) == 1 and said[0].levelname == "INFO"
     assert 'pip install "optuna-costbo[dashboard]"' in said[0].getMessage()
+
+
+def test_dashboard_chart_true_without_its_packages_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a)
+    )
+    with pytest.raises(
+        ImportError, match=r"dashboard_chart=True needs plotly.*optuna-costbo\[dashboard\]"
+    ):
+        CostRolloutSampler(budget=1.0, dashboard_chart=True)
+    CostRolloutSampler(budget=1.0)  # the default just skips the chart
 
 
 def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:
@@ -560,3 +590,38 @@ def test_deterministic_objective_holds_the_noise_at_its_floor(
             assert noises and all(n == pytest.approx(1e-6) for n in noises)
         else:
             assert max(noises) > 1e-3
+
+
+def test_startup_size_is_two_d_plus_one_unless_the_budget_buys_few_trials() -> None:
+    from optuna_costbo._startup import startup_size
+
+    assert startup_size(4) == 10  # no cost known yet
+    assert startup_size(1) == 4
+    # 3 trials cost 3.0, 27.0 left: 30 trials predicted, a third is 10 = 2 (d + 1).
+    assert startup_size(4, 3, 3.0, 27.0) == 10
+    # 12 trials predicted: a third, 4, is below the floor d + 1 = 5.
+    assert startup_size(4, 3, 3.0, 9.0) == 5
+    # 18 trials predicted, 6 start-up trials; d = 1 keeps its 4.
+    assert startup_size(4, 2, 2.0, 16.0) == 6
+    assert startup_size(1, 1, 1.0, 1.0) == 3
+    # Overspent (negative remaining) counts as nothing left.
+    assert startup_size(2, 5, 5.0, -1.0) == 3
+
+
+def test_a_budget_that_buys_few_trials_gets_a_smaller_startup_design() -> None:
+    def objective(trial: optuna.Trial) -> float:
+        xs = [trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(4)]
+        report_cost(trial, 1.0)
+        return sum((x - 0.3) ** 2 for x in xs)
+
+    def model_trials(budget: float) -> int:
+        sampler = CostRolloutSampler(budget=budget, acquisition="ei", seed=0)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective)
+        assert len(study.trials) == budget
+        return sum(1 for t in study.trials if t.system_attrs.get(_clash.PROPOSED_ATTR))
+
+    # 12 trials: the design stops at d + 1 = 5 (the first trial is Optuna's random one);
+    # 40 trials: the full 2 (d + 1) = 10.
+    assert model_trials(12.0) == 12 - 5
+    assert model_trials(40.0) == 40 - 10

@@ -75,10 +75,21 @@ def test_storage_calls_are_retried_until_the_database_answers(
     storage = RetryingRDBStorage(f"sqlite:///{tmp_path / 'r.db'}", outage_timeout=30.0)
     study = optuna.create_study(storage=storage, study_name="r")
     outage = _Outage(storage.engine, failures=4)  # the next four statements fail
-    with caplog.at_level(logging.WARNING, logger="optuna_costbo.storage"):
-        trial = study.ask()  # create the trial
-        trial.suggest_float("x", 0.0, 1.0)
-        study.tell(trial, 1.0)
+    # The warnings go through optuna's logger tree (optuna.logging governs them).
+    optuna.logging.enable_propagation()
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        with caplog.at_level(logging.WARNING):
+            trial = study.ask()  # create the trial
+            trial.suggest_float("x", 0.0, 1.0)
+            study.tell(trial, 1.0)
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+        optuna.logging.disable_propagation()
+    assert {r.name for r in caplog.records if "cannot be reached" in r.getMessage()} == {
+        "optuna.costbo.storage"
+    }
     assert outage.failed == 4
     assert [t.state for t in study.trials] == [TrialState.COMPLETE]
     messages = [r.getMessage() for r in caplog.records]

@@ -14,7 +14,9 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 import pytest
 
+from optuna_costbo import CostRolloutSampler
 from optuna_costbo import budget as b
+from optuna_costbo import report_cost
 from optuna_costbo.visualization import plot_cost_history
 from optuna_costbo.visualization._cost_history import completion_order
 from optuna_costbo.visualization._cost_history import get_cost_histories
@@ -507,3 +509,31 @@ def test_dashboard_chart_names_seconds_for_measured_costs() -> None:
     chunks = sorted((int(k[len(prefix) :]), v) for k, v in attrs.items() if k.startswith(prefix))
     graph = json.loads("".join(v for _, v in chunks))
     assert graph["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s)"
+
+
+def test_dashboard_chart_names_the_unit_the_user_gives() -> None:
+    pytest.importorskip("plotly")
+    pytest.importorskip("optuna_dashboard")
+    import json
+
+    from optuna_costbo.dashboard import GRAPH_OBJECT_ID
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        report_cost(trial, 2.0)
+        return x
+
+    def axis_title(**kwargs: str) -> str:
+        sampler = CostRolloutSampler(budget=6.0, seed=0, dashboard_chart=True, **kwargs)
+        study = optuna.create_study(sampler=sampler)  # in memory: only forced charts are drawn
+        study.optimize(objective)
+        prefix = f"dashboard:plot_data:{GRAPH_OBJECT_ID}:"
+        attrs = study._storage.get_study_system_attrs(study._study_id)
+        chunks = sorted(
+            (int(k[len(prefix) :]), v) for k, v in attrs.items() if k.startswith(prefix)
+        )
+        graph = json.loads("".join(v for _, v in chunks))
+        return str(graph["layout"]["xaxis"]["title"]["text"])
+
+    assert axis_title() == "Cumulative Cost"  # reported costs: the unit is unknown
+    assert axis_title(cost_unit="$") == "Cumulative Cost ($)"

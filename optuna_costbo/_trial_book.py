@@ -1,0 +1,66 @@
+"""This process's records of its running trials: the sampler's seconds spent on each, and the
+trials cut short because the budget was already spent when they started."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+import threading
+import time
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial
+
+from optuna_costbo.budget import SKIPPED_ATTR
+
+
+__all__ = ["TrialBook"]
+
+
+class TrialBook:
+    """Per-trial records of one sampler object (thread-safe; a copy starts empty)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: dict[int, float] = {}  # trial id -> the sampler's seconds so far
+        self._skipped: set[int] = set()  # trial ids to cut short at their first suggestion
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def skip(self, trial_id: int) -> None:
+        """Cut ``trial_id`` short at its first suggestion (the budget is spent)."""
+        with self._lock:
+            self._skipped.add(trial_id)
+
+    @contextlib.contextmanager
+    def timed(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
+        """Count the time inside as the sampler's, after cutting the trial short if it is
+        marked: a ``TrialPruned`` before the objective does any work.
+
+        The mark is stored on the trial only then, when the trial is really cut short: a
+        trial that never calls the sampler (all parameters fixed or enqueued) runs and is
+        charged as usual.
+        """
+        start = time.perf_counter()
+        try:
+            with self._lock:
+                skipped = trial._trial_id in self._skipped
+            if skipped:
+                study._storage.set_trial_system_attr(trial._trial_id, SKIPPED_ATTR, True)
+                raise optuna.TrialPruned("the cost budget is spent; this trial was not run")
+            yield
+        finally:
+            seconds = time.perf_counter() - start
+            with self._lock:
+                self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
+
+    def finish(self, trial_id: int) -> float:
+        """Forget ``trial_id``; the sampler's seconds spent on it."""
+        with self._lock:
+            self._skipped.discard(trial_id)
+            return self._seconds.pop(trial_id, 0.0)
