@@ -5,9 +5,11 @@ RUNNING until another worker's optimize loop fails it by heartbeat
 (``optuna.storages.fail_stale_trials``), and Optuna stamps its completion time then: when it
 was *noticed*, at least the grace period after the worker died, often much later. Charging
 start to completion would bill that wait. The last heartbeat is the last moment the trial is
-known to have been running, so the ledger charges start to last heartbeat, which is at most
-what the trial ran and at least that less one heartbeat interval (plus one second where the
-database stores heartbeats to the second, as SQLite does).
+known to have been running, so the ledger charges start to last heartbeat: at most what the
+trial ran and at least that less one heartbeat interval (and the time a heartbeat takes to
+write). Where the database stores heartbeats to the whole second (SQLite, MySQL), the stored
+time is truncated by up to a second; the middle of that second is charged, so the error is
+then at most half a second more either way.
 
 The charge is written once on the trial itself, as its cost user attr (where optuna-dashboard
 shows it) and ``costbo:cost_source = "heartbeat"``, by whichever worker settles it first; the
@@ -66,6 +68,10 @@ HEARTBEAT_SOURCE = "heartbeat"
 # so they are looked up once per process, not at every ledger.
 _no_heartbeat: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+# SQL dialects whose heartbeat column (``func.now()`` into a DateTime) keeps whole seconds.
+_WHOLE_SECOND_DIALECTS = ("sqlite", "mysql", "mariadb")
+_HALF_SECOND = datetime.timedelta(seconds=0.5)
 
 
 def rdb_backend(storage: optuna.storages.BaseStorage) -> optuna.storages.RDBStorage | None:
@@ -156,12 +162,15 @@ def _settle_rows(
             ).all()
         )
         conn.rollback()
+        whole_seconds = conn.dialect.name in _WHOLE_SECOND_DIALECTS
         for trial_id in ids:
             beat = heartbeats.get(trial_id)
             if beat is None:
                 continue
             if isinstance(beat, datetime.datetime) and beat.tzinfo is not None:
                 beat = beat.replace(tzinfo=None)
+            if whole_seconds:
+                beat += _HALF_SECOND  # the middle of the second it was truncated to
             cost = heartbeat_charge(todo[trial_id], beat + offset)
             if cost is None:
                 continue
@@ -216,6 +225,9 @@ def _clock_offset(conn: Any) -> datetime.timedelta:
         # clock to the millisecond.
         raw = conn.execute(sqlalchemy.text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"))
         db_now = datetime.datetime.fromisoformat(raw.scalar())
+    elif conn.dialect.name in ("mysql", "mariadb"):
+        # NOW() has whole seconds there; NOW(6) is the same clock to the microsecond.
+        db_now = conn.execute(sqlalchemy.text("SELECT NOW(6)")).scalar()
     else:
         db_now = conn.execute(sqlalchemy.select(sqlalchemy.func.now())).scalar()
         # As Optuna's _get_stale_trial_ids: a timestamptz in the session's time zone is the

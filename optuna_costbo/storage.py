@@ -219,6 +219,10 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
                     now = time.monotonic()
                     deadline = deadline if deadline is not None else now + self.outage_timeout
                     if now + delay > deadline:
+                        _logger.error(
+                            f"The study's database has been unreachable for "
+                            f"{self.outage_timeout:g} s (outage_timeout); giving up: {exc}"
+                        )
                         raise
                     self._note_outage(exc)
                     time.sleep(delay)

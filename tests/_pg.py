@@ -4,7 +4,8 @@
 stops the server does it to a cluster of its own, created beside that one with Debian's tools
 (as root, as CI runs) and dropped afterwards: the other PostgreSQL tests, which pytest-xdist
 may be running at the same moment, keep their server. A test that cannot skips with the
-reason.
+reason, unless ``COSTBO_REQUIRE_POSTGRES=1`` (set by ``.ci/run`` once its server is up): then
+it fails, so that CI cannot lose the PostgreSQL tests silently.
 """
 
 from __future__ import annotations
@@ -16,12 +17,21 @@ import shutil
 import socket
 import subprocess
 import time
+from typing import NoReturn
 import uuid
 
 import pytest
 
 
 POSTGRES_ENV = "COSTBO_TEST_POSTGRES_URL"
+REQUIRE_ENV = "COSTBO_REQUIRE_POSTGRES"
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skip, or fail where PostgreSQL is required (CI with a server set up)."""
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{reason} ({REQUIRE_ENV}=1: PostgreSQL tests must run)")
+    pytest.skip(reason)
 
 
 def reachable(url: str) -> str | None:
@@ -44,10 +54,10 @@ def url_or_skip() -> str:
     """The test server's URL; skips the test if it is not set or not reachable."""
     url = os.environ.get(POSTGRES_ENV)
     if not url:
-        pytest.skip(f"PostgreSQL test skipped: set {POSTGRES_ENV} (.ci/run does) to run it")
+        _skip(f"PostgreSQL test skipped: set {POSTGRES_ENV} (.ci/run does) to run it")
     why = reachable(url)
     if why is not None:
-        pytest.skip(
+        _skip(
             f"PostgreSQL test skipped: {POSTGRES_ENV} is set but unreachable ({why}); "
             "is the server running and psycopg2-binary installed?"
         )
@@ -61,16 +71,16 @@ def throwaway_cluster() -> Iterator[tuple[tuple[str, str], str]]:
     is not set up (no ``COSTBO_TEST_POSTGRES_URL``), if Debian's cluster tools are missing, or
     without root."""
     if not os.environ.get(POSTGRES_ENV):
-        pytest.skip(
+        _skip(
             f"PostgreSQL fault test skipped: set {POSTGRES_ENV} (.ci/run sets up PostgreSQL) "
             "to run it"
         )
     tools = ("pg_createcluster", "pg_ctlcluster", "pg_dropcluster")
     missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing or not os.path.isdir("/usr/lib/postgresql"):
-        pytest.skip(f"PostgreSQL fault test skipped: Debian's cluster tools missing {missing}")
+        _skip(f"PostgreSQL fault test skipped: Debian's cluster tools missing {missing}")
     if os.geteuid() != 0:
-        pytest.skip("PostgreSQL fault test skipped: creating and stopping a cluster needs root")
+        _skip("PostgreSQL fault test skipped: creating and stopping a cluster needs root")
     version = sorted(
         os.listdir("/usr/lib/postgresql"), key=lambda v: [int(p) for p in v.split(".")]
     )[-1]

@@ -5,8 +5,9 @@ categoricals with choices of mixed types; single-value distributions; a conditio
 a budget, a seed, an acquisition and a direction, then runs a random program of steps on one
 study: ``optimize`` one trial (costs from 1e-6 to 1e6; the objective returns a value, raises,
 prunes itself or returns NaN), enqueue parameters, fix parameters (``PartialFixedSampler``),
-``add_trial``, ask-and-tell, reload the study with a fresh sampler, and a second sampler on
-the same study. After every step:
+``add_trial``, ask-and-tell, reload the study with a fresh sampler through a new storage
+object on the same journal file (nothing cached per storage object survives), and a second
+sampler on the same study. After every step:
 
 - the ledger of each sampler equals a brute-force sum over the stored trials, and so does the
   study's ``cost_spent`` after a trial;
@@ -20,14 +21,15 @@ and at the end the same program, run again from scratch with the same seeds, giv
 trials.
 
 Most examples use acquisition "ei" with few start-up trials, for speed; about one in six uses
-the rollout, the default acquisition (with the default number of start-up trials in half of
-those).
+the rollout (with the default number of start-up trials in half of those).
 """
 
 from __future__ import annotations
 
 import datetime
 import math
+from pathlib import Path
+import tempfile
 from typing import Any
 
 from hypothesis import HealthCheck
@@ -215,13 +217,18 @@ class _CheckedSampler(CostRolloutSampler):
 
 
 class World:
-    """A study on an in-memory storage and its samplers, changed one step at a time."""
+    """A study on a journal file and its samplers, changed one step at a time.
+
+    A reload opens the study through a new storage object on the same file: nothing the
+    samplers or the package cache per storage object survives it.
+    """
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         self.dists = _names(config)
         self.budget = float(config["budget"])
-        self.storage = optuna.storages.InMemoryStorage()
+        self._dir = tempfile.TemporaryDirectory(prefix="costbo-sm-")
+        self.storage = self._new_storage()
         optuna.create_study(storage=self.storage, study_name="sm", direction=config["direction"])
         self.studies = [self._load(0), self._load(1)]
         self.errors: list[str] = []
@@ -237,10 +244,19 @@ class World:
             dashboard_chart=False,
         )
 
-    def _load(self, which: int) -> optuna.Study:
+    def _new_storage(self) -> optuna.storages.BaseStorage:
+        path = str(Path(self._dir.name) / "study.log")
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+
+    def _load(
+        self, which: int, storage: optuna.storages.BaseStorage | None = None
+    ) -> optuna.Study:
         return optuna.load_study(
-            study_name="sm", storage=self.storage, sampler=self._sampler(which)
+            study_name="sm", storage=storage or self.storage, sampler=self._sampler(which)
         )
+
+    def close(self) -> None:
+        self._dir.cleanup()
 
     def trials(self) -> list[FrozenTrial]:
         return self.studies[0].get_trials(deepcopy=False)
@@ -360,7 +376,7 @@ class World:
         self.last = {"kind": "ask_tell"}
 
     def _reload(self, which: int) -> None:
-        self.studies[which] = self._load(which)
+        self.studies[which] = self._load(which, self._new_storage())
         self.last = {"kind": "reload"}
 
     # Checks.
@@ -459,13 +475,20 @@ class SamplerMachine(RuleBasedStateMachine):
             self.world.check()
 
     def teardown(self) -> None:
-        if self.world is None or not self.program:
+        if self.world is None:
+            return
+        if not self.program:
+            self.world.close()
             return
         # Same seeds, same program, from scratch: the same run.
         again = World(self.config)
-        for step in self.program:
-            again.apply(step)
-        assert again.summary() == self.world.summary()
+        try:
+            for step in self.program:
+                again.apply(step)
+            assert again.summary() == self.world.summary()
+        finally:
+            again.close()
+            self.world.close()
 
 
 SamplerMachine.TestCase.settings = settings(

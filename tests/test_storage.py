@@ -97,15 +97,27 @@ def test_storage_calls_are_retried_until_the_database_answers(
     assert any("is back" in m for m in messages)
 
 
-def test_an_outage_longer_than_the_timeout_raises(tmp_path: Path) -> None:
+def test_an_outage_longer_than_the_timeout_raises(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     storage = RetryingRDBStorage(f"sqlite:///{tmp_path / 't.db'}", outage_timeout=0.5)
     study = optuna.create_study(storage=storage, study_name="t")
     _Outage(storage.engine, failures=float("inf"))
     start = time.monotonic()
-    with pytest.raises(optuna.exceptions.StorageInternalError) as info:
-        study.ask()
+    optuna.logging.enable_propagation()
+    try:
+        with (
+            caplog.at_level(logging.ERROR),
+            pytest.raises(optuna.exceptions.StorageInternalError) as info,
+        ):
+            study.ask()
+    finally:
+        optuna.logging.disable_propagation()
     assert 0.3 < time.monotonic() - start < 10.0
     assert is_connection_error(info.value)
+    # The worker says why it stops (at ERROR: heard even at optuna's ERROR verbosity).
+    said = [r.getMessage() for r in caplog.records if r.name == "optuna.costbo.storage"]
+    assert any("unreachable for 0.5 s (outage_timeout); giving up" in m for m in said), said
 
 
 def test_other_errors_are_not_retried(tmp_path: Path) -> None:
@@ -229,6 +241,7 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
         stopped = datetime.datetime.now()
         start(n_workers)  # waits for the server to come back
         time.sleep(5.0)
+        restarting = datetime.datetime.now()
         _pg.start(cluster, url)
         back = datetime.datetime.now()
         w.wait_workers(procs, logs, 180.0)
@@ -244,7 +257,16 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
     # waited for the server (rather than failing).
     assert any(t.datetime_start < stopped for t in trials)  # type: ignore[operator]
     assert any(t.datetime_complete > back for t in trials)  # type: ignore[operator]
-    assert sum("cannot be reached" in t and "is back" in t for t in text) >= 2
+    # Each of the three workers running when the server stopped waited and saw it back.
+    assert sum("cannot be reached" in t and "is back" in t for t in text[:n_workers]) == n_workers
+    # A trial ran across the outage (its tell waited for the server) and kept its cost.
+    across = [
+        t
+        for t in trials
+        if t.datetime_start < stopped  # type: ignore[operator]
+        and t.datetime_complete > restarting  # type: ignore[operator]
+    ]
+    assert across and all(t.user_attrs.get("cost") is not None for t in across)
     # Every worker carried on to the end of the budget; nothing was lost, failed or doubled.
     assert [t.number for t in trials if t.state == TrialState.FAIL] == []
     report = w.check_budget_invariants(
