@@ -164,6 +164,8 @@ def make_problems(scale: float = 1.0) -> dict[str, Problem]:
 def make_sampler(method: str, budget: float, seed: int) -> optuna.samplers.BaseSampler:
     if method == "costbo":
         return CostRolloutSampler(budget=budget, seed=seed)
+    if method == "costbo-prefetch":  # the next suggestion computed while a trial runs
+        return CostRolloutSampler(budget=budget, seed=seed, prefetch=True)
     if method == "costbo-uncharged":  # the previous default
         return CostRolloutSampler(budget=budget, seed=seed, charge_sampler_time=False)
     if method.startswith("costbo-share"):  # e.g. costbo-share0.1

@@ -24,6 +24,7 @@ def check_options(
     seed: Any,
     charge_sampler_time: Any,
     cost_unit: Any = None,
+    prefetch: Any = False,
 ) -> None:
     """Raise ``ValueError`` for the first option outside what is allowed."""
     for name, value in (("horizon", horizon), ("n_samples", n_samples)):
@@ -41,5 +42,7 @@ def check_options(
         raise ValueError(
             f"charge_sampler_time must be None, True or False, got {charge_sampler_time!r}"
         )
+    if not isinstance(prefetch, bool):
+        raise ValueError(f"prefetch must be True or False, got {prefetch!r}")
     if cost_unit is not None and not isinstance(cost_unit, str):
         raise ValueError(f"cost_unit must be None or a str such as '$', got {cost_unit!r}")

@@ -87,6 +87,8 @@ class SpaceBridge:
         for name, dist in zip(self.names, self.distributions, strict=True):
             check_distinct_choices(name, dist)
         self.codec = BoxCodec([_to_param(d) for d in self.distributions])
+        # Identifies the space (names and distributions), for state kept per space.
+        self.key = tuple((n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True))
 
     def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
         """Encode the parameters of ``trials`` (all must hold every parameter): (n, D)."""

@@ -38,6 +38,7 @@ from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.registry import make_acquisition
 from optuna_costbo._numerics.strategies import AcquisitionOptions
 from optuna_costbo._options import check_options
+from optuna_costbo._prefetch import Prefetch
 from optuna_costbo._snapshot import TrialReads
 from optuna_costbo._snapshot import take_snapshot
 from optuna_costbo._space import SpaceBridge
@@ -154,6 +155,11 @@ class CostRolloutSampler(BaseSampler):
             cost axis. ``None`` (default): ``"s"`` when costs are measured wall-clock time,
             else no unit. (The progress bar and the plots take their own ``unit`` and
             ``cost_unit``.)
+        prefetch: Compute the next suggestion while the current trial runs, with it as a
+            pending point, so that on trials longer than a suggestion its time is hidden.
+            Sequential runs stay deterministic for a seed, but differ from runs without it
+            (the next point is chosen before the current trial's value is known). Only with
+            one worker thread and no state-dependent ``cost_fn``; see docs/concepts.md.
     """
 
     def __init__(
@@ -174,6 +180,7 @@ class CostRolloutSampler(BaseSampler):
         dashboard_chart: bool | None = None,
         deterministic_objective: bool = False,
         cost_unit: str | None = None,
+        prefetch: bool = False,
     ) -> None:
         self._budget = validate_budget(budget)
         check_options(
@@ -184,6 +191,7 @@ class CostRolloutSampler(BaseSampler):
             seed=seed,
             charge_sampler_time=charge_sampler_time,
             cost_unit=cost_unit,
+            prefetch=prefetch,
         )
         self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
         self._acquisition = make_acquisition(
@@ -213,6 +221,8 @@ class CostRolloutSampler(BaseSampler):
         self._last_evaluated = np.empty((0, 0))  # (k, D) of the last start-up snapshot
         self._budget_end_noted: set[int] = set()  # studies told the budget buys no more
         self._reads = TrialReads()  # one read of the study per suggestion
+        moving = self._user_cost is not None and self._user_cost.moving
+        self._prefetch: Prefetch[Proposal] = Prefetch(bool(prefetch) and not moving)
 
     # -- pickling: a lock cannot be pickled ------------------------------------------------
 
@@ -375,10 +385,11 @@ class CostRolloutSampler(BaseSampler):
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
         bridge = SpaceBridge(search_space)
+        ready = self._prefetch.take(study, trial, bridge.key)
         # The lock covers reading the trials too: a thread that proposes meanwhile must see
         # this one's proposal as pending, and this one must see its.
         with self._lock:
-            proposal = self._propose(study, trial, bridge, None)
+            proposal = ready or self._propose(study, trial, bridge, None)
             if proposal is None:
                 return self._design.params(bridge, trial.number, self._last_evaluated)
             params = bridge.decode(proposal.z)
@@ -394,7 +405,20 @@ class CostRolloutSampler(BaseSampler):
                 self._pending.set(trial._trial_id, params)
             return params
 
-        return _clash.settle(study, trial, params, repropose)
+        params = _clash.settle(study, trial, params, repropose)
+        self._prefetch.start(
+            study,
+            trial,
+            bridge.key,
+            lambda next_trial: self._locked_propose(study, next_trial, bridge),
+        )
+        return params
+
+    def _locked_propose(
+        self, study: optuna.Study, trial: FrozenTrial, bridge: SpaceBridge
+    ) -> Proposal | None:
+        with self._lock:
+            return self._propose(study, trial, bridge, None)
 
     def _propose(
         self,
@@ -423,10 +447,7 @@ class CostRolloutSampler(BaseSampler):
         if len(snap.y) < self._startup_count(len(bridge.names), snap.ledger, snap.n_charged):
             self._last_evaluated = snap.X_evaluated
             return None
-        key = (
-            study._study_id,
-            tuple((n, repr(d)) for n, d in zip(bridge.names, bridge.distributions, strict=True)),
-        )
+        key = (study._study_id, bridge.key)
         known = self._user_cost.on_box(bridge, snap.previous) if self._user_cost else None
         request = snap.request(
             bridge.codec, self._budget, known, self._warm.get(key), self._deterministic
