@@ -389,7 +389,7 @@ class CostRolloutSampler(BaseSampler):
         # The lock covers reading the trials too: a thread that proposes meanwhile must see
         # this one's proposal as pending, and this one must see its.
         with self._lock:
-            proposal = ready or self._propose(study, trial, bridge, None)
+            proposal = ready if ready is not None else self._propose(study, trial, bridge, None)
             if proposal is None:
                 return self._design.params(bridge, trial.number, self._last_evaluated)
             params = bridge.decode(proposal.z)
