@@ -20,7 +20,8 @@ hyperparameters the quick route reuses.
 The rule applies only while the sampler's time is charged (``charge_sampler_time``); see
 :func:`charges_sampler_time` for what the default (``None``) means.
 
-This module does no linear algebra; the sampler dispatches to the route chosen here.
+This module does no linear algebra: the sampler hands :meth:`EffortRule.suggest` the two routes
+as functions, and the rule calls the one it chooses and times it.
 """
 
 from __future__ import annotations
