@@ -36,7 +36,9 @@ class ChartSchedule:
             installed and the storage is not in memory.
     """
 
-    def __init__(self, enabled: bool | None) -> None:
+    def __init__(
+        self, enabled: bool | None, *, cost_attr: str = "cost", cost_unit: str | None = None
+    ) -> None:
         if enabled is True:
             missing = _missing()
             if missing:
@@ -47,15 +49,18 @@ class ChartSchedule:
                     "(drawn when they are installed)"
                 )
         self.enabled = enabled
+        self.cost_attr, self.cost_unit = cost_attr, cost_unit
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
         self._told: set[int] = set()  # studies told which package is missing
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"enabled": self.enabled}
+        return {"enabled": self.enabled, "cost_attr": self.cost_attr, "cost_unit": self.cost_unit}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["enabled"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            state["enabled"], cost_attr=state["cost_attr"], cost_unit=state["cost_unit"]
+        )
 
     def wanted(self, study: optuna.Study) -> bool:
         if self.enabled is False:
@@ -101,9 +106,11 @@ class ChartSchedule:
             import optuna_costbo.dashboard  # noqa: F401
 
     def after_trial(self, study: optuna.Study, spent: float, budget: float, **update: Any) -> None:
-        """Redraw the chart if the study gets it and a redraw is due (``update``: the
+        """Redraw the chart if the study gets it and a redraw is due (``update``: more
         keyword arguments of :func:`optuna_costbo.dashboard.update_dashboard`)."""
         if self.wanted(study) and self.due(study, spent, budget):
             from optuna_costbo.dashboard import update_dashboard
 
-            update_dashboard(study, budget=budget, **update)
+            update_dashboard(
+                study, budget=budget, cost_attr=self.cost_attr, cost_unit=self.cost_unit, **update
+            )

@@ -57,6 +57,11 @@ def record_cost(
 ) -> ValueError | None:
     """Store the trial's cost as a numeric user attr; return an error for a bad report.
 
+    NOTE: the caller logs the error as a warning and the run goes on, as Optuna treats a bad
+    return value. Optuna stores the trial's state after the sampler's ``after_trial`` and gives
+    a sampler no way to change it, so the trial keeps its state; the sampler treats it as
+    failed (its value stays out of the models) and the ledger charges its wall-clock time.
+
     Precedence: a valid cost the objective reported (kept as is); else ``user_cost`` of the
     trial's parameters; else the wall-clock time since the trial started, less the sampler's
     own time. A reported value that is not a valid cost is kept in a system attr, the trial is

@@ -20,6 +20,7 @@ thread is started.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from dataclasses import field
 import threading
@@ -68,9 +69,10 @@ class Prefetch(Generic[_P]):
         trial: FrozenTrial,
         key: Any,
         compute: Callable[[FrozenTrial], _P | None],
+        lock: AbstractContextManager[Any],
     ) -> None:
-        """Compute ``compute(next_trial)`` in a thread, with ``trial`` running; ``next_trial``
-        stands for the trial after it (number + 1, no id)."""
+        """Compute ``compute(next_trial)`` in a thread, holding ``lock``, with ``trial``
+        running; ``next_trial`` stands for the trial after it (number + 1, no id)."""
         if not self.enabled:
             return
         trials = study.get_trials(deepcopy=False)
@@ -89,7 +91,8 @@ class Prefetch(Generic[_P]):
 
         def run() -> None:
             try:
-                job.result.append(compute(stand_in))
+                with lock:
+                    job.result.append(compute(stand_in))
             except Exception:  # the next trial then proposes afresh (and raises, if it must)
                 job.result.append(None)
 

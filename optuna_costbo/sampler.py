@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import functools
 import threading
 from typing import Any
 
@@ -212,7 +213,7 @@ class CostRolloutSampler(BaseSampler):
         )
         self._charge = SamplerTimeCharge(charge_sampler_time, cost_fn is not None)
         self._effort = EffortRule(max_sampler_share)
-        self._chart = ChartSchedule(dashboard_chart)
+        self._chart = ChartSchedule(dashboard_chart, cost_attr=cost_attr, cost_unit=cost_unit)
         self._deterministic = bool(deterministic_objective)
         self._lock = threading.RLock()
         self._warm: dict[tuple[Any, ...], WarmStart] = {}
@@ -340,34 +341,19 @@ class CostRolloutSampler(BaseSampler):
                 self._effort.record_finished(study._study_id, trial.datetime_start, seconds)
         spent = store_ledger(study, self._budget, self._cost_attr, charged)
         self._chart.after_trial(
-            study,
-            spent,
-            self._budget,
-            cost_attr=self._cost_attr,
-            trial=trial,
-            state=state,
-            values=values,
-            cost_unit=self._cost_unit,
+            study, spent, self._budget, trial=trial, state=state, values=values
         )
         if spent >= self._budget:
             stop(study)
         if error is not None:
-            # NOTE: as Optuna treats a bad return value: a warning, and the run goes on.
-            # Optuna stores the trial's state after this hook and gives a sampler no way to
-            # change it, so the trial keeps its state; the sampler treats it as failed (its
-            # value stays out of the models) and the ledger charges its wall-clock time.
-            _logger.warning(str(error))
+            _logger.warning(str(error))  # as Optuna treats a bad return value (_cost_record)
 
     # -- a suggestion -----------------------------------------------------------------------
 
-    def _startup_count(
-        self, n_params: int, ledger: Ledger | None = None, n_priced: int = 0
-    ) -> int:
+    def _startup_count(self, n_params: int, ledger: Ledger | None = None, n: int = 0) -> int:
         if self._n_startup_trials is not None:
             return self._n_startup_trials
-        if ledger is None:
-            return startup_size(n_params)
-        return startup_size(n_params, n_priced, ledger.spent, ledger.remaining)
+        return startup_size(n_params, n, *((ledger.spent, ledger.remaining) if ledger else ()))
 
     def _charges_time(
         self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
@@ -406,19 +392,9 @@ class CostRolloutSampler(BaseSampler):
             return params
 
         params = _clash.settle(study, trial, params, repropose)
-        self._prefetch.start(
-            study,
-            trial,
-            bridge.key,
-            lambda next_trial: self._locked_propose(study, next_trial, bridge),
-        )
+        propose_next = functools.partial(self._propose, study, bridge=bridge, previous=None)
+        self._prefetch.start(study, trial, bridge.key, propose_next, self._lock)
         return params
-
-    def _locked_propose(
-        self, study: optuna.Study, trial: FrozenTrial, bridge: SpaceBridge
-    ) -> Proposal | None:
-        with self._lock:
-            return self._propose(study, trial, bridge, None)
 
     def _propose(
         self,
