@@ -476,6 +476,19 @@ def test_choices_that_compare_equal_get_a_clear_error_at_the_first_suggest() -> 
     assert ok.suggest_categorical("flag", [1, "1", "other"]) in (1, "1", "other")
 
 
+def test_colliding_choices_are_caught_on_the_relative_path_too() -> None:
+    # A trial added with the categorical already set never calls sample_independent for it;
+    # the next trial meets the categorical in the relative search space first.
+    dist = optuna.distributions.CategoricalDistribution([1, True, "other"])
+    study = optuna.create_study(sampler=CostRolloutSampler(budget=10.0, seed=0))
+    study.add_trial(
+        optuna.create_trial(params={"flag": "other"}, distributions={"flag": dist}, value=1.0)
+    )
+    trial = study.ask()
+    with pytest.raises(ValueError, match=r"'flag' has choices that compare equal: 1 and True"):
+        trial.suggest_categorical("flag", [1, True, "other"])
+
+
 def test_a_missing_dashboard_package_is_named_once_per_study(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
