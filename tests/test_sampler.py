@@ -213,6 +213,23 @@ def test_bad_reported_cost_fails_the_trial_with_a_warning_and_the_run_goes_on(
     # and the study goes on
     study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1), n_trials=1)  # type: ignore[func-returns-value]
     assert sampler.ledger(study).n_finished == 4
+    # The models treat it as failed: its value is not among the observations they see.
+    from optuna_costbo._snapshot import take_snapshot
+    from optuna_costbo._space import SpaceBridge
+
+    trials = study.get_trials(deepcopy=False)
+    snap = take_snapshot(
+        trials,
+        trials[-1],
+        SpaceBridge({"x": optuna.distributions.FloatDistribution(0, 1)}),
+        study=study,
+        sign=1.0,
+        budget_total=100.0,
+        cost_attr="cost",
+        charge_sampler_time=False,
+        pending={},
+    )
+    assert sorted(snap.y) == sorted(t.value for t in trials if t.number != last.number)
 
 
 def test_failed_and_pruned_trials_are_charged() -> None:
