@@ -130,8 +130,6 @@ class Snapshot:
             ones, (k, D): configurations not to propose again.
         ledger: The budget ledger from the same trial list.
         previous: Parameters of the latest earlier trial (where a moving cost starts from).
-        n_charged: Finished trials of the study that the ledger charged (not cut short at the
-            budget), in the space or not.
     """
 
     X: np.ndarray  # (n, D)
@@ -141,7 +139,6 @@ class Snapshot:
     X_evaluated: np.ndarray  # (k, D)
     ledger: budget.Ledger
     previous: dict[str, Any] | None
-    n_charged: int = 0
 
     def request(
         self,
@@ -248,9 +245,4 @@ def take_snapshot(
             study, trials, budget_total, cost_attr, charge_sampler_time
         ),
         previous=previous_params(trials, trial),
-        n_charged=sum(
-            1
-            for t in trials
-            if t.state in budget.FINISHED_STATES and not t.system_attrs.get(budget.SKIPPED_ATTR)
-        ),
     )

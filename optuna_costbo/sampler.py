@@ -350,10 +350,12 @@ class CostRolloutSampler(BaseSampler):
 
     # -- a suggestion -----------------------------------------------------------------------
 
-    def _startup_count(self, n_params: int, ledger: Ledger | None = None, n: int = 0) -> int:
+    def _startup_count(self, n_params: int, ledger: Ledger | None = None) -> int:
         if self._n_startup_trials is not None:
             return self._n_startup_trials
-        return startup_size(n_params, n, *((ledger.spent, ledger.remaining) if ledger else ()))
+        if ledger is None:
+            return startup_size(n_params)
+        return startup_size(n_params, ledger.n_finished, ledger.spent, ledger.remaining)
 
     def _charges_time(
         self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
@@ -420,7 +422,7 @@ class CostRolloutSampler(BaseSampler):
             charge_sampler_time=self._charges_time(study, trials),
             pending=self._pending.snapshot(),
         )
-        if len(snap.y) < self._startup_count(len(bridge.names), snap.ledger, snap.n_charged):
+        if len(snap.y) < self._startup_count(len(bridge.names), snap.ledger):
             self._last_evaluated = snap.X_evaluated
             return None
         key = (study._study_id, bridge.key)
