@@ -7,7 +7,13 @@ on all observations at every suggestion (the reference), same seeds. Printed: th
 regret at 100, 200 and the last trial, the mean seconds per suggestion, and the paired
 comparison over seeds.
 
+With ``--model-points K`` the comparison is instead the models conditioned on a working set of
+at most K observations (``policy.MAX_MODEL_POINTS``; the best, the newest and a random rest)
+against the models conditioned on all of them, both with the shipped fits: the bound of many
+thousands of trials, scaled down to runs that fit in minutes.
+
     python benchmarks/scale_quality.py [--seeds 4] [--trials 300] [--acquisition eipu]
+    python benchmarks/scale_quality.py --model-points 100 --seeds 6  # working-set variant
 """
 
 from __future__ import annotations
@@ -56,15 +62,19 @@ PROBLEMS: dict[str, tuple[Callable[[np.ndarray], float], int, float, float, floa
     "styblinski-tang5": (styblinski_tang5, 5, -5.0, 5.0, -39.16617 * 5),
 }
 
-SHIPPED = (policy.MAX_FIT_POINTS, policy.REFIT_FROM, policy.REFIT_GROWTH)
-FULL = (10**9, 10**9, 0.0)  # every fit on all observations, at every suggestion
+ALL = 10**9
+Variant = tuple[int, int, float, int]  # MAX_FIT_POINTS, REFIT_FROM, REFIT_GROWTH, MAX_MODEL_POINTS
+SHIPPED: Variant = (policy.MAX_FIT_POINTS, policy.REFIT_FROM, policy.REFIT_GROWTH, ALL)
+FULL: Variant = (ALL, ALL, 0.0, ALL)  # every fit on all observations, at every suggestion
 
 
 def run(
-    problem: str, seed: int, trials: int, acquisition: str, variant: tuple[int, int, float]
+    problem: str, seed: int, trials: int, acquisition: str, variant: Variant
 ) -> tuple[np.ndarray, float]:
     fn, dim, low, high, _ = PROBLEMS[problem]
-    policy.MAX_FIT_POINTS, policy.REFIT_FROM, policy.REFIT_GROWTH = variant
+    (policy.MAX_FIT_POINTS, policy.REFIT_FROM, policy.REFIT_GROWTH, policy.MAX_MODEL_POINTS) = (
+        variant
+    )
     # Cost: grows 10x along the first coordinate, reported by the objective.
     sampler = CostRolloutSampler(1e12, acquisition=acquisition, seed=seed, dashboard_chart=False)
     study = optuna.create_study(sampler=sampler)
@@ -91,36 +101,58 @@ def main() -> None:
     parser.add_argument("--acquisition", default="eipu")
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument(
+        "--model-points",
+        type=int,
+        default=None,
+        help="compare models conditioned on at most this many observations with all",
+    )
     args = parser.parse_args()
     marks = [m for m in (100, 200) if m < args.trials] + [args.trials]
+    fits = (
+        f"fit on <= {SHIPPED[0]} observations, past {SHIPPED[1]} refit at {SHIPPED[2]:.0%} growth"
+    )
+    if args.model_points is None:
+        pair: tuple[tuple[str, Variant], tuple[str, Variant]] = (
+            ("shipped", SHIPPED),
+            ("full", FULL),
+        )
+        meaning = f"Shipped: {fits}; full: every fit on all observations."
+        out_name = "scale_quality.md"
+    else:
+        pair = (("working set", (*SHIPPED[:3], args.model_points)), ("all", SHIPPED))
+        meaning = (
+            f"Working set: the models conditioned on at most {args.model_points} observations "
+            "(the best quarter, the newest quarter, the rest at random); all: on every "
+            f"observation. Both: {fits}."
+        )
+        out_name = "scale_quality_working_set.md"
     lines = [
         f"{args.trials} trials, acquisition {args.acquisition!r}, {args.seeds} seeds; regret "
         "is the best value minus the optimum (median over seeds); seconds are CPU seconds per "
-        f"trial (suggestion and objective). Shipped: fit on <= {SHIPPED[0]} observations, "
-        f"past {SHIPPED[1]} refit at {SHIPPED[2]:.0%} growth; full: every fit on all "
-        "observations.",
+        f"trial (suggestion and objective). {meaning}",
         "",
         "| problem | variant | "
         + " | ".join(f"regret @ {m}" for m in marks)
-        + " | s / trial | shipped vs full at the end: W/T/L, p |",
+        + f" | s / trial | {pair[0][0]} vs {pair[1][0]} at the end: W/T/L, p |",
         "|" + "---|" * (len(marks) + 4),
     ]
     for problem in args.problems:
         optimum = PROBLEMS[problem][4]
         results = {}
-        for name, variant in (("shipped", SHIPPED), ("full", FULL)):
+        for name, variant in pair:
             runs = [
                 run(problem, s, args.trials, args.acquisition, variant) for s in range(args.seeds)
             ]
             regrets = np.array([v - optimum for v, _ in runs])  # (seeds, trials)
             results[name] = (regrets, statistics.fmean(t for _, t in runs))
             print(problem, name, regrets[:, -1].round(5), f"{results[name][1]:.3f} s", flush=True)
-        a, b = results["shipped"][0][:, -1], results["full"][0][:, -1]
+        a, b = results[pair[0][0]][0][:, -1], results[pair[1][0]][0][:, -1]
         wins, ties = int(np.sum(a < b)), int(np.sum(a == b))
         p = float(wilcoxon(a, b).pvalue) if np.any(a != b) else 1.0
         for name, (regrets, per_trial) in results.items():
             cells = [f"{np.median(regrets[:, m - 1]):.4g}" for m in marks]
-            test = f"{wins}/{ties}/{len(a) - wins - ties}, p {p:.2f}" if name == "shipped" else ""
+            test = f"{wins}/{ties}/{len(a) - wins - ties}, p {p:.2f}" if name == pair[0][0] else ""
             lines.append(
                 f"| {problem} | {name} | " + " | ".join(cells) + f" | {per_trial:.3f} | {test} |"
             )
@@ -128,7 +160,7 @@ def main() -> None:
     print()
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scale_quality.md").write_text(table + "\n")
+    (args.out / out_name).write_text(table + "\n")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 from optuna_costbo._numerics.fit import LENGTHSCALE_BOUNDS
 from optuna_costbo._numerics.fit import fit_gp
 from optuna_costbo._numerics.fit import fit_subset
+from optuna_costbo._numerics.fit import model_subset
 from optuna_costbo._numerics.fit import neg_log_marginal_likelihood
 from optuna_costbo._numerics.gp import GPModel
 from optuna_costbo._numerics.hyperparams import GPHyperparams
@@ -577,3 +578,28 @@ def test_fit_without_optimizing_keeps_the_kernel_and_profiles_the_mean() -> None
     assert nll(kept.hyper.mean) <= min(nll(kept.hyper.mean + d) for d in (-0.05, 0.05))
     with pytest.raises(ValueError, match="optimize=False needs a warm_start"):
         fit_gp(X, y, rng=np.random.default_rng(0), optimize=False)
+
+
+def test_model_subset_keeps_the_best_and_the_newest_and_draws_the_rest() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=1000)
+    idx = model_subset(y, 200, np.random.default_rng(1))
+    assert idx.shape == (200,) and len(np.unique(idx)) == 200
+    assert np.all(np.diff(idx) > 0)
+    best = np.argsort(y)[:50]
+    assert set(best.tolist()) <= set(idx.tolist())
+    # The newest 50 rows that are not among the best are all kept.
+    newest = np.setdiff1d(np.arange(1000), best)[-50:]
+    assert set(newest.tolist()) <= set(idx.tolist())
+    # The other 100 are spread over the older rows and all values, not the next best ones.
+    rest = np.setdiff1d(idx, np.concatenate([best, newest]))
+    assert len(rest) == 100
+    assert np.median(y[rest]) > np.quantile(y, 0.3)
+    assert rest.min() < 200 and rest.max() > 600
+    np.testing.assert_array_equal(idx, model_subset(y, 200, np.random.default_rng(1)))
+    # Up to the bound, every observation, in order, and no draw from the generator.
+    gen = np.random.default_rng(5)
+    np.testing.assert_array_equal(model_subset(y[:200], 200, gen), np.arange(200))
+    assert gen.random() == np.random.default_rng(5).random()
+    with pytest.raises(ValueError, match="max_points must be an integer >= 4"):
+        model_subset(y, 3, rng)

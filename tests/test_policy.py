@@ -206,3 +206,63 @@ def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     second = choose(lambda Z: rows_among(Z, first.z[None]))
     assert not np.array_equal(second.z, first.z)
     assert 1.0 + 9.0 * second.z[0] <= 1.25 * (1.0 + 9.0 * first.z[0]) + 1e-9
+
+
+def test_models_are_conditioned_on_a_bounded_working_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past MAX_MODEL_POINTS observations both models are conditioned on the working set (the
+    # best, the newest, a random rest); a proposal repeated on the same data reuses its fits.
+    from optuna_costbo._numerics import policy
+    from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import ProposalRequest
+    from optuna_costbo._numerics.quick import quick_propose
+    from optuna_costbo._numerics.registry import make_acquisition
+    from optuna_costbo._numerics.strategies import AcquisitionOptions
+
+    monkeypatch.setattr(policy, "MAX_MODEL_POINTS", 40)
+    rng = np.random.default_rng(0)
+    X = rng.random((100, 2))
+    y = np.sum((X - 0.6) ** 2, axis=1)
+    costs = np.exp(X[:, 0])
+    request = ProposalRequest(
+        codec=CODEC,
+        X=X,
+        y=y,
+        remaining=100.0,
+        budget=100.0,
+        cost_data=CostData(X, costs),
+    )
+    eipu = make_acquisition("eipu", AcquisitionOptions())
+    out = policy.propose(request, eipu, np.random.default_rng(1))
+    fitted = out.fitted
+    assert fitted is not None and fitted.n == 40
+    assert out.cost_model.model.n == 40  # type: ignore[union-attr]
+
+    def rows(A: np.ndarray) -> set[tuple[float, ...]]:
+        return {tuple(r) for r in A}
+
+    best = np.argsort(y)[:10]
+    assert rows(X[best]) <= rows(fitted.X)  # the best quarter
+    assert rows(X[np.setdiff1d(np.arange(100), best)[-10:]]) <= rows(fitted.X)  # the newest
+    assert float(np.min(fitted.y)) == float(np.min(y))
+    again = policy.propose(request, eipu, np.random.default_rng(2), reuse=out)
+    assert again.fitted is fitted
+    # The quick route keeps the same bound.
+    warm = out.warm
+    quick = quick_propose(
+        ProposalRequest(
+            codec=CODEC,
+            X=X,
+            y=y,
+            remaining=100.0,
+            budget=100.0,
+            cost_data=CostData(X, costs),
+            warm=warm,
+        ),
+        np.random.default_rng(3),
+        needs_cost=True,
+    )
+    assert quick.fitted is not None and quick.fitted.n == 40
+    assert quick.cost_model.model.n == 40  # type: ignore[union-attr]
+    # Up to the bound, every observation.
+    monkeypatch.setattr(policy, "MAX_MODEL_POINTS", 100)
+    assert policy.propose(request, eipu, np.random.default_rng(1)).fitted.n == 100  # type: ignore[union-attr]

@@ -41,6 +41,7 @@ __all__ = [
     "SIGNAL_VAR_BOUNDS",
     "fit_gp",
     "fit_subset",
+    "model_subset",
     "neg_log_marginal_likelihood",
 ]
 
@@ -292,6 +293,31 @@ def fit_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.n
     n_best = max_points // 4
     rest = rng.choice(order[n_best:], size=max_points - n_best, replace=False)
     out: np.ndarray = np.sort(np.concatenate([order[:n_best], rest]))
+    return out
+
+
+def model_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the observations the models are conditioned on when there are very many.
+
+    Conditioning on n observations costs O(n^3) once and O(n) per predicted point, so past
+    ``max_points`` the models keep a working set (subset of data; Rasmussen and Williams,
+    2006, section 8.3.2): the best quarter of ``max_points`` by value (where an optimizer
+    looks), the last quarter of the rest in row order (the newest trials: where the sampler is
+    searching now, so it does not propose next to them as if unseen) and the rest drawn
+    uniformly at random from the others (the function's global shape). Sorted, shape
+    (max_points,); all of them (``arange(n)``) when ``n <= max_points``.
+    """
+    n = y.shape[0]
+    if not (is_int(max_points) and max_points >= 4):
+        raise ValueError(f"max_points must be an integer >= 4, got {max_points!r}.")
+    if n <= max_points:
+        return np.arange(n)
+    quarter = max_points // 4
+    best = np.argsort(y, kind="stable")[:quarter]  # (q,)
+    others = np.setdiff1d(np.arange(n), best)  # (n - q,) ascending: oldest first
+    newest = others[-quarter:]  # (q,)
+    rest = rng.choice(others[:-quarter], size=max_points - 2 * quarter, replace=False)
+    out: np.ndarray = np.sort(np.concatenate([best, newest, rest]))
     return out
 
 

@@ -18,6 +18,7 @@ from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.fit import fit_gp
+from optuna_costbo._numerics.fit import model_subset
 from optuna_costbo._numerics.gp import GPModel
 from optuna_costbo._numerics.hyperparams import GPHyperparams
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -26,14 +27,23 @@ from optuna_costbo._numerics.strategies import AcquisitionContext
 from optuna_costbo._numerics.strategies import AcquisitionStrategy
 
 
-__all__ = ["CostData", "Proposal", "ProposalRequest", "WarmStart", "finite_values", "propose"]
+__all__ = [
+    "CostData",
+    "Proposal",
+    "ProposalRequest",
+    "WarmStart",
+    "finite_values",
+    "propose",
+    "working_set",
+]
 
 # NOTE: noise floor of the log-cost model (standardized units): measured costs are noisy.
 _COST_MIN_NOISE_VAR = 1e-4
 
-#: Hyperparameters are fitted on at most this many observations (see :func:`.fit.fit_subset`);
-#: the models are conditioned on all of them.
+#: Hyperparameters are fitted on at most this many observations (see :func:`.fit.fit_subset`).
 MAX_FIT_POINTS = 256
+#: The models are conditioned on at most this many observations (see :func:`working_set`).
+MAX_MODEL_POINTS = 2000
 #: Past REFIT_FROM observations, hyperparameters are optimized again once the data have grown
 #: by REFIT_GROWTH since the last optimization, and kept in between.
 REFIT_FROM = 128
@@ -115,6 +125,7 @@ class Proposal:
     message: str | None = None  # something the caller should log
     fitted: GPModel | None = None  # the objective model before conditioning
     cost_data: CostData | None = None  # what the cost model was fitted to
+    observed: tuple[np.ndarray, np.ndarray] | None = None  # the request's X (n, D), y (n,)
 
 
 @functools.cache
@@ -162,6 +173,23 @@ def _fit(
     return model, optimize
 
 
+def working_set(
+    X: np.ndarray, y: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The observations a model is conditioned on: all of them up to MAX_MODEL_POINTS, then
+    the subset of :func:`.fit.model_subset` (best, newest, random rest): (m, D), (m,).
+
+    NOTE(scale): past a few thousand observations the Cholesky factorization (O(n^3)) and
+    every prediction (O(n) per point) dominate a suggestion: 35 s at 10,000 trials (D = 5)
+    before this bound. benchmarks/suggest_speed.py measures the time with it and
+    benchmarks/scale_quality.py (--model-points) what a bound costs in quality.
+    """
+    keep = model_subset(y, MAX_MODEL_POINTS, rng)  # (m,)
+    if len(keep) == len(y):
+        return X, y
+    return X[keep], y[keep]
+
+
 def finite_values(y: np.ndarray) -> np.ndarray:
     """Replace +-inf objective values by the largest / smallest finite ones."""
     finite = np.isfinite(y)
@@ -183,9 +211,10 @@ def _cost_model(
     data = request.cost_data
     if data is None or len(data.costs) == 0:
         return None, warm.cost_n
+    X_c, log_c = working_set(data.X, np.log(data.costs), rng)  # (m, D), (m,)
     model, optimized = _fit(
-        data.X,
-        np.log(data.costs),
+        X_c,
+        log_c,
         warm.cost,
         warm.n_fits,
         rng,
@@ -223,8 +252,8 @@ def propose(
 
 def _same_data(proposal: Proposal, X: np.ndarray, y: np.ndarray, costs: CostData | None) -> bool:
     """Whether ``proposal``'s models were fitted to exactly these observations."""
-    fitted, before = proposal.fitted, proposal.cost_data
-    if fitted is None or not (np.array_equal(fitted.X, X) and np.array_equal(fitted.y, y)):
+    observed, before = proposal.observed, proposal.cost_data
+    if observed is None or not (np.array_equal(observed[0], X) and np.array_equal(observed[1], y)):
         return False
     if before is None or costs is None:
         return before is costs
@@ -249,9 +278,10 @@ def _propose(
         # fits; only the pending points (the other trial's point) changed.
         fitted, cost, new_warm = reuse.fitted, reuse.cost_model, reuse.warm
     else:
+        X_m, y_m = working_set(X, y, rng)  # (m, D), (m,)
         fitted, optimized = _fit(
-            X,
-            y,
+            X_m,
+            y_m,
             warm.objective,
             warm.n_fits,
             rng,
@@ -295,5 +325,13 @@ def _propose(
     strategy = acquisition if cost is not None or not acquisition.needs_cost else EI()
     choice = strategy.choose(ctx)
     return Proposal(
-        choice.z, choice.value, model, cost, new_warm, choice.message, fitted, request.cost_data
+        choice.z,
+        choice.value,
+        model,
+        cost,
+        new_warm,
+        choice.message,
+        fitted,
+        request.cost_data,
+        (X, y),
     )

@@ -33,6 +33,7 @@ from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import finite_values
+from optuna_costbo._numerics.policy import working_set
 from optuna_costbo._numerics.search_space import rows_among
 
 
@@ -105,10 +106,11 @@ def quick_propose(
     X = request.X  # (n, D)
     y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
+    X_m, y_m = working_set(X, y, rng)  # (m, D), (m,)
     if refit and warm.objective is not None:
         fitted = fit_gp(
-            X,
-            y,
+            X_m,
+            y_m,
             rng=rng,
             n_restarts=0,
             min_noise_var=request.min_noise_var,
@@ -116,7 +118,9 @@ def quick_propose(
             warm_start=warm.objective,
         )
     else:
-        fitted = _model(X, y, warm.objective, rng, request.min_noise_var, request.deterministic)
+        fitted = _model(
+            X_m, y_m, warm.objective, rng, request.min_noise_var, request.deterministic
+        )
     new_warm = warm
     if warm.objective is None or refit:
         new_warm = WarmStart(fitted.hyper, warm.cost, warm.n_fits)
@@ -130,7 +134,8 @@ def quick_propose(
     if needs_cost and request.known_cost is not None:
         cost = request.known_cost
     elif needs_cost and data is not None and len(data.costs) > 0 and warm.cost is not None:
-        cost = FittedLogCost(_model(data.X, np.log(data.costs), warm.cost, rng, 1e-4, False))
+        X_c, log_c = working_set(data.X, np.log(data.costs), rng)  # (m, D), (m,)
+        cost = FittedLogCost(_model(X_c, log_c, warm.cost, rng, 1e-4, False))
     alpha = float(np.clip(request.remaining / request.budget, 0.0, 1.0))
     alpha = alpha if cost is not None else 0.0
     acq = LogEIPerCost(model, float(np.min(y)))
@@ -148,5 +153,13 @@ def quick_propose(
             values = np.where(taken, -np.inf, values)
     i = int(np.argmax(values))
     return Proposal(
-        Z[i].copy(), float(values[i]), model, cost, new_warm, None, fitted, request.cost_data
+        Z[i].copy(),
+        float(values[i]),
+        model,
+        cost,
+        new_warm,
+        None,
+        fitted,
+        request.cost_data,
+        (X, y),
     )
