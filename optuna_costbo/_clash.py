@@ -106,11 +106,20 @@ def must_repropose(study: optuna.Study, trial: FrozenTrial, params: Mapping[str,
     but kept the point (it wrote first and read before this trial wrote), or holds the
     point without proposing it (enqueued or fixed parameters). Waits go only from earlier
     to later trials, so they cannot form a cycle.
+
+    A finished trial that holds ``params`` always makes ``trial`` move: another thread or
+    worker proposed the point from data that did not yet include ``trial``'s proposal, and
+    evaluated it before ``trial`` published its own (a proposal computed ahead, or a fast
+    objective).
     """
     for t in study._storage.get_all_trials(study._study_id, deepcopy=False):
-        if t.state != TrialState.RUNNING or t._trial_id == trial._trial_id:
+        if t._trial_id == trial._trial_id:
             continue
-        if not _holds(t, params):
+        if t.state.is_finished():
+            if _holds(t, params):
+                return True
+            continue
+        if t.state != TrialState.RUNNING or not _holds(t, params):
             continue
         if t.number < trial.number or PROPOSED_ATTR not in t.system_attrs:
             return True
@@ -146,14 +155,20 @@ def settle(
     Other workers see the proposal at once, before Optuna stores the parameters one by one
     as the objective suggests them. While :func:`must_repropose` says this trial moves,
     ``repropose()`` (same data, the other trial now pending) gives its next proposal, up to
-    :data:`MAX_ROUNDS` times; the final one is marked checked.
+    :data:`MAX_ROUNDS` times, or until it gives the same point again; the final one is marked
+    checked.
     """
     storage = study._storage
     storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
     for _ in range(MAX_ROUNDS):
         if not must_repropose(study, trial, params):
             break
-        params = repropose()
+        again = repropose()
+        if again == params:
+            # Nothing else to propose (every legal point taken, as in an exhausted discrete
+            # space): more rounds on the same data would give the same point.
+            break
+        params = again
         storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
     storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)
     return params

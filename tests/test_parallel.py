@@ -452,6 +452,41 @@ def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
 
 
 @pytest.mark.parametrize("acquisition", ["rollout", "ei"])
+def test_a_trial_moves_when_another_evaluated_its_point_before_it_published(
+    acquisition: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a and b compute the same point without seeing each other; b publishes, checks (no
+    # clash: a has published nothing), runs and finishes before a publishes. b is no longer
+    # running when a checks, yet a must move: its point has been evaluated.
+    storage = optuna.storages.InMemoryStorage()
+    _seeded_study(storage, "s")
+    sampler_a, trial_a, _sampler_b, trial_b = _two_workers(storage, acquisition)
+    b_done = threading.Event()
+    real_propose_a = sampler_a._propose
+    calls: list[int] = []
+
+    def held_propose_a(*args: Any, **kwargs: Any) -> Any:
+        out = real_propose_a(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            assert b_done.wait(timeout=60.0)
+        return out
+
+    monkeypatch.setattr(sampler_a, "_propose", held_propose_a)
+    points: dict[str, Any] = {}
+    thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
+    points["b"] = (_suggest_x(trial_b), _suggest_y(trial_b))
+    study_b = optuna.load_study(study_name="s", storage=storage)
+    study_b.tell(trial_b, pc.trial_value({"x": points["b"][0], "y": points["b"][1]}))
+    assert study_b.trials[trial_b.number].state == optuna.trial.TrialState.COMPLETE
+    b_done.set()
+    thread_a.join(timeout=120.0)
+    assert points["b"] == _alone(acquisition)  # b saw no clash and kept the point
+    assert len(calls) == 2  # a proposed again
+    assert points["a"] != points["b"]
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "ei"])
 def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
     acquisition: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
