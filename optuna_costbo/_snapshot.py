@@ -116,6 +116,12 @@ class TrialReads:
             trials = self._reads.pop(trial._trial_id, None)
         return trials if trials is not None else study.get_trials(deepcopy=False)
 
+    def discard(self, trial: FrozenTrial) -> None:
+        """Forget the read made for ``trial``: its proposal came from elsewhere (computed
+        ahead), so a later proposal of it (after a clash) must read afresh."""
+        with self._lock:
+            self._reads.pop(trial._trial_id, None)
+
 
 @dataclass(frozen=True)
 class Snapshot:

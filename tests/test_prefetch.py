@@ -64,3 +64,42 @@ def test_with_parallel_threads_the_run_is_sound() -> None:
 def test_prefetch_must_be_a_bool() -> None:
     with pytest.raises(ValueError, match="prefetch must be True or False"):
         CostRolloutSampler(budget=1.0, prefetch="yes")  # type: ignore[arg-type]
+
+
+def test_a_trial_that_takes_a_prefetched_point_keeps_no_stale_read() -> None:
+    # The read made for a trial's search space serves its first proposal; a trial that takes
+    # a prefetched point never makes that proposal, so the read is dropped: a proposal after
+    # a clash must see the trials that started (and maybe finished) since.
+    sampler = CostRolloutSampler(budget=30.0, seed=0, prefetch=True, acquisition="eipu")
+    study = optuna.create_study(sampler=sampler)
+    stale: list[int] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        value = _objective(trial)
+        if trial._trial_id in sampler._reads._reads:
+            stale.append(trial.number)
+        return value
+
+    study.optimize(objective)
+    assert sampler._prefetch.used >= 5
+    # Trial 0 has no search space yet (nothing completed): Optuna asks for no relative
+    # sample, and its read is simply never used.
+    assert [n for n in stale if n > 0] == []
+
+
+def test_trial_reads_serve_one_proposal_and_can_be_dropped() -> None:
+    from optuna_costbo._snapshot import TrialReads
+
+    study = optuna.create_study()
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)
+    trial = study.ask()
+    frozen = study._storage.get_trial(trial._trial_id)
+    reads = TrialReads()
+    reads.search_space(study, frozen)
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=1)
+    assert len(reads.trials(study, frozen)) == 3  # the read made before the new trial
+    assert len(reads.trials(study, frozen)) == 4  # then a fresh one
+    reads.search_space(study, frozen)
+    reads.discard(frozen)
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=1)
+    assert len(reads.trials(study, frozen)) == 5
