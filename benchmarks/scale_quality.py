@@ -8,7 +8,7 @@ regret at 100, 200 and the last trial, the mean seconds per suggestion, and the 
 comparison over seeds.
 
 With ``--model-points K`` the comparison is instead the models conditioned on a working set of
-at most K observations (``policy.MAX_MODEL_POINTS``; the best, the newest and a random rest)
+at most K observations (``policy.MAX_MODEL_POINTS``; the best, the newest, the rest spread out)
 against the models conditioned on all of them, both with the shipped fits: the bound of many
 thousands of trials, scaled down to runs that fit in minutes.
 
@@ -123,7 +123,7 @@ def main() -> None:
         pair = (("working set", (*SHIPPED[:3], args.model_points)), ("all", SHIPPED))
         meaning = (
             f"Working set: the models conditioned on at most {args.model_points} observations "
-            "(the best quarter, the newest quarter, the rest at random); all: on every "
+            "(the best quarter, the newest quarter, the rest spread out); all: on every "
             f"observation. Both: {fits}."
         )
         out_name = "scale_quality_working_set.md"

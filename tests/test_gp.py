@@ -603,3 +603,31 @@ def test_model_subset_keeps_the_best_and_the_newest_and_draws_the_rest() -> None
     assert gen.random() == np.random.default_rng(5).random()
     with pytest.raises(ValueError, match="max_points must be an integer >= 4"):
         model_subset(y, 3, rng)
+
+
+def test_model_subset_spreads_the_rest_farthest_first() -> None:
+    # With X, the rest is chosen greedily, each the farthest from everything kept before it:
+    # checked against a plain loop over Euclidean distances.
+    rng = np.random.default_rng(2)
+    X = rng.random((120, 3))
+    y = rng.normal(size=120)
+    idx = model_subset(y, 40, np.random.default_rng(0), X)
+    best = np.argsort(y)[:10]
+    newest = np.setdiff1d(np.arange(120), best)[-10:]
+    chosen = [int(i) for i in np.concatenate([best, newest])]
+    pool = [i for i in range(120) if i not in chosen]
+    for _ in range(20):
+        dist = [min(float(np.linalg.norm(X[i] - X[c])) for c in chosen) for i in pool]
+        pick = pool[int(np.argmax(dist))]
+        chosen.append(pick)
+        pool.remove(pick)
+    np.testing.assert_array_equal(idx, np.sort(chosen))
+
+    # Farther apart than a random rest: the largest distance from a dropped point to the
+    # nearest kept one is smaller.
+    def radius(keep: np.ndarray) -> float:
+        dropped = np.setdiff1d(np.arange(120), keep)
+        d = np.linalg.norm(X[dropped][:, None, :] - X[keep][None, :, :], axis=-1)
+        return float(d.min(axis=1).max())
+
+    assert radius(idx) < radius(model_subset(y, 40, np.random.default_rng(0)))

@@ -296,16 +296,23 @@ def fit_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.n
     return out
 
 
-def model_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
+def model_subset(
+    y: np.ndarray,
+    max_points: int,
+    rng: np.random.Generator,
+    X: np.ndarray | None = None,  # (n, D)
+) -> np.ndarray:
     """Indices of the observations the models are conditioned on when there are very many.
 
     Conditioning on n observations costs O(n^3) once and O(n) per predicted point, so past
     ``max_points`` the models keep a working set (subset of data; Rasmussen and Williams,
     2006, section 8.3.2): the best quarter of ``max_points`` by value (where an optimizer
     looks), the last quarter of the rest in row order (the newest trials: where the sampler is
-    searching now, so it does not propose next to them as if unseen) and the rest drawn
-    uniformly at random from the others (the function's global shape). Sorted, shape
-    (max_points,); all of them (``arange(n)``) when ``n <= max_points``.
+    searching now, so it does not propose next to them as if unseen) and, for the rest, the
+    observations farthest from those kept so far, one at a time (with ``X``: every region
+    that was evaluated keeps points, so the model does not take it for unexplored), or drawn
+    uniformly at random (without ``X``). Sorted, shape (max_points,); all of them
+    (``arange(n)``) when ``n <= max_points``.
     """
     n = y.shape[0]
     if not (is_int(max_points) and max_points >= 4):
@@ -316,8 +323,40 @@ def model_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np
     best = np.argsort(y, kind="stable")[:quarter]  # (q,)
     others = np.setdiff1d(np.arange(n), best)  # (n - q,) ascending: oldest first
     newest = others[-quarter:]  # (q,)
-    rest = rng.choice(others[:-quarter], size=max_points - 2 * quarter, replace=False)
+    older = others[:-quarter]  # (n - 2q,)
+    k = max_points - 2 * quarter
+    if X is None:
+        rest = rng.choice(older, size=k, replace=False)
+    else:
+        rest = _farthest_first(X, np.concatenate([best, newest]), older, k)
     out: np.ndarray = np.sort(np.concatenate([best, newest, rest]))
+    return out
+
+
+def _farthest_first(
+    X: np.ndarray,  # (n, D)
+    kept: np.ndarray,  # (a,) indices already kept
+    pool: np.ndarray,  # (p,) indices to choose from
+    k: int,
+) -> np.ndarray:
+    """``k`` indices of ``pool``, each the farthest (Euclidean) from all kept before it: (k,)."""
+    P = X[pool]  # (p, D)
+    p2 = (P * P).sum(axis=1)  # (p,)
+    d2 = np.full(len(pool), np.inf)  # (p,) squared distance to the nearest kept point
+    for start in range(0, len(kept), 256):
+        A = X[kept[start : start + 256]]  # (b, D)
+        # |p - a|^2 = |p|^2 + |a|^2 - 2 p.a: a matrix product, not a (p, b, D) array
+        block = ((A * A).sum(axis=1) - 2.0 * (P @ A.T)).min(axis=1)  # (p,)
+        d2 = np.minimum(d2, np.maximum(p2 + block, 0.0))
+    PT = np.ascontiguousarray(P.T)  # (D, p): one contiguous row per coordinate
+    chosen = np.empty(k, dtype=int)
+    for i in range(k):
+        j = int(np.argmax(d2))
+        chosen[i] = j
+        diff = PT - PT[:, j : j + 1]  # (D, p)
+        np.minimum(d2, np.einsum("ij,ij->j", diff, diff), out=d2)
+        d2[j] = -1.0
+    out: np.ndarray = pool[chosen]
     return out
 
 
@@ -332,6 +371,7 @@ def fit_gp(
     warm_start: GPHyperparams | None = None,
     max_points: int | None = None,
     optimize: bool = True,
+    condition_on: np.ndarray | None = None,  # (m,) indices
 ) -> GPModel:
     """Fit hyperparameters by MAP (marginal likelihood + weak priors) and build the model.
 
@@ -361,6 +401,9 @@ def fit_gp(
         optimize: ``False`` keeps the kernel parameters of ``warm_start`` (required then) and
             only profiles the constant mean again: a model for new data at the cost of one
             likelihood evaluation, for a refit schedule.
+        condition_on: Indices of the observations the returned model is conditioned on (a
+            working set, see :func:`model_subset`); the hyperparameters and the
+            standardization still come from all of them. ``None`` (default): all.
 
     Returns:
         The fitted :class:`GPModel`.
@@ -407,4 +450,6 @@ def fit_gp(
         best_theta = _lbfgsb_fit(starts, sq, z, bounds)
     _, _, mean = _nll_core(best_theta, sq, z, None, True)
     hyper = GPHyperparams.from_log_params(best_theta, mean)
+    if condition_on is not None:
+        X, y = X[condition_on], y[condition_on]
     return GPModel(X, y, hyper, y_mean=y_mean, y_std=y_std)

@@ -44,6 +44,8 @@ _COST_MIN_NOISE_VAR = 1e-4
 MAX_FIT_POINTS = 256
 #: The models are conditioned on at most this many observations (see :func:`working_set`).
 MAX_MODEL_POINTS = 2000
+#: How the working set's rest is chosen: "spread" (farthest first) or "random".
+WORKING_SET_REST = "spread"
 #: Past REFIT_FROM observations, hyperparameters are optimized again once the data have grown
 #: by REFIT_GROWTH since the last optimization, and kept in between.
 REFIT_FROM = 128
@@ -169,25 +171,27 @@ def _fit(
         warm_start=warm,
         max_points=MAX_FIT_POINTS,
         optimize=optimize,
+        condition_on=working_set(X, y, rng),
     )
     return model, optimize
 
 
-def working_set(
-    X: np.ndarray, y: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """The observations a model is conditioned on: all of them up to MAX_MODEL_POINTS, then
-    the subset of :func:`.fit.model_subset` (best, newest, random rest): (m, D), (m,).
+def working_set(X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+    """Indices of the observations a model is conditioned on, (m,): None (all of them) up to
+    MAX_MODEL_POINTS, then the working set of :func:`.fit.model_subset` (the best, the
+    newest, the rest spread out). Hyperparameters are still fitted on all of them (on
+    :func:`.fit.fit_subset`).
 
     NOTE(scale): past a few thousand observations the Cholesky factorization (O(n^3)) and
     every prediction (O(n) per point) dominate a suggestion: 35 s at 10,000 trials (D = 5)
     before this bound. benchmarks/suggest_speed.py measures the time with it and
     benchmarks/scale_quality.py (--model-points) what a bound costs in quality.
     """
-    keep = model_subset(y, MAX_MODEL_POINTS, rng)  # (m,)
-    if len(keep) == len(y):
-        return X, y
-    return X[keep], y[keep]
+    if len(y) <= MAX_MODEL_POINTS:
+        return None
+    spread = X if WORKING_SET_REST == "spread" else None
+    keep: np.ndarray = model_subset(y, MAX_MODEL_POINTS, rng, spread)  # (m,)
+    return keep
 
 
 def finite_values(y: np.ndarray) -> np.ndarray:
@@ -211,10 +215,9 @@ def _cost_model(
     data = request.cost_data
     if data is None or len(data.costs) == 0:
         return None, warm.cost_n
-    X_c, log_c = working_set(data.X, np.log(data.costs), rng)  # (m, D), (m,)
     model, optimized = _fit(
-        X_c,
-        log_c,
+        data.X,
+        np.log(data.costs),
         warm.cost,
         warm.n_fits,
         rng,
@@ -278,10 +281,9 @@ def _propose(
         # fits; only the pending points (the other trial's point) changed.
         fitted, cost, new_warm = reuse.fitted, reuse.cost_model, reuse.warm
     else:
-        X_m, y_m = working_set(X, y, rng)  # (m, D), (m,)
         fitted, optimized = _fit(
-            X_m,
-            y_m,
+            X,
+            y,
             warm.objective,
             warm.n_fits,
             rng,

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from optuna_costbo._numerics import policy
 from optuna_costbo._numerics.acquisition import LogEIPerCost
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.fit import fit_gp
 from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.gp import standardization
 from optuna_costbo._numerics.hyperparams import GPHyperparams
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
@@ -57,10 +59,21 @@ def _model(
     min_noise_var: float,
     fixed_noise: bool,
 ) -> GPModel:
+    keep = working_set(X, y, rng)  # (m,) or None: all
     if hyper is not None and hyper.lengthscales.shape == (X.shape[1],):
-        return GPModel(X, y, hyper)
+        if keep is None:
+            return GPModel(X, y, hyper)
+        mu, sd = standardization(y)
+        return GPModel(X[keep], y[keep], hyper, y_mean=mu, y_std=sd)
     return fit_gp(
-        X, y, rng=rng, n_restarts=0, min_noise_var=min_noise_var, fixed_noise=fixed_noise
+        X,
+        y,
+        rng=rng,
+        n_restarts=0,
+        min_noise_var=min_noise_var,
+        fixed_noise=fixed_noise,
+        max_points=policy.MAX_FIT_POINTS,
+        condition_on=keep,
     )
 
 
@@ -106,21 +119,20 @@ def quick_propose(
     X = request.X  # (n, D)
     y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
-    X_m, y_m = working_set(X, y, rng)  # (m, D), (m,)
     if refit and warm.objective is not None:
         fitted = fit_gp(
-            X_m,
-            y_m,
+            X,
+            y,
             rng=rng,
             n_restarts=0,
             min_noise_var=request.min_noise_var,
             fixed_noise=request.deterministic,
             warm_start=warm.objective,
+            max_points=policy.MAX_FIT_POINTS,
+            condition_on=working_set(X, y, rng),
         )
     else:
-        fitted = _model(
-            X_m, y_m, warm.objective, rng, request.min_noise_var, request.deterministic
-        )
+        fitted = _model(X, y, warm.objective, rng, request.min_noise_var, request.deterministic)
     new_warm = warm
     if warm.objective is None or refit:
         new_warm = WarmStart(fitted.hyper, warm.cost, warm.n_fits)
@@ -134,8 +146,7 @@ def quick_propose(
     if needs_cost and request.known_cost is not None:
         cost = request.known_cost
     elif needs_cost and data is not None and len(data.costs) > 0 and warm.cost is not None:
-        X_c, log_c = working_set(data.X, np.log(data.costs), rng)  # (m, D), (m,)
-        cost = FittedLogCost(_model(X_c, log_c, warm.cost, rng, 1e-4, False))
+        cost = FittedLogCost(_model(data.X, np.log(data.costs), warm.cost, rng, 1e-4, False))
     alpha = float(np.clip(request.remaining / request.budget, 0.0, 1.0))
     alpha = alpha if cost is not None else 0.0
     acq = LogEIPerCost(model, float(np.min(y)))
