@@ -164,6 +164,9 @@ def make_problems(scale: float = 1.0) -> dict[str, Problem]:
 def make_sampler(method: str, budget: float, seed: int) -> optuna.samplers.BaseSampler:
     if method == "costbo":
         return CostRolloutSampler(budget=budget, seed=seed)
+    if method.startswith("costbo-acq-"):  # e.g. costbo-acq-eipu: another acquisition
+        acquisition = method.removeprefix("costbo-acq-")
+        return CostRolloutSampler(budget=budget, seed=seed, acquisition=acquisition)
     if method == "costbo-prefetch":  # the next suggestion computed while a trial runs
         return CostRolloutSampler(budget=budget, seed=seed, prefetch=True)
     if method == "costbo-uncharged":  # the previous default

@@ -138,9 +138,14 @@ def _cell(
     return medians
 
 
-def _child(dim: int, n: int, repeats: int, baseline: str | None) -> dict[str, list[float]]:
-    """One cell timed in a fresh process importing the package from ``baseline`` (or here)."""
+def _child(
+    dim: int, n: int, repeats: int, baseline: str | None, words: list[str] | None = None
+) -> dict[str, list[float]]:
+    """One cell timed in a fresh process importing the package from ``baseline`` (or here),
+    of the samplers whose names contain one of ``words`` (all if None)."""
     env = dict(os.environ)
+    if words:
+        env["SUGGEST_SPEED_SAMPLERS"] = "\t".join(words)
     if baseline is not None:
         env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, __file__, "--child", str(dim), str(n), str(repeats)]
@@ -154,8 +159,8 @@ def compare(args: argparse.Namespace) -> None:
     rows = []
     for dim in args.dims:
         for n in args.trials:
-            base = _child(dim, n, args.repeats, str(args.baseline))
-            cur = _child(dim, n, args.repeats, None)
+            base = _child(dim, n, args.repeats, str(args.baseline), args.samplers)
+            cur = _child(dim, n, args.repeats, None, args.samplers)
             rows.append((dim, n, base, cur))
             print(
                 f"D={dim:<3} n={n:<4} "
@@ -186,6 +191,9 @@ def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--child":
         dim, n, repeats = (int(a) for a in sys.argv[2:])
         makers = {k: v for k, v in samplers().items() if k != "optuna GPSampler"}
+        words = os.environ.get("SUGGEST_SPEED_SAMPLERS")
+        if words:
+            makers = {k: v for k, v in makers.items() if any(w in k for w in words.split("\t"))}
         for make in makers.values():  # warm-up: imports, first calls
             time_suggestions(make_study(make(), 2, 5, 0), 2, 1)
         print(json.dumps(_cell(makers, dim, n, repeats)))

@@ -304,10 +304,10 @@ def test_conditional_parameters_go_to_the_independent_sampler(
     assert any("sampled independently" in r.getMessage() for r in caplog.records)
 
 
-def test_eipu_is_the_default_acquisition() -> None:
+def test_the_rollout_is_the_default_acquisition() -> None:
     sampler = CostRolloutSampler(budget=1.0)
-    assert sampler._acquisition.name == "eipu"
-    assert CostRolloutSampler(budget=1.0, acquisition="rollout")._acquisition.name == "rollout"
+    assert sampler._acquisition.name == "rollout"
+    assert CostRolloutSampler(budget=1.0, acquisition="eipu")._acquisition.name == "eipu"
 
 
 @pytest.mark.parametrize(
