@@ -247,7 +247,7 @@ def main() -> None:
     ref = "optuna GPSampler"
     if ref in names:
         header += " | " + " | ".join(f"{k} / GPSampler" for k in names if k != ref)
-    lines = [header + " |", "|" + "---|" * (header.count("|") - 1)]
+    lines = [header + " |", "|" + "---|" * header.count("|")]
     for dim, n, med in rows:
         cells = [f"{med[k][0] * 1e3:.1f} ({med[k][1] * 1e3:.1f})" for k in names]
         if ref in names:
