@@ -419,13 +419,16 @@ def _in_thread(fn: Callable[[], Any], out: dict[str, Any], key: str) -> threadin
     return thread
 
 
+@pytest.mark.parametrize("b_finishes", [False, True], ids=["b-running", "b-finished"])
 @pytest.mark.parametrize("acquisition", ["rollout", "ei"])
 def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
-    acquisition: str, monkeypatch: pytest.MonkeyPatch
+    acquisition: str, b_finishes: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The order that used to slip through: a and b compute the same point without seeing each
     # other, b (the later trial) writes and checks it before a writes, so b sees no clash and
-    # keeps it. a must then see b's final proposal and move, though b is the later trial.
+    # keeps it. a must then see b's final proposal and move, though b is the later trial;
+    # also when b has already run and finished at that point before a publishes (a then
+    # finds it among the finished trials, not the running ones).
     storage = optuna.storages.InMemoryStorage()
     _seeded_study(storage, "s")
     sampler_a, trial_a, _sampler_b, trial_b = _two_workers(storage, acquisition)
@@ -444,44 +447,13 @@ def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
     points: dict[str, Any] = {}
     thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
     points["b"] = (_suggest_x(trial_b), _suggest_y(trial_b))
+    if b_finishes:
+        study_b = optuna.load_study(study_name="s", storage=storage)
+        study_b.tell(trial_b, pc.trial_value({"x": points["b"][0], "y": points["b"][1]}))
+        assert study_b.trials[trial_b.number].state == optuna.trial.TrialState.COMPLETE
     b_done.set()
     thread_a.join(timeout=120.0)
     assert points["b"] == _alone(acquisition)  # b kept the point: it saw no clash
-    assert len(calls) == 2  # a proposed again
-    assert points["a"] != points["b"]
-
-
-@pytest.mark.parametrize("acquisition", ["rollout", "ei"])
-def test_a_trial_moves_when_another_evaluated_its_point_before_it_published(
-    acquisition: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a and b compute the same point without seeing each other; b publishes, checks (no
-    # clash: a has published nothing), runs and finishes before a publishes. b is no longer
-    # running when a checks, yet a must move: its point has been evaluated.
-    storage = optuna.storages.InMemoryStorage()
-    _seeded_study(storage, "s")
-    sampler_a, trial_a, _sampler_b, trial_b = _two_workers(storage, acquisition)
-    b_done = threading.Event()
-    real_propose_a = sampler_a._propose
-    calls: list[int] = []
-
-    def held_propose_a(*args: Any, **kwargs: Any) -> Any:
-        out = real_propose_a(*args, **kwargs)
-        calls.append(1)
-        if len(calls) == 1:
-            assert b_done.wait(timeout=60.0)
-        return out
-
-    monkeypatch.setattr(sampler_a, "_propose", held_propose_a)
-    points: dict[str, Any] = {}
-    thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
-    points["b"] = (_suggest_x(trial_b), _suggest_y(trial_b))
-    study_b = optuna.load_study(study_name="s", storage=storage)
-    study_b.tell(trial_b, pc.trial_value({"x": points["b"][0], "y": points["b"][1]}))
-    assert study_b.trials[trial_b.number].state == optuna.trial.TrialState.COMPLETE
-    b_done.set()
-    thread_a.join(timeout=120.0)
-    assert points["b"] == _alone(acquisition)  # b saw no clash and kept the point
     assert len(calls) == 2  # a proposed again
     assert points["a"] != points["b"]
 

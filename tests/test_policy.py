@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from _policy_helpers import propose
@@ -247,19 +248,8 @@ def test_models_are_conditioned_on_a_bounded_working_set(monkeypatch: pytest.Mon
     again = policy.propose(request, eipu, np.random.default_rng(2), reuse=out)
     assert again.fitted is fitted
     # The quick route keeps the same bound.
-    warm = out.warm
     quick = quick_propose(
-        ProposalRequest(
-            codec=CODEC,
-            X=X,
-            y=y,
-            remaining=100.0,
-            budget=100.0,
-            cost_data=CostData(X, costs),
-            warm=warm,
-        ),
-        np.random.default_rng(3),
-        needs_cost=True,
+        dataclasses.replace(request, warm=out.warm), np.random.default_rng(3), needs_cost=True
     )
     assert quick.fitted is not None and quick.fitted.n == 40
     assert quick.cost_model.model.n == 40  # type: ignore[union-attr]
