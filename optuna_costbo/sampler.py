@@ -413,7 +413,12 @@ class CostRolloutSampler(BaseSampler):
         ``previous``: this trial's proposal before a clash; its fitted models are reused when
         the data have not changed since.
         """
-        trials = self._reads.trials(study, trial)
+        # A proposal made again (after a clash) always reads afresh: the clash is news.
+        trials = (
+            self._reads.trials(study, trial)
+            if previous is None
+            else study.get_trials(deepcopy=False)
+        )
         snap = take_snapshot(
             trials,
             trial,
