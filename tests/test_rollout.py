@@ -229,13 +229,15 @@ def _discrete_reference(
     noise_free: bool = False,
     per_unit_cost: bool = False,
     last_overruns: bool = False,
+    best_prefix: bool = False,
 ) -> np.ndarray:
     """Lambda_h on the finite action set with the given normals, one trajectory at a time.
 
     ``noise_free``: condition on the drawn latent values (a 1e-12 relative jitter, as the fast
     estimator); ``per_unit_cost``: divide by the mean budget consumed (all of ``tau`` for a
     trajectory that ends with budget that buys nothing more); ``last_overruns``: any budget
-    left buys a step of any cost, and a trajectory that spends all of ``tau`` consumed ``tau``.
+    left buys a step of any cost, and a trajectory that spends all of ``tau`` consumed ``tau``;
+    ``best_prefix`` (with ``per_unit_cost``): the largest rate of the prefixes steps 0..k.
     """
     out = np.full(n_first, -np.inf)
     var = np.diag(cov)
@@ -245,6 +247,16 @@ def _discrete_reference(
             continue
         acc = 0.0
         consumed = 0.0
+        prefix_reward = np.zeros(horizon)  # summed over trajectories, rewards of steps 1..k
+        prefix_consumed = np.zeros(horizon)  # summed over trajectories, budget of steps 0..k
+
+        def consumed_now(budget: float, spent: float, prev: int, broke: bool) -> float:
+            if broke:
+                return tau
+            if last_overruns:
+                return tau if budget <= 0.0 else spent
+            return tau if budget < cost_from(prev).min() else spent
+
         if horizon == 1:
             left = tau - first_cost[b]
             if last_overruns:
@@ -258,6 +270,7 @@ def _discrete_reference(
             ys = [mean[b] + math.sqrt(var[b]) * u[0]]
             ystar, budget, prev, total, path = min(best, ys[0]), tau - first_cost[b], b, 0.0, []
             spent, stranded = first_cost[b], False
+            prefix_consumed[0] += consumed_now(budget, spent, prev, False)
             for t in range(1, horizon):
                 last = t == horizon - 1
                 A = cov[np.ix_(S, S)] + cond_noise * np.eye(len(S))
@@ -268,6 +281,9 @@ def _discrete_reference(
                 ok = np.full(len(c), budget > 0.0) if last_overruns else c <= budget
                 if not ok.any():
                     stranded = True
+                    for k in range(t, horizon - 1):  # the prefixes this trajectory never ends
+                        prefix_reward[k] += total
+                        prefix_consumed[k] += tau
                     break
                 gain = _ei_ref(m, v, ystar)
                 score = gain if (last or base == "ei") else gain / c
@@ -287,6 +303,8 @@ def _discrete_reference(
                 prev = j
                 S.append(j)
                 ys.append(y)
+                prefix_reward[t] += total
+                prefix_consumed[t] += consumed_now(budget, spent, prev, False)
             if last_overruns:
                 stranded = budget <= 0.0
             else:
@@ -295,9 +313,16 @@ def _discrete_reference(
             consumed += tau if stranded else spent
             if choices is not None:
                 choices.append(path)
-        out[b] = _ei_ref(mean[b], var[b], best) + acc / len(normals)
+        ei_b = _ei_ref(mean[b], var[b], best)
+        out[b] = ei_b + acc / len(normals)
         if per_unit_cost:
             out[b] /= consumed / len(normals)
+            if best_prefix:
+                for k in range(horizon - 1):
+                    rate_k = (ei_b + prefix_reward[k] / len(normals)) / (
+                        prefix_consumed[k] / len(normals)
+                    )
+                    out[b] = max(out[b], rate_k)
     return out
 
 
@@ -972,9 +997,10 @@ def test_propose_with_a_state_dependent_known_cost(horizon: int, seed: int) -> N
 @pytest.mark.parametrize("tau", [3.0, 6.0, 40.0])
 @pytest.mark.parametrize("horizon", [1, 2, 3])
 @pytest.mark.parametrize(
-    ("noise_free", "per_unit_cost", "last_overruns"),
-    [(True, False, False), (True, True, False), (False, True, False), (True, True, True),
-     (False, False, True)],
+    ("noise_free", "per_unit_cost", "last_overruns", "best_prefix"),
+    [(True, False, False, False), (True, True, False, False), (False, True, False, False),
+     (True, True, True, False), (False, False, True, False), (True, True, True, True),
+     (True, True, False, True)],
 )  # fmt: skip
 def test_cost_aware_variants_match_discrete_reference(
     tau: float,
@@ -982,13 +1008,19 @@ def test_cost_aware_variants_match_discrete_reference(
     noise_free: bool,
     per_unit_cost: bool,
     last_overruns: bool,
+    best_prefix: bool,
     problem_2d: _Problem,
 ) -> None:
     mean, cov = problem_2d.mean_cov()
     cost = _linear_cost(problem_2d.points)
     B = len(problem_2d.firsts)
     normals = qmc_normals(32, horizon, seed=3)
-    flags = dict(noise_free=noise_free, per_unit_cost=per_unit_cost, last_overruns=last_overruns)
+    flags = dict(
+        noise_free=noise_free,
+        per_unit_cost=per_unit_cost,
+        last_overruns=last_overruns,
+        best_prefix=best_prefix,
+    )
     fast = rollout_values(
         mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, horizon, normals, **flags
     )
@@ -1006,15 +1038,16 @@ def test_per_unit_cost_with_a_state_dependent_cost_matches_reference(problem_1d:
     pair = _pair(pts, pts)  # (P, P): cost of moving from each point to each
     first_cost = _pair(_X_LAST[None], pts[:B])[0]
     normals = qmc_normals(32, 3, seed=4)
-    for last_overruns in (False, True):
+    for last_overruns, best_prefix in [(False, False), (True, False), (True, True), (False, True)]:
         fast = rollout_values(
             mean, cov, problem_1d.noise_var, problem_1d.best, B, None, 2.0, 3, normals,
             pair_cost=lambda rows: pair[rows], first_cost=first_cost, per_unit_cost=True,
-            noise_free=True, last_overruns=last_overruns,
+            noise_free=True, last_overruns=last_overruns, best_prefix=best_prefix,
         )  # fmt: skip
         ref = _discrete_reference(
             mean, cov, problem_1d.noise_var, problem_1d.best, B, lambda i: pair[i], first_cost,
             2.0, 3, normals, per_unit_cost=True, noise_free=True, last_overruns=last_overruns,
+            best_prefix=best_prefix,
         )  # fmt: skip
         _assert_same_values(fast, ref, rtol=1e-8)
 
@@ -1071,6 +1104,26 @@ def test_per_unit_cost_reduces_to_lambda_under_uniform_cost(problem_2d: _Problem
                               horizon, normals, per_unit_cost=True)  # fmt: skip
         consumed = min(horizon, tau) if tau >= horizon else tau
         np.testing.assert_allclose(rate, lam / consumed, rtol=1e-12)
+
+
+def test_best_prefix_is_the_larger_of_eipu_and_the_whole_rate(problem_2d: _Problem) -> None:
+    # h = 2 with budget to spare: the prefixes are the first step alone (EI / c) and the whole
+    # trajectory (Lambda_2 per unit consumed), so the value is the larger of the two plain
+    # values; and it is never below either.
+    mean, cov = problem_2d.mean_cov()
+    B = len(problem_2d.firsts)
+    cost = _linear_cost(problem_2d.points)
+    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem_2d.best)
+    normals = qmc_normals(32, 2, seed=2)
+    args = (mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 100.0, 2, normals)
+    whole = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True)
+    best = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True,
+                          best_prefix=True)  # fmt: skip
+    np.testing.assert_allclose(best, np.maximum(ei0 / cost[:B], whole), rtol=1e-12)
+    # Both prefixes win somewhere on this problem, or the check above would be one-sided.
+    assert np.any(ei0 / cost[:B] > whole * (1 + 1e-9)) and np.any(whole > ei0 / cost[:B])
+    # Without per_unit_cost the flag changes nothing (Lambda_h has no prefixes to compare).
+    np.testing.assert_array_equal(rollout_values(*args, best_prefix=True), rollout_values(*args))
 
 
 def test_per_unit_cost_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: _Problem) -> None:

@@ -82,6 +82,7 @@ def rollout_values(
     noise_free: bool = False,
     per_unit_cost: bool = False,
     last_overruns: bool = False,
+    best_prefix: bool = False,
 ) -> np.ndarray:
     """Lambda_h for each first action ``P[:n_first]``; -inf where the first action is unaffordable.
 
@@ -117,6 +118,14 @@ def rollout_values(
             the budget), instead of only when the budget left covers its cost (the paper's
             rule, default). Per unit cost, a trajectory that spends the whole budget consumes
             ``tau`` (the overrun is not budget the rest of the run could have used).
+        best_prefix: With ``per_unit_cost``, value a first action by the best rate over the
+            trajectory's prefixes, max over k < h of (EI + E[r_1 + ... + r_k]) / E[budget
+            consumed by steps 0..k], instead of the whole trajectory's rate. A first action
+            whose own improvement per unit cost is high keeps that rate, not diluted by the
+            steps after it; one whose value lies in what it makes possible keeps the h-step
+            rate. This is the ratio rule for a chain of jobs (Sidney, Oper. Res. 23(2), 1975):
+            the order minimizing weighted completion time, here the area under the
+            best-value-against-cost curve, values a chain by its best prefix ratio.
 
     Returns:
         Lambda_h (or Lambda_h per unit cost), shape (n_first,).
@@ -173,6 +182,10 @@ def rollout_values(
     alive = np.broadcast_to(affordable0[:, None], (B, N)).copy()  # (B, N)
     total = np.zeros((B, N))  # (B, N) summed rewards of steps 1..h-1
     spent = np.broadcast_to(first_cost[:, None], (B, N)).copy()  # (B, N)
+    prefix_rates = []  # (B,) each: the rate of the prefixes that end before the last step
+    if per_unit_cost and best_prefix:
+        consumed0 = _consumed(spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns)
+        prefix_rates.append(ei0 / consumed0.mean(axis=1))
 
     for t in range(1, horizon):
         last = t == horizon - 1
@@ -218,6 +231,11 @@ def rollout_values(
         spent = spent + np.where(has, _take(c_next, j), 0.0)
         prev = j
         alive = alive & has
+        if per_unit_cost and best_prefix:
+            consumed_t = _consumed(
+                spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
+            )  # (B, N)
+            prefix_rates.append((ei0 + total.mean(axis=1)) / consumed_t.mean(axis=1))
 
     if not per_unit_cost:
         values = np.where(affordable0, ei0 + total.mean(axis=1), -np.inf)
@@ -226,6 +244,8 @@ def rollout_values(
         spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
     )  # (B, N)
     rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1)  # (B,)
+    for prefix_rate in prefix_rates:
+        rate = np.maximum(rate, prefix_rate)
     return np.where(affordable0, rate, -np.inf)
 
 

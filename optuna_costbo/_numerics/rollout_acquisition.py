@@ -69,6 +69,8 @@ class RolloutSettings:
         final_factor: The few polished finalists are scored again on ``final_factor`` times
             ``n_samples`` fresh trajectories, which decide the choice (1: on the screening
             draws, as the paper).
+        best_prefix: With ``per_unit_cost``, score a first action by the best rate over its
+            trajectories' prefixes (see :func:`.rollout.rollout_values`).
     """
 
     horizon: int = 2
@@ -82,6 +84,7 @@ class RolloutSettings:
     per_unit_cost: bool = False
     final_factor: int = 1
     last_overruns: bool = False
+    best_prefix: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,8 +132,13 @@ class Rollout(PaperRollout):
     affords all h steps it ranks first actions as if every point cost the same. Dividing by
     the budget each trajectory consumes (its summed predicted costs, or all of the remaining
     budget when it strands what is left) values what a first action makes possible per unit
-    spent. Under a uniform cost it ranks as Lambda_h does; when one step remains it is EI;
-    with h = 1 and budget to spare it is EI per unit cost.
+    spent. When one step remains it is EI; with h = 1 and budget to spare it is EI per unit
+    cost.
+
+    A first action is valued by the best rate over its trajectories' prefixes (its own EI
+    per unit cost, or the two-step rate, ...): the ratio rule for a chain of jobs, which
+    orders work to keep the best-value-against-cost curve low at every budget level, not only
+    at the end (see :func:`.rollout.rollout_values`, ``best_prefix``).
 
     Attributes:
         settings: Horizon, samples and candidate-set sizes.
@@ -138,7 +146,7 @@ class Rollout(PaperRollout):
 
     name: ClassVar[str] = "rollout"
     settings: RolloutSettings = RolloutSettings(
-        noise_free=True, per_unit_cost=True, last_overruns=True
+        noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True
     )
 
     @classmethod
@@ -151,6 +159,7 @@ class Rollout(PaperRollout):
                 per_unit_cost=True,
                 last_overruns=True,
                 final_factor=_FINAL_FACTOR,
+                best_prefix=True,
             )
         )
 
@@ -309,6 +318,7 @@ def rollout_values_on(
             noise_free=settings.noise_free,
             per_unit_cost=settings.per_unit_cost,
             last_overruns=settings.last_overruns,
+            best_prefix=settings.best_prefix,
         )
     rows: dict[int, np.ndarray] = {}
 
@@ -334,4 +344,5 @@ def rollout_values_on(
         noise_free=settings.noise_free,
         per_unit_cost=settings.per_unit_cost,
         last_overruns=settings.last_overruns,
+        best_prefix=settings.best_prefix,
     )
