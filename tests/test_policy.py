@@ -256,3 +256,38 @@ def test_models_are_conditioned_on_a_bounded_working_set(monkeypatch: pytest.Mon
     # Up to the bound, every observation.
     monkeypatch.setattr(policy, "MAX_MODEL_POINTS", 100)
     assert policy.propose(request, eipu, np.random.default_rng(1)).fitted.n == 100  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.3])
+def test_the_one_step_rollout_maximizes_ei_cool(fraction: float) -> None:
+    # With h = 1 and budget to spare, the rollout's value of a point is EI / c^alpha with
+    # alpha = remaining / budget (its plan is the point alone; the budget it consumes counts
+    # to the power alpha), so its choice must reach the maximum of EI-cool, found here by brute
+    # force on a grid under the proposal's own models (its costs are far below the budget left).
+    from optuna_costbo._numerics.acquisition import LogEIPerCost
+    from optuna_costbo._numerics.rollout_acquisition import Rollout
+
+    rng = np.random.default_rng(3)
+    X = rng.random((14, 2))
+    # Two basins: the deeper one where evaluations are expensive.
+    y = np.minimum(
+        np.sum((X - [0.85, 0.3]) ** 2, axis=1) - 0.3, np.sum((X - [0.15, 0.7]) ** 2, axis=1)
+    )
+    costs = np.exp(8.0 * X[:, 0])
+    settings = dataclasses.replace(Rollout().settings, horizon=1)
+    out = propose(CODEC, X, y, X, costs, acquisition="rollout", rng=np.random.default_rng(0),
+                  remaining=1e6 * fraction, budget=1e6, rollout=settings)  # fmt: skip
+    assert out.cost_model is not None
+    g = np.linspace(0.0, 1.0, 201)
+    grid = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)  # (G, 2)
+
+    def acq(alpha: float) -> LogEIPerCost:
+        return LogEIPerCost(out.objective_model, float(y.min()), cost_model=out.cost_model,
+                            cost_exponent=alpha)  # fmt: skip
+
+    ours = acq(fraction)
+    assert ours(out.z[None])[0] >= ours(grid).max() - 1e-3
+    # The exponent matters here: at alpha = 0.3 the choice is not EIpu's maximizer.
+    if fraction < 1.0:
+        eipu = acq(1.0)
+        assert eipu(out.z[None])[0] < eipu(grid).max() - 0.05

@@ -230,6 +230,7 @@ def _discrete_reference(
     per_unit_cost: bool = False,
     last_overruns: bool = False,
     best_prefix: bool = False,
+    cost_exponent: float = 1.0,
 ) -> np.ndarray:
     """Lambda_h on the finite action set with the given normals, one trajectory at a time.
 
@@ -237,7 +238,8 @@ def _discrete_reference(
     estimator); ``per_unit_cost``: divide by the mean budget consumed (all of ``tau`` for a
     trajectory that ends with budget that buys nothing more); ``last_overruns``: any budget
     left buys a step of any cost, and a trajectory that spends all of ``tau`` consumed ``tau``;
-    ``best_prefix`` (with ``per_unit_cost``): the largest rate of the prefixes steps 0..k.
+    ``best_prefix`` (with ``per_unit_cost``): the largest rate of the prefixes steps 0..k;
+    ``cost_exponent``: the budget consumed counts to this power.
     """
     out = np.full(n_first, -np.inf)
     var = np.diag(cov)
@@ -263,7 +265,9 @@ def _discrete_reference(
                 consumed = tau if left <= 0.0 else first_cost[b]
             else:
                 consumed = tau if left < cost_from(b).min() else first_cost[b]
-            out[b] = _ei_ref(mean[b], var[b], best) / (consumed if per_unit_cost else 1.0)
+            out[b] = _ei_ref(mean[b], var[b], best) / (
+                consumed**cost_exponent if per_unit_cost else 1.0
+            )
             continue
         for u in normals:
             S = [b]
@@ -316,12 +320,12 @@ def _discrete_reference(
         ei_b = _ei_ref(mean[b], var[b], best)
         out[b] = ei_b + acc / len(normals)
         if per_unit_cost:
-            out[b] /= consumed / len(normals)
+            out[b] /= (consumed / len(normals)) ** cost_exponent
             if best_prefix:
                 for k in range(horizon - 1):
                     rate_k = (ei_b + prefix_reward[k] / len(normals)) / (
                         prefix_consumed[k] / len(normals)
-                    )
+                    ) ** cost_exponent
                     out[b] = max(out[b], rate_k)
     return out
 
@@ -997,10 +1001,12 @@ def test_propose_with_a_state_dependent_known_cost(horizon: int, seed: int) -> N
 @pytest.mark.parametrize("tau", [3.0, 6.0, 40.0])
 @pytest.mark.parametrize("horizon", [1, 2, 3])
 @pytest.mark.parametrize(
-    ("noise_free", "per_unit_cost", "last_overruns", "best_prefix"),
-    [(True, False, False, False), (True, True, False, False), (False, True, False, False),
-     (True, True, True, False), (False, False, True, False), (True, True, True, True),
-     (True, True, False, True)],
+    ("noise_free", "per_unit_cost", "last_overruns", "best_prefix", "cost_exponent"),
+    [(True, False, False, False, 1.0), (True, True, False, False, 1.0),
+     (False, True, False, False, 1.0), (True, True, True, False, 1.0),
+     (False, False, True, False, 1.0), (True, True, True, True, 1.0),
+     (True, True, False, True, 1.0), (True, True, True, True, 0.4),
+     (True, True, False, False, 0.7)],
 )  # fmt: skip
 def test_cost_aware_variants_match_discrete_reference(
     tau: float,
@@ -1009,6 +1015,7 @@ def test_cost_aware_variants_match_discrete_reference(
     per_unit_cost: bool,
     last_overruns: bool,
     best_prefix: bool,
+    cost_exponent: float,
     problem_2d: _Problem,
 ) -> None:
     mean, cov = problem_2d.mean_cov()
@@ -1020,6 +1027,7 @@ def test_cost_aware_variants_match_discrete_reference(
         per_unit_cost=per_unit_cost,
         last_overruns=last_overruns,
         best_prefix=best_prefix,
+        cost_exponent=cost_exponent,
     )
     fast = rollout_values(
         mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, horizon, normals, **flags
@@ -1038,16 +1046,23 @@ def test_per_unit_cost_with_a_state_dependent_cost_matches_reference(problem_1d:
     pair = _pair(pts, pts)  # (P, P): cost of moving from each point to each
     first_cost = _pair(_X_LAST[None], pts[:B])[0]
     normals = qmc_normals(32, 3, seed=4)
-    for last_overruns, best_prefix in [(False, False), (True, False), (True, True), (False, True)]:
+    for last_overruns, best_prefix, alpha in [
+        (False, False, 1.0),
+        (True, False, 1.0),
+        (True, True, 1.0),
+        (False, True, 1.0),
+        (True, True, 0.3),
+    ]:
         fast = rollout_values(
             mean, cov, problem_1d.noise_var, problem_1d.best, B, None, 2.0, 3, normals,
             pair_cost=lambda rows: pair[rows], first_cost=first_cost, per_unit_cost=True,
             noise_free=True, last_overruns=last_overruns, best_prefix=best_prefix,
+            cost_exponent=alpha,
         )  # fmt: skip
         ref = _discrete_reference(
             mean, cov, problem_1d.noise_var, problem_1d.best, B, lambda i: pair[i], first_cost,
             2.0, 3, normals, per_unit_cost=True, noise_free=True, last_overruns=last_overruns,
-            best_prefix=best_prefix,
+            best_prefix=best_prefix, cost_exponent=alpha,
         )  # fmt: skip
         _assert_same_values(fast, ref, rtol=1e-8)
 
@@ -1124,6 +1139,28 @@ def test_best_prefix_is_the_larger_of_eipu_and_the_whole_rate(problem_2d: _Probl
     assert np.any(ei0 / cost[:B] > whole * (1 + 1e-9)) and np.any(whole > ei0 / cost[:B])
     # Without per_unit_cost the flag changes nothing (Lambda_h has no prefixes to compare).
     np.testing.assert_array_equal(rollout_values(*args, best_prefix=True), rollout_values(*args))
+
+
+def test_the_cost_exponent_moves_the_rate_from_eipu_to_lambda(problem_2d: _Problem) -> None:
+    # Budget to spare, h = 2, best prefix: alpha = 1 is max(EI / c, the whole rate); alpha = 0
+    # divides by 1, so the whole prefix is Lambda_2 itself (>= EI, the first prefix) and the
+    # value is the paper's Lambda_2 on the same draws; in between, the first prefix is EI-cool,
+    # EI / c^alpha.
+    mean, cov = problem_2d.mean_cov()
+    B = len(problem_2d.firsts)
+    cost = _linear_cost(problem_2d.points)
+    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem_2d.best)
+    normals = qmc_normals(32, 2, seed=5)
+    args = (mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 100.0, 2, normals)
+    flags = dict(per_unit_cost=True, last_overruns=True, noise_free=True, best_prefix=True)
+    lam = rollout_values(*args, last_overruns=True, noise_free=True)
+    np.testing.assert_allclose(rollout_values(*args, **flags, cost_exponent=0.0), lam, rtol=1e-12)
+    whole = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True)
+    spent = lam / whole  # the mean budget each first action's trajectories consume
+    for alpha in (1.0, 0.5):
+        got = rollout_values(*args, **flags, cost_exponent=alpha)
+        expected = np.maximum(ei0 / cost[:B] ** alpha, lam / spent**alpha)
+        np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
 def test_per_unit_cost_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: _Problem) -> None:

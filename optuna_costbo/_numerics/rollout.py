@@ -83,6 +83,7 @@ def rollout_values(
     per_unit_cost: bool = False,
     last_overruns: bool = False,
     best_prefix: bool = False,
+    cost_exponent: float = 1.0,
 ) -> np.ndarray:
     """Lambda_h for each first action ``P[:n_first]``; -inf where the first action is unaffordable.
 
@@ -126,6 +127,9 @@ def rollout_values(
             rate. This is the ratio rule for a chain of jobs (Sidney, Oper. Res. 23(2), 1975):
             the order minimizing weighted completion time, here the area under the
             best-value-against-cost curve, values a chain by its best prefix ratio.
+        cost_exponent: With ``per_unit_cost``, divide by the budget consumed to this power
+            alpha in [0, 1] (1: a rate; 0: Lambda_h, cost-blind but for truncation). The
+            rollout cools it as EI-cool does, alpha = remaining / total budget.
 
     Returns:
         Lambda_h (or Lambda_h per unit cost), shape (n_first,).
@@ -162,7 +166,7 @@ def rollout_values(
             pair_cost,
             last_overruns,
         )  # (B, 1)
-        return np.where(affordable0, ei0 / consumed[:, 0], -np.inf)
+        return np.where(affordable0, ei0 / consumed[:, 0] ** cost_exponent, -np.inf)
 
     # NOTE: fantasies. The paper's estimator draws the latent value and conditions on it as a
     # noisy observation (sd0 includes the noise); noise_free conditions on the latent value
@@ -185,7 +189,7 @@ def rollout_values(
     prefix_rates = []  # (B,) each: the rate of the prefixes that end before the last step
     if per_unit_cost and best_prefix:
         consumed0 = _consumed(spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns)
-        prefix_rates.append(ei0 / consumed0.mean(axis=1))
+        prefix_rates.append(ei0 / consumed0.mean(axis=1) ** cost_exponent)
 
     for t in range(1, horizon):
         last = t == horizon - 1
@@ -235,7 +239,9 @@ def rollout_values(
             consumed_t = _consumed(
                 spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
             )  # (B, N)
-            prefix_rates.append((ei0 + total.mean(axis=1)) / consumed_t.mean(axis=1))
+            prefix_rates.append(
+                (ei0 + total.mean(axis=1)) / consumed_t.mean(axis=1) ** cost_exponent
+            )
 
     if not per_unit_cost:
         values = np.where(affordable0, ei0 + total.mean(axis=1), -np.inf)
@@ -243,7 +249,7 @@ def rollout_values(
     consumed = _consumed(
         spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
     )  # (B, N)
-    rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1)  # (B,)
+    rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1) ** cost_exponent  # (B,)
     for prefix_rate in prefix_rates:
         rate = np.maximum(rate, prefix_rate)
     return np.where(affordable0, rate, -np.inf)

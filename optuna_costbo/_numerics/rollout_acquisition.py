@@ -71,6 +71,9 @@ class RolloutSettings:
             draws, as the paper).
         best_prefix: With ``per_unit_cost``, score a first action by the best rate over its
             trajectories' prefixes (see :func:`.rollout.rollout_values`).
+        cooled: With ``per_unit_cost``, divide by the budget consumed to the power alpha =
+            remaining / total budget (EI-cool's exponent), start a first action at the
+            maximizer of EI / c^alpha and polish by it (instead of EI / c).
     """
 
     horizon: int = 2
@@ -85,6 +88,7 @@ class RolloutSettings:
     final_factor: int = 1
     last_overruns: bool = False
     best_prefix: bool = False
+    cooled: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,13 +144,18 @@ class Rollout(PaperRollout):
     orders work to keep the best-value-against-cost curve low at every budget level, not only
     at the end (see :func:`.rollout.rollout_values`, ``best_prefix``).
 
+    The rates are cooled as EI-cool cools EI per unit cost: the budget consumed counts to the
+    power alpha = remaining / total budget, so the value moves from a rate at the start
+    towards Lambda_h at the end, and the first step alone is then worth exactly EI-cool. The
+    first actions start from the maximizers of EI and EI / c^alpha.
+
     Attributes:
         settings: Horizon, samples and candidate-set sizes.
     """
 
     name: ClassVar[str] = "rollout"
     settings: RolloutSettings = RolloutSettings(
-        noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True
+        noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True, cooled=True
     )
 
     @classmethod
@@ -160,7 +169,30 @@ class Rollout(PaperRollout):
                 last_overruns=True,
                 final_factor=_FINAL_FACTOR,
                 best_prefix=True,
+                cooled=True,
             )
+        )
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        assert ctx.cost is not None
+        if not self.settings.cooled:
+            return super().choose(ctx)
+        tau = ctx.remaining - ctx.reserved()
+        alpha = float(np.clip(ctx.remaining / ctx.budget, 0.0, 1.0))
+        z_ei, _ = ctx.maximize(0.0)
+        z_eipu, _ = ctx.maximize(1.0)
+        z_cool, _ = ctx.maximize(alpha)
+        return rollout_choice(
+            ctx.model,
+            ctx.codec,
+            ctx.rng,
+            ctx.best,
+            tau,
+            np.vstack([z_ei, z_eipu, z_cool]),
+            ctx.cost,
+            self.settings,
+            excluded=ctx.excluded,
+            cost_exponent=alpha,
         )
 
 
@@ -174,11 +206,14 @@ def rollout_choice(
     cost: CostModel,
     settings: RolloutSettings,
     excluded: Callable[[np.ndarray], np.ndarray] | None = None,
+    cost_exponent: float = 1.0,
 ) -> Choice:
     """Screen first actions with Lambda_h and return the best affordable one.
 
     ``excluded``: which first actions (rows of a (m, D) array) must not be chosen (evaluated
-    points); they score -inf unless every candidate is excluded.
+    points); they score -inf unless every candidate is excluded. ``cost_exponent``: the
+    rates' cost exponent (see :func:`.rollout.rollout_values`), also that of the per-unit-cost
+    polish.
     """
 
     def masked(Z: np.ndarray, values: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
@@ -221,7 +256,10 @@ def rollout_choice(
     inner, mean_c = pool[keep], mean_p[keep]  # (M', D), (M',)
     normals = qmc_normals(settings.n_samples, settings.horizon, rng)
     values = masked(
-        first, rollout_values_on(model, first, inner, mean_c, best, tau, normals, cost, settings)
+        first,
+        rollout_values_on(
+            model, first, inner, mean_c, best, tau, normals, cost, settings, cost_exponent
+        ),
     )
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
@@ -236,7 +274,9 @@ def rollout_choice(
         if settings.per_unit_cost:
             # Per unit cost, the sharp part is EI per unit cost: polish by it too.
             by_cost, _ = local_maximize(
-                LogEIPerCost(model, best, cost_model=cost, cost_exponent=1.0).value_and_grad,
+                LogEIPerCost(
+                    model, best, cost_model=cost, cost_exponent=cost_exponent
+                ).value_and_grad,
                 codec,
                 first[top],
                 settings.refine_radius,
@@ -251,7 +291,9 @@ def rollout_choice(
             )
         values2 = masked(
             again,
-            rollout_values_on(model, again, inner, mean_c, best, tau, normals, cost, settings),
+            rollout_values_on(
+                model, again, inner, mean_c, best, tau, normals, cost, settings, cost_exponent
+            ),
         )
         if np.isfinite(values2).any():
             i = int(np.argmax(values2))
@@ -296,6 +338,7 @@ def rollout_values_on(
     normals: np.ndarray,  # (N, max(h-1, 1))
     cost: CostModel,
     settings: RolloutSettings,
+    cost_exponent: float = 1.0,
 ) -> np.ndarray:
     """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
     points = np.vstack([first, inner])  # (P, D)
@@ -319,6 +362,7 @@ def rollout_values_on(
             per_unit_cost=settings.per_unit_cost,
             last_overruns=settings.last_overruns,
             best_prefix=settings.best_prefix,
+            cost_exponent=cost_exponent,
         )
     rows: dict[int, np.ndarray] = {}
 
@@ -345,4 +389,5 @@ def rollout_values_on(
         per_unit_cost=settings.per_unit_cost,
         last_overruns=settings.last_overruns,
         best_prefix=settings.best_prefix,
+        cost_exponent=cost_exponent,
     )
