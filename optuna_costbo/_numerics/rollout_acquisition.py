@@ -110,20 +110,27 @@ class PaperRollout:
         return cls(RolloutSettings(horizon=options.horizon, n_samples=options.n_samples))
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
+        return self._roll_out(ctx, (0.0, 1.0), cost_exponent=1.0)
+
+    def _roll_out(
+        self, ctx: AcquisitionContext, seed_exponents: tuple[float, ...], cost_exponent: float
+    ) -> Choice:
+        """:func:`rollout_choice` with first actions also from the maximizers of
+        ``EI / c^e`` for each ``e`` of ``seed_exponents`` (0: EI, 1: EIpu), in that order."""
         assert ctx.cost is not None
         tau = ctx.remaining - ctx.reserved()
-        z_ei, _ = ctx.maximize(0.0)
-        z_eipu, _ = ctx.maximize(1.0)
+        seeds = np.vstack([ctx.maximize(e)[0] for e in seed_exponents])  # (s, D)
         return rollout_choice(
             ctx.model,
             ctx.codec,
             ctx.rng,
             ctx.best,
             tau,
-            np.vstack([z_ei, z_eipu]),
+            seeds,
             ctx.cost,
             self.settings,
             excluded=ctx.excluded,
+            cost_exponent=cost_exponent,
         )
 
 
@@ -147,7 +154,7 @@ class Rollout(PaperRollout):
     The rates are cooled as EI-cool cools EI per unit cost: the budget consumed counts to the
     power alpha = remaining / total budget, so the value moves from a rate at the start
     towards Lambda_h at the end, and the first step alone is then worth exactly EI-cool. The
-    first actions start from the maximizers of EI and EI / c^alpha.
+    first actions start from the maximizers of EI, EIpu and EI-cool (EI / c^alpha).
 
     Attributes:
         settings: Horizon, samples and candidate-set sizes.
@@ -174,26 +181,10 @@ class Rollout(PaperRollout):
         )
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        assert ctx.cost is not None
         if not self.settings.cooled:
             return super().choose(ctx)
-        tau = ctx.remaining - ctx.reserved()
         alpha = float(np.clip(ctx.remaining / ctx.budget, 0.0, 1.0))
-        z_ei, _ = ctx.maximize(0.0)
-        z_eipu, _ = ctx.maximize(1.0)
-        z_cool, _ = ctx.maximize(alpha)
-        return rollout_choice(
-            ctx.model,
-            ctx.codec,
-            ctx.rng,
-            ctx.best,
-            tau,
-            np.vstack([z_ei, z_eipu, z_cool]),
-            ctx.cost,
-            self.settings,
-            excluded=ctx.excluded,
-            cost_exponent=alpha,
-        )
+        return self._roll_out(ctx, (0.0, 1.0, alpha), cost_exponent=alpha)
 
 
 def rollout_choice(
