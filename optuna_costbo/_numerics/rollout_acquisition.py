@@ -73,7 +73,8 @@ class RolloutSettings:
             trajectories' prefixes (see :func:`.rollout.rollout_values`).
         cooled: With ``per_unit_cost``, divide by the budget consumed to the power alpha =
             remaining / total budget (EI-cool's exponent), start a first action at the
-            maximizer of EI / c^alpha and polish by it (instead of EI / c).
+            maximizer of EI / c^alpha and polish by it (instead of EI / c). Read by
+            :class:`Rollout`; :class:`PaperRollout` ignores it.
     """
 
     horizon: int = 2
