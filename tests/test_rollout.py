@@ -1121,22 +1121,32 @@ def test_per_unit_cost_reduces_to_lambda_under_uniform_cost(problem_2d: _Problem
         np.testing.assert_allclose(rate, lam / consumed, rtol=1e-12)
 
 
+def _two_steps_with_budget_to_spare(
+    problem: _Problem, seed: int
+) -> tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray]]:
+    """``rollout_values``' positional arguments for h = 2 and a budget of 100 (far above any
+    cost), and the first actions' (EI (B,), cost (B,))."""
+    mean, cov = problem.mean_cov()
+    B = len(problem.firsts)
+    cost = _linear_cost(problem.points)
+    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem.best)
+    normals = qmc_normals(32, 2, seed=seed)
+    args = (mean, cov, problem.noise_var, problem.best, B, cost, 100.0, 2, normals)
+    return args, (ei0, cost[:B])
+
+
 def test_best_prefix_is_the_larger_of_eipu_and_the_whole_rate(problem_2d: _Problem) -> None:
     # h = 2 with budget to spare: the prefixes are the first step alone (EI / c) and the whole
     # trajectory (Lambda_2 per unit consumed), so the value is the larger of the two plain
     # values; and it is never below either.
-    mean, cov = problem_2d.mean_cov()
-    B = len(problem_2d.firsts)
-    cost = _linear_cost(problem_2d.points)
-    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem_2d.best)
-    normals = qmc_normals(32, 2, seed=2)
-    args = (mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 100.0, 2, normals)
+    args, (ei0, c0) = _two_steps_with_budget_to_spare(problem_2d, seed=2)
+    eipu = ei0 / c0
     whole = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True)
     best = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True,
                           best_prefix=True)  # fmt: skip
-    np.testing.assert_allclose(best, np.maximum(ei0 / cost[:B], whole), rtol=1e-12)
+    np.testing.assert_allclose(best, np.maximum(eipu, whole), rtol=1e-12)
     # Both prefixes win somewhere on this problem, or the check above would be one-sided.
-    assert np.any(ei0 / cost[:B] > whole * (1 + 1e-9)) and np.any(whole > ei0 / cost[:B])
+    assert np.any(eipu > whole * (1 + 1e-9)) and np.any(whole > eipu)
     # Without per_unit_cost the flag changes nothing (Lambda_h has no prefixes to compare).
     np.testing.assert_array_equal(rollout_values(*args, best_prefix=True), rollout_values(*args))
 
@@ -1146,20 +1156,17 @@ def test_the_cost_exponent_moves_the_rate_from_eipu_to_lambda(problem_2d: _Probl
     # divides by 1, so the whole prefix is Lambda_2 itself (>= EI, the first prefix) and the
     # value is the paper's Lambda_2 on the same draws; in between, the first prefix is EI-cool,
     # EI / c^alpha.
-    mean, cov = problem_2d.mean_cov()
-    B = len(problem_2d.firsts)
-    cost = _linear_cost(problem_2d.points)
-    ei0 = _ei_ref(mean[:B], np.diag(cov)[:B], problem_2d.best)
-    normals = qmc_normals(32, 2, seed=5)
-    args = (mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 100.0, 2, normals)
-    flags = dict(per_unit_cost=True, last_overruns=True, noise_free=True, best_prefix=True)
+    args, (ei0, c0) = _two_steps_with_budget_to_spare(problem_2d, seed=5)
+    flags: dict[str, Any] = dict(
+        per_unit_cost=True, last_overruns=True, noise_free=True, best_prefix=True
+    )
     lam = rollout_values(*args, last_overruns=True, noise_free=True)
     np.testing.assert_allclose(rollout_values(*args, **flags, cost_exponent=0.0), lam, rtol=1e-12)
     whole = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True)
     spent = lam / whole  # the mean budget each first action's trajectories consume
     for alpha in (1.0, 0.5):
         got = rollout_values(*args, **flags, cost_exponent=alpha)
-        expected = np.maximum(ei0 / cost[:B] ** alpha, lam / spent**alpha)
+        expected = np.maximum(ei0 / c0**alpha, lam / spent**alpha)
         np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
