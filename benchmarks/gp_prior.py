@@ -1,6 +1,6 @@
 """Which lengthscale prior predicts better: held-out accuracy of the objective model's fits.
 
-``optuna_costbo._numerics.fit`` fits its GP by MAP with a prior on each lengthscale ``ls``.
+``optuna_costbo._numerics.gp.fit`` fits its GP by MAP with a prior on each lengthscale ``ls``.
 This script compares, on the same data, fits under
 
 - "current": the package's prior, ``w (ls^2 + ls^-2)`` nats per dimension (Optuna's form,
@@ -45,8 +45,8 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import spearmanr
 
-import optuna_costbo._numerics.fit as gp
-from optuna_costbo._numerics.prior import LENGTHSCALE_PRIOR_WEIGHT
+from optuna_costbo._numerics.gp import fit as gp
+from optuna_costbo._numerics.gp.prior import LENGTHSCALE_PRIOR_WEIGHT
 
 
 Function = Callable[[np.ndarray], np.ndarray]  # (m, D) in [0, 1]^D -> (m,)
@@ -129,7 +129,7 @@ def evaluated_configurations(path: Path) -> dict[str, tuple[np.ndarray, np.ndarr
 
     import optuna
 
-    from optuna_costbo._space import SpaceBridge
+    from optuna_costbo._sampler.space import SpaceBridge
 
     sys.path.insert(0, str(Path(__file__).parent))
     import hpo

@@ -1,7 +1,8 @@
 """Which inner candidates the rollout needs: accuracy of Lambda_h's choice against its cost.
 
 The rollout's base policy takes an argmax over a finite set of points at every simulated step
-(``optuna_costbo._numerics.rollout``). Scoring cost grows with that set's size, so the policy keeps
+(``optuna_costbo._numerics.acquisition.rollout_values``). Scoring cost grows with that set's
+size, so the policy keeps
 only the points of a Sobol pool that the current model rates best by EI and by EIpu. This script
 checks what that costs in accuracy. For fitted models on random data, with the same first actions
 and the same QMC draws, it computes Lambda_h with
@@ -36,13 +37,13 @@ import time
 import numpy as np
 from scipy.stats import qmc
 
-from optuna_costbo._numerics.acquisition import ei as plain_ei
+from optuna_costbo._numerics.acquisition.ei import ei as plain_ei
+from optuna_costbo._numerics.acquisition.rollout import RolloutSettings
+from optuna_costbo._numerics.acquisition.rollout import rollout_values_on
+from optuna_costbo._numerics.acquisition.rollout import top_indices
+from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
 from optuna_costbo._numerics.cost_model import FittedLogCost
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.rollout import qmc_normals
-from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
-from optuna_costbo._numerics.rollout_acquisition import rollout_values_on
-from optuna_costbo._numerics.rollout_acquisition import top_indices
+from optuna_costbo._numerics.gp.fit import fit_gp
 
 
 Problem = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]

@@ -19,18 +19,18 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 from collections.abc import Callable
-from unittest import mock
+import dataclasses
 
 import numpy as np
 
-from optuna_costbo._numerics import rollout_acquisition as ra
+from optuna_costbo._numerics.acquisition import rollout as ra
+from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.cost_model import FittedLogCost
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.rollout import qmc_normals
+from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.strategies import AcquisitionContext
-from optuna_costbo._numerics.strategies import AcquisitionOptions
 
 
 def branin(Z: np.ndarray) -> np.ndarray:  # (m, 2) in [0, 1]^2 -> (m,)
@@ -92,11 +92,11 @@ def state_agreement(
             X[np.argsort(y)[:3]],
         )  # fmt: skip
         # The shipped acquisition="rollout" with these options.
-        strategy = ra.Rollout.from_options(
-            AcquisitionOptions(horizon=horizon, n_samples=n_samples)
+        strategy = dataclasses.replace(
+            ra.Rollout.from_options(AcquisitionOptions(horizon=horizon, n_samples=n_samples)),
+            draws=scrambled,
         )
-        with mock.patch.object(ra, "qmc_normals", scrambled):
-            picks.append(strategy.choose(ctx).z)
+        picks.append(strategy.choose(ctx).z)
     return agreement(np.array(picks))
 
 

@@ -616,7 +616,7 @@ def measure_suggest(n_finished: int, n_running: int, acquisition: str, repeats: 
 
 # Functions of optuna_costbo.budget that compute the ledger from trials already read (whichever
 # of them the code being measured has); only the outermost call is timed.
-LEDGER_FUNCTIONS = ("compute_ledger", "settle_dead_trials", "ledger_from_trials")
+LEDGER_FUNCTIONS = ("compute_ledger", "charge_dead_trials", "charge_and_sum")
 _depth = threading.local()
 
 
@@ -649,8 +649,8 @@ def reads_worker(spec: dict[str, Any]) -> dict[str, Any]:
     Runs one warm-up trial (its first read loads every trial into Optuna's cache), waits for
     ``spec["go_at"]``, then ``spec["n_trials"]`` trials; returns per-trial means.
     """
-    import optuna_costbo.budget as budget_mod
-    import optuna_costbo.sampler as sampler_mod
+    import optuna_costbo._ledger.ledger as budget_mod
+    import optuna_costbo._sampler.suggest as sampler_mod
 
     ledger = Tally()
     for fname in LEDGER_FUNCTIONS:

@@ -17,8 +17,8 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger.ledger import storage_trials
 from optuna_costbo._logging import get_logger
-from optuna_costbo.budget import storage_trials
 
 
 __all__ = ["GRAPH_NAME", "GRAPH_OBJECT_ID", "update_dashboard"]

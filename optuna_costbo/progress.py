@@ -26,10 +26,15 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo import _units
-from optuna_costbo import budget as ledger_mod
-from optuna_costbo._effort import charges_sampler_time
+from optuna_costbo._ledger import units as _units
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.ledger import compute_ledger
+from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger.ledger import stored_budget
 from optuna_costbo._logging import get_logger
+from optuna_costbo._optuna_compat import optimize_call_locals
+from optuna_costbo._sampler.effort import charges_sampler_time
 
 
 __all__ = ["CostProgressBar", "hint_cost_progress_bar"]
@@ -128,7 +133,7 @@ class CostProgressBar:
             raise ImportError(
                 f"CostProgressBar needs tqdm, which is not installed: {PROGRESS_EXTRA_HINT}"
             ) from exc
-        self._budget = None if budget is None else ledger_mod.validate_budget(budget)
+        self._budget = None if budget is None else validate_budget(budget)
         self._cost_attr = cost_attr
         self._charge_sampler_time = charge_sampler_time
         self._unit = unit
@@ -164,18 +169,16 @@ class CostProgressBar:
             if self._closed:
                 return
             if self._budget is None:
-                self._budget = ledger_mod.stored_budget(study)
+                self._budget = stored_budget(study)
                 if self._budget is None:
                     raise ValueError(
                         f"CostProgressBar has no budget: study {study.study_name!r} has no "
-                        f"{ledger_mod.BUDGET_ATTR!r} user attr (it is stored by "
+                        f"{BUDGET_ATTR!r} user attr (it is stored by "
                         "CostRolloutSampler); pass CostProgressBar(budget=...)"
                     )
-            trials = ledger_mod.storage_trials(study)  # the one storage read per update
+            trials = storage_trials(study)  # the one storage read per update
             charged = charges_sampler_time(self._charge_sampler_time, False, trials)
-            ledger = ledger_mod.compute_ledger(
-                trials, self._budget, self._cost_attr, bool(charged)
-            )
+            ledger = compute_ledger(trials, self._budget, self._cost_attr, bool(charged))
             self.spent = ledger.spent
             self.n_trials = ledger.n_finished
             if len(study.directions) == 1:
@@ -367,21 +370,14 @@ def _optuna_bar_refused(study: optuna.Study) -> bool:
         if collecting:
             gc.enable()
     stacks: list[FrameType | None] = [sys._getframe(1), *frames.values()]
-    for frame in stacks:
-        while frame is not None:
-            if (
-                frame.f_code.co_name == "_optimize"
-                and frame.f_globals.get("__name__") == "optuna.study._optimize"
-            ):
-                local = frame.f_locals
-                if local.get("study") is study:
-                    return bool(
-                        local.get("show_progress_bar")
-                        and local.get("n_trials") is None
-                        and local.get("timeout") is None
-                    )
-            frame = frame.f_back
-    return False
+    local = optimize_call_locals(study, stacks)
+    if local is None:
+        return False
+    return bool(
+        local.get("show_progress_bar")
+        and local.get("n_trials") is None
+        and local.get("timeout") is None
+    )
 
 
 def _best_value(trials: list[FrozenTrial], direction: StudyDirection) -> float | None:

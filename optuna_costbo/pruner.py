@@ -6,13 +6,13 @@ import optuna
 from optuna.pruners import BasePruner
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.ledger import charge_and_sum
+from optuna_costbo._ledger.ledger import measured_costs
+from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger.ledger import stored_budget
 from optuna_costbo._numerics.checks import is_real
-from optuna_costbo.budget import charged_cost
-from optuna_costbo.budget import ledger_from_trials
-from optuna_costbo.budget import measured_costs
-from optuna_costbo.budget import storage_trials
-from optuna_costbo.budget import stored_budget
-from optuna_costbo.budget import validate_budget
 
 
 __all__ = ["CostBudgetPruner"]
@@ -93,6 +93,6 @@ class CostBudgetPruner(BasePruner):
         charged = self._charge_sampler_time
         if charged is None:
             charged = bool(measured_costs(trials))
-        ledger = ledger_from_trials(study, trials, budget, self._cost_attr, charged)
+        ledger = charge_and_sum(study, trials, budget, self._cost_attr, charged)
         own = charged_cost(trial, self._cost_attr, charged)
         return ledger.spent + own > budget

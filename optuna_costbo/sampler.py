@@ -1,63 +1,50 @@
 """CostRolloutSampler: cost-aware Bayesian optimization under a budget, as an Optuna sampler.
 
-This module is glue: Optuna's sampler hooks. Per suggestion it reads the study once
-(:mod:`._snapshot`), hands encoded arrays to :func:`optuna_costbo._numerics.policy.propose`
-and decodes the point; it records each trial's cost and the ledger after the trial and stops
-the study when the budget is spent. The parallel clash rule is in :mod:`._clash`, the user's
-``cost_fn`` adapter in :mod:`._user_cost`, the dashboard schedule in :mod:`._chart_schedule`.
+This module is glue: Optuna's sampler hooks. A trial's relative parameters come from
+:class:`._sampler.suggest.Suggester` (one read of the study, the start-up design or the
+policy's proposal, the parallel clash rule); its independent ones from
+:mod:`._sampler.independent`. After a trial the sampler records its cost
+(:mod:`._ledger.record`), stores the ledger (:mod:`._ledger.ledger`), redraws the dashboard
+chart when due and stops the study when the budget is spent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-import functools
-import threading
 from typing import Any
 
-import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
-from optuna.storages._heartbeat import get_heartbeat_thread
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo import _clash
-from optuna_costbo._chart_schedule import ChartSchedule
-from optuna_costbo._cost_record import record_trial
-from optuna_costbo._effort import DEFAULT_SHARE
-from optuna_costbo._effort import EffortRule
-from optuna_costbo._effort import SamplerTimeCharge
-from optuna_costbo._independent import IndependentSampling
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.ledger import Ledger
+from optuna_costbo._ledger.ledger import refresh_ledger
+from optuna_costbo._ledger.ledger import store_ledger
+from optuna_costbo._ledger.ledger import stored_budget
+from optuna_costbo._ledger.ledger import write_ledger
+from optuna_costbo._ledger.record import record_finished_trial
 from optuna_costbo._logging import get_logger
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import WarmStart
-from optuna_costbo._numerics.policy import propose
-from optuna_costbo._numerics.quick import quick_propose
-from optuna_costbo._numerics.registry import make_acquisition
-from optuna_costbo._numerics.strategies import AcquisitionOptions
-from optuna_costbo._options import check_options
-from optuna_costbo._prefetch import Prefetch
-from optuna_costbo._snapshot import TrialReads
-from optuna_costbo._snapshot import take_snapshot
-from optuna_costbo._space import SpaceBridge
-from optuna_costbo._space import check_distinct_choices
-from optuna_costbo._startup import StartupDesign
-from optuna_costbo._startup import startup_size
-from optuna_costbo._study_control import check_single_objective
-from optuna_costbo._study_control import end_if_spent
-from optuna_costbo._study_control import note_budget_end
-from optuna_costbo._study_control import stop
-from optuna_costbo._trial_book import TrialBook
-from optuna_costbo._user_cost import UserCost
-from optuna_costbo.budget import Ledger
-from optuna_costbo.budget import store_ledger
-from optuna_costbo.budget import stored_budget
-from optuna_costbo.budget import study_ledger
-from optuna_costbo.budget import validate_budget
-from optuna_costbo.budget import write_ledger
+from optuna_costbo._numerics.acquisition.registry import make_acquisition
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
+from optuna_costbo._optuna_compat import heartbeat_thread
+from optuna_costbo._sampler.chart_schedule import ChartSchedule
+from optuna_costbo._sampler.effort import DEFAULT_SHARE
+from optuna_costbo._sampler.effort import EffortRule
+from optuna_costbo._sampler.effort import SamplerTimeCharge
+from optuna_costbo._sampler.independent import IndependentSampling
+from optuna_costbo._sampler.options import check_options
+from optuna_costbo._sampler.space import check_distinct_choices
+from optuna_costbo._sampler.startup import startup_count
+from optuna_costbo._sampler.study_control import check_single_objective
+from optuna_costbo._sampler.study_control import end_if_spent
+from optuna_costbo._sampler.study_control import stop
+from optuna_costbo._sampler.suggest import Suggester
+from optuna_costbo._sampler.trial_book import TrialBook
+from optuna_costbo._sampler.user_cost import UserCost
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
@@ -113,8 +100,10 @@ class CostRolloutSampler(BaseSampler):
             trajectory short), ``"ei"`` (log expected improvement, ignores cost) or
             ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget over total budget:
             cost-aware early, plain EI late).
-        horizon: Rollout steps h. Used by the rollouts.
-        n_samples: Quasi-Monte Carlo trajectories per candidate. Used by the rollouts.
+        horizon: Rollout steps h (``None``: 2). Read by the rollouts only; given with another
+            acquisition it draws a ``UserWarning``.
+        n_samples: Quasi-Monte Carlo trajectories per candidate (``None``: 64). Read by the
+            rollouts only; given with another acquisition it draws a ``UserWarning``.
         cost_fn: A known cost, used instead of a fitted cost model and charged to the budget
             when the objective reports none: ``cost_fn(params) -> float``, or, for costs that
             depend on where you come from (moving sensors, reconfiguring a machine),
@@ -169,8 +158,8 @@ class CostRolloutSampler(BaseSampler):
         budget: float,
         *,
         acquisition: str = "rollout",
-        horizon: int = 2,
-        n_samples: int = 64,
+        horizon: int | None = None,
+        n_samples: int | None = None,
         cost_fn: Callable[..., float] | None = None,
         n_startup_trials: int | None = None,
         cost_attr: str = "cost",
@@ -196,46 +185,42 @@ class CostRolloutSampler(BaseSampler):
             prefetch=prefetch,
         )
         self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
-        self._acquisition = make_acquisition(
-            acquisition, AcquisitionOptions(horizon=horizon, n_samples=n_samples)
+        options = AcquisitionOptions(
+            horizon=2 if horizon is None else horizon,
+            n_samples=64 if n_samples is None else n_samples,
         )
         self._n_startup_trials = n_startup_trials
         self._cost_attr = cost_attr
-        self._cost_unit = cost_unit
         self._seed = seed
-        self._rng = np.random.default_rng(seed)
-        self._design = StartupDesign(int(self._rng.integers(2**31)))
+        self._charge = SamplerTimeCharge(charge_sampler_time, cost_fn is not None)
+        self._effort = EffortRule(max_sampler_share)
+        self._suggester = Suggester(
+            budget=self._budget,
+            acquisition=make_acquisition(
+                acquisition,
+                options,
+                given=[
+                    n for n, v in (("horizon", horizon), ("n_samples", n_samples)) if v is not None
+                ],
+            ),
+            cost_attr=cost_attr,
+            n_startup_trials=n_startup_trials,
+            user_cost=self._user_cost,
+            deterministic=bool(deterministic_objective),
+            seed=seed,
+            effort=self._effort,
+            charges_time=self._charges_time,
+            prefetch=bool(prefetch),
+        )
         self._independent = IndependentSampling(
             independent_sampler,
             seed,
-            self._design,
+            self._suggester.design,
             warn=warn_independent_sampling,
             owner=type(self).__name__,
         )
-        self._charge = SamplerTimeCharge(charge_sampler_time, cost_fn is not None)
-        self._effort = EffortRule(max_sampler_share)
         self._chart = ChartSchedule(dashboard_chart, cost_attr=cost_attr, cost_unit=cost_unit)
-        self._deterministic = bool(deterministic_objective)
-        self._lock = threading.RLock()
-        self._warm: dict[tuple[Any, ...], WarmStart] = {}
         self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
-        self._pending = _clash.Pending()  # this process's proposals for running trials
-        self._last_evaluated = np.empty((0, 0))  # (k, D) of the last start-up snapshot
-        self._budget_end_noted: set[int] = set()  # studies told the budget buys no more
-        self._reads = TrialReads()  # one read of the study per suggestion
-        moving = self._user_cost is not None and self._user_cost.moving
-        self._prefetch: Prefetch[Proposal] = Prefetch(bool(prefetch) and not moving)
-
-    # -- pickling: a lock cannot be pickled ------------------------------------------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -246,7 +231,7 @@ class CostRolloutSampler(BaseSampler):
 
     def ledger(self, study: optuna.Study) -> Ledger:
         """The study's budget ledger, recomputed from storage now."""
-        return study_ledger(study, self._budget, self._cost_attr, self._charges_time(study))
+        return refresh_ledger(study, self._budget, self._cost_attr, self._charges_time(study))
 
     def remaining_budget(self, study: optuna.Study) -> float:
         """Budget minus the cost of every finished trial of ``study`` (may be negative).
@@ -256,8 +241,7 @@ class CostRolloutSampler(BaseSampler):
         return self.ledger(study).remaining
 
     def reseed_rng(self) -> None:
-        with self._lock:
-            self._rng = np.random.default_rng()
+        self._suggester.reseed()
         self._independent.sampler.reseed_rng()
 
     # -- BaseSampler ------------------------------------------------------------------------
@@ -265,8 +249,7 @@ class CostRolloutSampler(BaseSampler):
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
-        space = self._reads.search_space(study, trial)
-        return {name: dist for name, dist in space.items() if not dist.single()}
+        return self._suggester.search_space(study, trial)
 
     def sample_relative(
         self,
@@ -278,7 +261,7 @@ class CostRolloutSampler(BaseSampler):
         if not search_space:
             return {}
         with self._book.timed(study, trial):
-            return self._sample_relative(study, trial, search_space)
+            return self._suggester.sample_relative(study, trial, search_space)
 
     def sample_independent(
         self,
@@ -291,7 +274,11 @@ class CostRolloutSampler(BaseSampler):
         check_distinct_choices(param_name, param_distribution)
         with self._book.timed(study, trial):
             return self._independent.sample(
-                study, trial, param_name, param_distribution, self._startup_count(1)
+                study,
+                trial,
+                param_name,
+                param_distribution,
+                startup_count(self._n_startup_trials, 1),
             )
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -315,7 +302,7 @@ class CostRolloutSampler(BaseSampler):
         # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
         # cost, the ledger and the chart are written, or another worker's fail_stale_trials
         # could fail a trial that finished fine.
-        with get_heartbeat_thread(trial._trial_id, study._storage):
+        with heartbeat_thread(trial._trial_id, study._storage):
             self._after_trial(study, trial, state, values)
 
     # -- after a trial: its cost, the ledger, the chart, the stop ---------------------------
@@ -328,8 +315,8 @@ class CostRolloutSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         seconds = self._book.finish(trial._trial_id)
-        self._pending.discard(trial._trial_id)
-        error = record_trial(
+        self._suggester.pending.discard(trial._trial_id)
+        error = record_finished_trial(
             study,
             trial,
             sampler_seconds=seconds,
@@ -338,7 +325,7 @@ class CostRolloutSampler(BaseSampler):
         )
         charged = self._charges_time(study)
         if charged:
-            with self._lock:
+            with self._suggester.lock:
                 self._effort.record_finished(study._study_id, trial.datetime_start, seconds)
         spent = store_ledger(study, self._budget, self._cost_attr, charged)
         self._chart.after_trial(
@@ -347,16 +334,9 @@ class CostRolloutSampler(BaseSampler):
         if spent >= self._budget:
             stop(study)
         if error is not None:
-            _logger.warning(str(error))  # as Optuna treats a bad return value (_cost_record)
+            _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)
 
     # -- a suggestion -----------------------------------------------------------------------
-
-    def _startup_count(self, n_params: int, ledger: Ledger | None = None) -> int:
-        if self._n_startup_trials is not None:
-            return self._n_startup_trials
-        if ledger is None:
-            return startup_size(n_params)
-        return startup_size(n_params, ledger.n_finished, ledger.spent, ledger.remaining)
 
     def _charges_time(
         self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
@@ -366,94 +346,3 @@ class CostRolloutSampler(BaseSampler):
             study._study_id,
             (lambda: study.get_trials(deepcopy=False)) if trials is None else trials,
         )
-
-    def _sample_relative(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        search_space: dict[str, BaseDistribution],
-    ) -> dict[str, Any]:
-        bridge = SpaceBridge(search_space)
-        ready = self._prefetch.take(study, trial, bridge.key)
-        if ready is not None:
-            self._reads.discard(trial)  # read before the trials that started since
-        # The lock covers reading the trials too: a thread that proposes meanwhile must see
-        # this one's proposal as pending, and this one must see its.
-        with self._lock:
-            proposal = ready if ready is not None else self._propose(study, trial, bridge, None)
-            if proposal is None:
-                return self._design.params(bridge, trial.number, self._last_evaluated)
-            params = bridge.decode(proposal.z)
-            self._pending.set(trial._trial_id, params)
-
-        def repropose() -> dict[str, Any]:
-            # Same data, same maximizer: propose again with the other trial as pending.
-            nonlocal proposal, params
-            with self._lock:
-                again = self._propose(study, trial, bridge, proposal)
-                if again is not None:
-                    proposal, params = again, bridge.decode(again.z)
-                self._pending.set(trial._trial_id, params)
-            return params
-
-        params = _clash.settle(study, trial, params, repropose)
-        propose_next = functools.partial(self._propose, study, bridge=bridge, previous=None)
-        self._prefetch.start(study, trial, bridge.key, propose_next, self._lock)
-        return params
-
-    def _propose(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        bridge: SpaceBridge,
-        previous: Proposal | None,
-    ) -> Proposal | None:
-        """The model's proposal for ``trial``; None while the startup design is not done.
-
-        ``previous``: this trial's proposal before a clash; its fitted models are reused when
-        the data have not changed since.
-        """
-        # A proposal made again (after a clash) always reads afresh: the clash is news.
-        trials = (
-            self._reads.trials(study, trial)
-            if previous is None
-            else study.get_trials(deepcopy=False)
-        )
-        snap = take_snapshot(
-            trials,
-            trial,
-            bridge,
-            study=study,
-            sign=-1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0,
-            budget_total=self._budget,
-            cost_attr=self._cost_attr,
-            charge_sampler_time=self._charges_time(study, trials),
-            pending=self._pending.snapshot(),
-        )
-        if len(snap.y) < self._startup_count(len(bridge.names), snap.ledger):
-            self._last_evaluated = snap.X_evaluated
-            return None
-        key = (study._study_id, bridge.key)
-        known = self._user_cost.on_box(bridge, snap.previous) if self._user_cost else None
-        request = snap.request(
-            bridge.codec, self._budget, known, self._warm.get(key), self._deterministic
-        )
-        sid = study._study_id
-        proposal = self._effort.suggest(
-            sid,
-            len(snap.y),
-            snap.ledger.remaining if self._charges_time(study, trials) else None,
-            full=lambda: propose(request, self._acquisition, self._rng, reuse=previous),
-            quick=lambda refit: quick_propose(
-                request,
-                self._rng,
-                needs_cost=self._acquisition.needs_cost,
-                refit=refit,
-                overhead=self._effort.overhead(sid),
-            ),
-        )
-        self._warm[key] = proposal.warm
-        if proposal.message is not None:
-            _logger.debug(f"Trial {trial.number}: {proposal.message}")
-            note_budget_end(study, snap.ledger, self._budget_end_noted)
-        return proposal

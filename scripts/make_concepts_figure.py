@@ -2,10 +2,10 @@
 
 The figure on the "Concepts" page. A 1-D objective has a shallow cheap basin (x ~ 0.25) and its
 global minimum in the expensive region (x ~ 0.85); the cost grows as x^3. After five
-observations, the script fits the package's own GP (``optuna_costbo._numerics.fit.fit_gp``)
+observations, the script fits the package's own GP (``optuna_costbo._numerics.gp.fit.fit_gp``)
 and evaluates, on a grid, expected improvement, EI per unit cost, and the rollout value
-Lambda_h (``optuna_costbo._numerics.rollout.rollout_values``, h = 3) for two remaining
-budgets. EI and EIpu do not
+Lambda_h (``optuna_costbo._numerics.acquisition.rollout_values.rollout_values``, h = 3) for
+two remaining budgets. EI and EIpu do not
 depend on the budget; the rollout does: with little budget left it exploits the cheap basin, with
 enough budget to follow up it pays for the expensive, unexplored region.
 
@@ -29,10 +29,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from optuna_costbo._numerics.acquisition import ei as plain_ei
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.rollout import qmc_normals
-from optuna_costbo._numerics.rollout import rollout_values
+from optuna_costbo._numerics.acquisition.ei import ei as plain_ei
+from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
+from optuna_costbo._numerics.acquisition.rollout_values import rollout_values
+from optuna_costbo._numerics.gp.fit import fit_gp
 
 
 REPO = Path(__file__).resolve().parent.parent

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from optuna_costbo._numerics.acquisition.registry import make_acquisition
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.policy import CostData
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose as _propose
-from optuna_costbo._numerics.registry import make_acquisition
-from optuna_costbo._numerics.rollout_acquisition import Rollout
-from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.strategies import AcquisitionOptions
 
 
 def propose(
@@ -31,14 +30,12 @@ def propose(
     warm: WarmStart | None = None,
     X_running: np.ndarray | None = None,
     known_cost: KnownCost | None = None,
-    rollout: RolloutSettings | None = None,
+    rollout: AcquisitionStrategy | None = None,
 ) -> Proposal:
-    """:func:`optuna_costbo._numerics.policy.propose` for the acquisition named ``acquisition``
-    (with ``rollout``'s settings for the rollout)."""
+    """:func:`optuna_costbo._numerics.policy.propose` for the acquisition named ``acquisition``,
+    or for the strategy ``rollout`` (a rollout with its own horizon and screening)."""
     strategy = (
-        Rollout(rollout)
-        if rollout is not None and acquisition == "rollout"
-        else make_acquisition(acquisition, AcquisitionOptions())
+        rollout if rollout is not None else make_acquisition(acquisition, AcquisitionOptions())
     )
     request = ProposalRequest(
         codec=codec,

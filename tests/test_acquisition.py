@@ -10,11 +10,11 @@ from scipy import integrate
 from scipy.special import log_ndtr
 from scipy.special import ndtr
 
-from optuna_costbo._numerics.acquisition import LogEIPerCost
-from optuna_costbo._numerics.acquisition import ei
-from optuna_costbo._numerics.acquisition import log_ei
-from optuna_costbo._numerics.acquisition import log_ei_and_grad
-from optuna_costbo._numerics.acquisition import log_h
+from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+from optuna_costbo._numerics.acquisition.ei import ei
+from optuna_costbo._numerics.acquisition.ei import log_ei
+from optuna_costbo._numerics.acquisition.ei import log_ei_and_grad
+from optuna_costbo._numerics.acquisition.ei import log_h
 
 
 def _classical_ei(mean: np.ndarray, var: np.ndarray, best: float) -> np.ndarray:
@@ -208,7 +208,7 @@ def test_cost_exponent_subtracts_the_log_cost_mean() -> None:
 
 
 def test_value_and_grad_with_real_gp() -> None:
-    gp = pytest.importorskip("optuna_costbo._numerics.fit")
+    gp = pytest.importorskip("optuna_costbo._numerics.gp.fit")
     rng = np.random.default_rng(0)
     X = rng.random((25, 3))
     y = np.sin(4 * X).sum(axis=1) + 0.1 * rng.normal(size=25)

@@ -20,8 +20,11 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.costs import sampler_seconds
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -60,15 +63,15 @@ def _assert_ledger_is_the_sum_of_costs(sampler: CostRolloutSampler, study: optun
     # By default the sampler's own time is charged too when costs are measured wall-clock:
     # decided by the first trial whose cost was reported or measured.
     sources = [
-        t.system_attrs.get(b.COST_SOURCE_ATTR)
+        t.system_attrs.get(COST_SOURCE_ATTR)
         for t in sorted(trials, key=lambda t: t.number)
-        if t.system_attrs.get(b.COST_SOURCE_ATTR) in ("reported", "wall_clock")
+        if t.system_attrs.get(COST_SOURCE_ATTR) in ("reported", "wall_clock")
     ]
     charged = sampler._user_cost is None and bool(sources) and sources[0] == "wall_clock"
     expected = sum(
-        t.user_attrs["cost"] + (b.sampler_seconds(t) if charged else 0.0)
+        t.user_attrs["cost"] + (sampler_seconds(t) if charged else 0.0)
         for t in trials
-        if t.state.is_finished() and not t.system_attrs.get(b.SKIPPED_ATTR)
+        if t.state.is_finished() and not t.system_attrs.get(SKIPPED_ATTR)
     )
     ledger = sampler.ledger(study)
     assert math.isfinite(ledger.spent)
@@ -166,7 +169,7 @@ def test_nan_objective_with_wall_clock_costs_is_charged_its_time(acquisition: st
     study.optimize(objective, n_trials=50)
     failed = study.get_trials(states=(TrialState.FAIL,))
     assert failed and all(t.user_attrs["cost"] >= 0.03 for t in failed)
-    assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock" for t in failed)
+    assert all(t.system_attrs[COST_SOURCE_ATTR] == "wall_clock" for t in failed)
     _assert_ledger_is_the_sum_of_costs(sampler, study)
     assert sampler.ledger(study).exhausted and len(study.trials) < 50
 
@@ -254,7 +257,7 @@ def test_exceptions_fail_the_trial_and_are_charged(acquisition: str) -> None:
             assert t.state == TrialState.FAIL and t.user_attrs["cost"] == 0.1
         elif t.number % 3 == 1:
             assert t.state == TrialState.FAIL and t.user_attrs["cost"] >= 0.02
-            assert t.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock"
+            assert t.system_attrs[COST_SOURCE_ATTR] == "wall_clock"
     _assert_ledger_is_the_sum_of_costs(sampler, study)
     charged = [t.user_attrs["cost"] for t in trials]
     assert sum(charged) >= 0.5 > sum(charged[:-1])
@@ -301,7 +304,7 @@ def test_report_cost_rejects_bad_costs_inside_the_objective(bad: Any) -> None:
     assert last.state == TrialState.FAIL
     # No bad value reached storage: the trial was charged its (short) wall-clock time.
     assert 0.0 < last.user_attrs["cost"] < 5.0
-    assert last.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock"
+    assert last.system_attrs[COST_SOURCE_ATTR] == "wall_clock"
     assert sampler.ledger(study).spent == pytest.approx(3.0 + last.user_attrs["cost"])
     study.optimize(_costed(lambda t, x: x), n_trials=2)  # the GP still fits
     assert sampler.ledger(study).n_finished == 6
@@ -352,7 +355,7 @@ def test_cost_user_attr_set_to_none_is_measured() -> None:
         return trial.suggest_float("x", 0.0, 1.0)
 
     study.optimize(objective, n_trials=4)
-    assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock" for t in study.trials)
+    assert all(t.system_attrs[COST_SOURCE_ATTR] == "wall_clock" for t in study.trials)
     _assert_ledger_is_the_sum_of_costs(sampler, study)
 
 
@@ -738,4 +741,4 @@ def test_maximize_finds_the_maximum_and_stops(acquisition: str) -> None:
     study.optimize(_costed(lambda t, x: -((x - 0.7) ** 2)))
     assert len(study.trials) == 15
     assert study.best_params["x"] == pytest.approx(0.7, abs=0.05)
-    assert study.user_attrs[b.SPENT_ATTR] == 15.0
+    assert study.user_attrs[SPENT_ATTR] == 15.0

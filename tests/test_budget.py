@@ -12,8 +12,17 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostBudgetPruner
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.costs import objective_cost
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.costs import validate_cost
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.ledger import compute_ledger
+from optuna_costbo._ledger.ledger import measured_costs
+from optuna_costbo._ledger.ledger import refresh_ledger
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -45,22 +54,22 @@ def _trial(
 )
 def test_validate_cost_rejects_bad_values(bad: object) -> None:
     with pytest.raises(ValueError, match="non-negative finite number"):
-        b.validate_cost(bad)
+        validate_cost(bad)
 
 
 def test_validate_cost_accepts_zero_a_free_evaluation() -> None:
-    assert b.validate_cost(0) == 0.0 and b.validate_cost(0.0) == 0.0
+    assert validate_cost(0) == 0.0 and validate_cost(0.0) == 0.0
 
 
 @pytest.mark.parametrize("good", [1e-9, 1, 2.5, np.float32(0.5), np.int64(3), 1e12])
 def test_validate_cost_accepts_positive_numbers(good: object) -> None:
-    assert b.validate_cost(good) == pytest.approx(float(good))  # type: ignore[arg-type]
+    assert validate_cost(good) == pytest.approx(float(good))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [0, -3, float("nan"), float("inf"), "10", None, True])
 def test_validate_budget_message_names_argument(bad: object) -> None:
     with pytest.raises(ValueError, match=r"budget must be a positive finite number, got"):
-        b.validate_budget(bad)
+        validate_budget(bad)
 
 
 def test_ledger_counts_complete_pruned_and_failed_and_separates_running() -> None:
@@ -73,13 +82,13 @@ def test_ledger_counts_complete_pruned_and_failed_and_separates_running() -> Non
         _trial(TrialState.WAITING, None),
     ]
     now = T0 + datetime.timedelta(seconds=7.0)
-    ledger = b.compute_ledger(trials, budget=20.0, cost_attr="cost", now=now)
+    ledger = compute_ledger(trials, budget=20.0, cost_attr="cost", now=now)
     assert ledger.spent == pytest.approx(2.0 + 3.0 + 4.0 + 0.5)
     assert ledger.running_elapsed == pytest.approx(7.0)
     assert (ledger.n_finished, ledger.n_running) == (4, 1)
     assert ledger.remaining == pytest.approx(20.0 - 9.5)
     assert not ledger.exhausted
-    assert b.compute_ledger(trials, budget=9.5, cost_attr="cost", now=now).exhausted
+    assert compute_ledger(trials, budget=9.5, cost_attr="cost", now=now).exhausted
 
 
 def test_ledger_ignores_invalid_reported_cost_and_uses_duration() -> None:
@@ -87,23 +96,23 @@ def test_ledger_ignores_invalid_reported_cost_and_uses_duration() -> None:
         _trial(TrialState.COMPLETE, 2.0, cost="oops"),
         _trial(TrialState.COMPLETE, 1.0, cost=-5.0),
     ]
-    ledger = b.compute_ledger(trials, budget=10.0, cost_attr="cost")
+    ledger = compute_ledger(trials, budget=10.0, cost_attr="cost")
     assert ledger.spent == pytest.approx(3.0)
     assert math.isfinite(ledger.spent)
 
 
 def test_sampler_time_subtracted_from_duration_and_charged_on_request() -> None:
     t = _trial(TrialState.COMPLETE, 5.0)
-    t.system_attrs[b.SAMPLER_SECONDS_ATTR] = 1.5
-    assert b.objective_cost(t, "cost") == pytest.approx(3.5)
-    assert b.charged_cost(t, "cost", charge_sampler_time=False) == pytest.approx(3.5)
-    assert b.charged_cost(t, "cost", charge_sampler_time=True) == pytest.approx(5.0)
+    t.system_attrs[SAMPLER_SECONDS_ATTR] = 1.5
+    assert objective_cost(t, "cost") == pytest.approx(3.5)
+    assert charged_cost(t, "cost", charge_sampler_time=False) == pytest.approx(3.5)
+    assert charged_cost(t, "cost", charge_sampler_time=True) == pytest.approx(5.0)
 
 
 def test_skipped_trial_costs_nothing() -> None:
     t = _trial(TrialState.PRUNED, 5.0)
-    t.system_attrs[b.SKIPPED_ATTR] = True
-    assert b.charged_cost(t, "cost", charge_sampler_time=True) == 0.0
+    t.system_attrs[SKIPPED_ATTR] = True
+    assert charged_cost(t, "cost", charge_sampler_time=True) == 0.0
 
 
 def test_ledger_from_storage_sees_add_trial_and_heartbeat_style_failures() -> None:
@@ -116,7 +125,7 @@ def test_ledger_from_storage_sees_add_trial_and_heartbeat_style_failures() -> No
     # a FAIL trial written directly to storage (as fail_stale_trials does), with timestamps
     trial = study.ask()
     study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-    ledger = b.study_ledger(study, budget=10.0, cost_attr="cost")
+    ledger = refresh_ledger(study, budget=10.0, cost_attr="cost")
     assert ledger.n_finished == 3
     assert ledger.spent >= 4.0
     assert ledger.spent < 4.0 + 5.0  # the failed trial lasted well under 5 s
@@ -170,7 +179,7 @@ def test_budget_pruner_reads_budget_from_study_and_wraps_another_pruner() -> Non
     assert not study.pruner.prune(
         study, study._storage.get_trial(trial._trial_id)
     )  # no budget stored
-    study.set_user_attr(b.BUDGET_ATTR, 1e-9)
+    study.set_user_attr(BUDGET_ATTR, 1e-9)
     assert study.pruner.prune(study, study._storage.get_trial(trial._trial_id))
     wrapped = CostBudgetPruner(budget=1e9, wrapped_pruner=Always())
     assert wrapped.prune(study, study._storage.get_trial(trial._trial_id))
@@ -181,7 +190,7 @@ def test_budget_pruner_takes_a_positional_pruner_as_the_wrapped_one() -> None:
     median = optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=0)
     pruner = CostBudgetPruner(median)
     study = optuna.create_study(pruner=pruner)
-    study.set_user_attr(b.BUDGET_ATTR, 100.0)  # the budget comes from the study
+    study.set_user_attr(BUDGET_ATTR, 100.0)  # the budget comes from the study
     pruned: list[int] = []
 
     def objective(trial: optuna.Trial) -> float:
@@ -196,7 +205,7 @@ def test_budget_pruner_takes_a_positional_pruner_as_the_wrapped_one() -> None:
     study.optimize(objective, n_trials=2)
     assert pruned == [1]  # the median pruner spoke: 2 of 100 spent is far from the budget
     # The budget is still the study's: a spent one prunes too.
-    study.set_user_attr(b.BUDGET_ATTR, 1.5)
+    study.set_user_attr(BUDGET_ATTR, 1.5)
     trial = study.ask()
     report_cost(trial, 1.0)
     assert pruner.prune(study, study._storage.get_trial(trial._trial_id))
@@ -221,8 +230,8 @@ def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default(
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.3) ** 2, n_trials=5)
     charged = sampler.ledger(study).spent
-    plain = b.compute_ledger(study.get_trials(), 1e6, "cost", False).spent
-    assert b.measured_costs(study.get_trials()) is True
+    plain = compute_ledger(study.get_trials(), 1e6, "cost", False).spent
+    assert measured_costs(study.get_trials()) is True
     assert charged - plain > 1e-3  # the sampler's seconds of the model-based trials
     budget = 0.5 * (charged + plain)
     running = study.ask()

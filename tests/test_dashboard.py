@@ -27,8 +27,10 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import REMAINING_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo.dashboard import GRAPH_NAME
 from optuna_costbo.dashboard import GRAPH_OBJECT_ID
 from optuna_costbo.dashboard import update_dashboard
@@ -115,9 +117,9 @@ def test_real_dashboard_shows_costs_ledger_and_chart(tmp_path: Path) -> None:
         summaries = _get(f"{base}/api/studies")["study_summaries"]
         (summary,) = [s for s in summaries if s["study_name"] == "costbo-dashboard"]
         study_attrs = _attrs(summary["user_attrs"])
-        assert float(study_attrs[b.BUDGET_ATTR]) == budget
-        assert float(study_attrs[b.SPENT_ATTR]) == pytest.approx(spent)
-        assert float(study_attrs[b.REMAINING_ATTR]) == 0.0
+        assert float(study_attrs[BUDGET_ATTR]) == budget
+        assert float(study_attrs[SPENT_ATTR]) == pytest.approx(spent)
+        assert float(study_attrs[REMAINING_ATTR]) == 0.0
 
         detail = _get(f"{base}/api/studies/{summary['study_id']}")
 

@@ -23,8 +23,12 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import _dead_trials
-from optuna_costbo import budget as b
+from optuna_costbo._ledger import dead_trials as _dead_trials
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.costs import report_cost
+from optuna_costbo._ledger.dead_trials import charge_dead_trials
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.ledger import storage_trials
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -110,7 +114,7 @@ def test_a_killed_worker_is_charged_to_its_last_heartbeat(
     assert noticed > ran + 4.0
     # The charge is on the trial, where optuna-dashboard's cost column shows it ...
     assert isinstance(charged, float)
-    assert trial.system_attrs[b.COST_SOURCE_ATTR] == "heartbeat"
+    assert trial.system_attrs[COST_SOURCE_ATTR] == "heartbeat"
     # ... is what the trial ran, to within two heartbeat intervals: never more on a database
     # that stores heartbeats to the microsecond, at most half a second more on SQLite's
     # whole seconds (the middle of the truncated second is charged) ...
@@ -159,7 +163,7 @@ def test_racing_workers_write_the_charge_once_and_agree_on_it(
     # all must end up with the one value that was written first.
     studies = [optuna.load_study(study_name=study_name, storage=rdb_url) for _ in range(n_workers)]
     for study in studies:
-        assert "cost" not in b.storage_trials(study)[number].user_attrs
+        assert "cost" not in storage_trials(study)[number].user_attrs
     real_offset = _dead_trials._clock_offset
     skew = {}
 
@@ -177,7 +181,7 @@ def test_racing_workers_write_the_charge_once_and_agree_on_it(
             skew[threading.get_ident()] = datetime.timedelta(milliseconds=10 * i)
             study = studies[i]
             barrier.wait()
-            settled[i] = b.settle_dead_trials(study, b.storage_trials(study), "cost")
+            settled[i] = charge_dead_trials(study, storage_trials(study), "cost")
             spent[i] = CostRolloutSampler(budget=100.0).ledger(study).spent
         except BaseException as exc:
             errors.append(exc)
@@ -194,7 +198,7 @@ def test_racing_workers_write_the_charge_once_and_agree_on_it(
     # stored second is charged: half a second either way)
     half = _resolution(rdb_url) / 2
     assert low - half - 0.05 < charge <= high + half + 0.05
-    assert stored.system_attrs[b.COST_SOURCE_ATTR] == "heartbeat"
+    assert stored.system_attrs[COST_SOURCE_ATTR] == "heartbeat"
     assert all(s == {stored._trial_id: charge} for s in settled.values())
     assert set(spent.values()) == {charge}
     # The cached trials of every worker now carry the charge, as a re-read would.
@@ -254,7 +258,7 @@ def test_failed_trials_without_a_heartbeat_keep_the_wall_clock_rule(
     ledger = CostRolloutSampler(budget=100.0).ledger(study)
     trial = study.trials[0]
     assert trial.state == TrialState.FAIL
-    assert "cost" not in trial.user_attrs and b.COST_SOURCE_ATTR not in trial.system_attrs
+    assert "cost" not in trial.user_attrs and COST_SOURCE_ATTR not in trial.system_attrs
     duration = (trial.datetime_complete - trial.datetime_start).total_seconds()  # type: ignore[operator]
     assert ledger.spent == pytest.approx(duration) and duration >= 0.2
     # Asked twice, the answer is the same (the heartbeat lookup is not repeated).
@@ -269,7 +273,7 @@ def test_trials_failed_by_other_causes_keep_their_rule(tmp_path: Path) -> None:
 
     def objective(trial: optuna.Trial) -> float:
         trial.suggest_float("x", 0.0, 1.0)
-        b.report_cost(trial, 7.0)
+        report_cost(trial, 7.0)
         raise RuntimeError("boom")
 
     study.optimize(objective, n_trials=1, catch=(RuntimeError,))
@@ -286,7 +290,7 @@ def test_trials_failed_by_other_causes_keep_their_rule(tmp_path: Path) -> None:
     ledger = sampler.ledger(study)
     trials = study.trials
     assert trials[0].user_attrs["cost"] == 7.0
-    assert trials[0].system_attrs[b.COST_SOURCE_ATTR] == "reported"
+    assert trials[0].system_attrs[COST_SOURCE_ATTR] == "reported"
     assert "cost" not in trials[1].user_attrs
-    expected_added = b.charged_cost(added, "cost", False)
+    expected_added = charged_cost(added, "cost", False)
     assert ledger.spent == pytest.approx(7.0 + expected_added)

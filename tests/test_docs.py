@@ -150,12 +150,14 @@ def test_docstring_code_examples(
 
 
 def test_the_dashboard_page_says_where_each_piece_shows() -> None:
-    from optuna_costbo import budget
+    from optuna_costbo._ledger.keys import BUDGET_ATTR
+    from optuna_costbo._ledger.keys import REMAINING_ATTR
+    from optuna_costbo._ledger.keys import SPENT_ATTR
     from optuna_costbo.dashboard import GRAPH_NAME
 
     text = (REPO / "docs" / "dashboard.md").read_text()
     assert f'"{GRAPH_NAME}" chart' in text
-    for attr in (budget.BUDGET_ATTR, budget.SPENT_ATTR, budget.REMAINING_ATTR):
+    for attr in (BUDGET_ATTR, SPENT_ATTR, REMAINING_ATTR):
         assert f"`{attr}`" in text
     # The page that holds the cost column, by its current and its earlier name, and the page
     # that renders blank in headless browsers.

@@ -8,9 +8,9 @@ import pytest
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
-from optuna_costbo._effort import EffortRule
-from optuna_costbo._effort import charges_sampler_time
-from optuna_costbo.budget import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._sampler.effort import EffortRule
+from optuna_costbo._sampler.effort import charges_sampler_time
 
 
 STUDY = 0
@@ -22,7 +22,7 @@ def _rule_after(share: float, trial_seconds: float, full_seconds: float) -> Effo
     rule = EffortRule(share)
     assert rule.route(STUDY, remaining=1e9) == "full"  # nothing measured yet
     rule.record_suggestion(STUDY, "full", full_seconds)
-    rule.record_trial(STUDY, trial_seconds)
+    rule.add_trial_seconds(STUDY, trial_seconds)
     return rule
 
 
@@ -34,7 +34,7 @@ def test_quick_route_when_a_full_suggestion_costs_more_than_the_trials_paid_for(
     # Cheap trials go on; once they have paid for another full suggestion, it is full again.
     for _ in range(4):
         rule.record_suggestion(STUDY, "quick", 0.001)  # quick ones are not charged to credit
-        rule.record_trial(STUDY, 0.3)
+        rule.add_trial_seconds(STUDY, 0.3)
     assert rule.credit(STUDY) == pytest.approx(0.5 - 0.2)
     assert rule.route(STUDY, remaining=1e9) == "full"
     assert rule.counts(STUDY) == {"full": 1, "quick": 4}
@@ -157,5 +157,5 @@ def test_overhead_follows_recent_sampler_seconds_per_trial() -> None:
     rule = EffortRule(0.1)
     assert rule.overhead(STUDY) == 0.0
     for _ in range(60):
-        rule.record_trial(STUDY, 0.05, sampler_seconds=0.01)
+        rule.add_trial_seconds(STUDY, 0.05, sampler_seconds=0.01)
     assert rule.overhead(STUDY) == pytest.approx(0.01, rel=1e-3)

@@ -25,8 +25,13 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import REMAINING_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -145,13 +150,13 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     # It never reached after_trial; the worker that failed it charged it its start to its
     # last heartbeat, on the trial itself, not the time until it was noticed.
     charged = killed.user_attrs["cost"]
-    assert killed.system_attrs[b.COST_SOURCE_ATTR] == "heartbeat"
+    assert killed.system_attrs[COST_SOURCE_ATTR] == "heartbeat"
     noticed = (killed.datetime_complete - killed.datetime_start).total_seconds()  # type: ignore[operator]
     assert noticed >= ran + 2.0
     # Within two heartbeat intervals of what it ran; SQLite keeps heartbeats to the whole
     # second and the middle of that second is charged, so up to half a second over.
     assert ran - 2.0 < charged <= ran + 0.5
-    assert b.charged_cost(killed, "cost", False) == charged
+    assert charged_cost(killed, "cost", False) == charged
 
     sampler = CostRolloutSampler(budget=budget)
     ledger = sampler.ledger(study)
@@ -166,7 +171,7 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     # No finished trial is lost, and none but the victim's is left unfinished or failed.
     pc.check_no_lost_trials(trials, results)
     assert [t.number for t in trials if t.state == TrialState.FAIL] == [victim_number]
-    assert study.user_attrs[b.BUDGET_ATTR] == budget
+    assert study.user_attrs[BUDGET_ATTR] == budget
     print(
         f"\nkilled worker: ran {ran:.3f} s, failed after {noticed:.3f} s, charged "
         f"{charged:.3f} s; {report.summary()}"
@@ -217,7 +222,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
         trials, budget, 1, pc.MAX_TRIAL_COST, CostRolloutSampler(budget=budget).ledger(study).spent
     )
     # One worker: it stopped right after the trial that spent the budget.
-    charged = [pc.brute_force_charge(t) for t in trials if not t.system_attrs.get(b.SKIPPED_ATTR)]
+    charged = [pc.brute_force_charge(t) for t in trials if not t.system_attrs.get(SKIPPED_ATTR)]
     assert sum(charged[:-1]) < budget <= sum(charged)
     assert len(second["records"]) == len(trials) - 2
 
@@ -233,12 +238,12 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
     assert len(after) == len(trials) + 1
     extra = after[-1]
     assert extra.state == TrialState.PRUNED
-    assert extra.system_attrs.get(b.SKIPPED_ATTR) is True
+    assert extra.system_attrs.get(SKIPPED_ATTR) is True
     assert "ran" not in extra.user_attrs
     assert third_sampler.ledger(third).spent == pytest.approx(report.spent)
     stored = study.user_attrs
-    assert stored[b.SPENT_ATTR] == pytest.approx(report.spent)
-    assert stored[b.REMAINING_ATTR] == 0.0
+    assert stored[SPENT_ATTR] == pytest.approx(report.spent)
+    assert stored[REMAINING_ATTR] == 0.0
 
 
 class _ContendedStorage(optuna.storages.RDBStorage):

@@ -1,4 +1,4 @@
-"""Tests for the GP: :mod:`optuna_costbo._numerics.gp`, ``.fit``, ``.prior``, ``.kernel``.
+"""Tests for the GP: :mod:`optuna_costbo._numerics.gp.model`, ``.fit``, ``.prior``, ``.kernel``.
 
 References: scikit-learn's Matern kernel and GaussianProcessRegressor (fixed hyperparameters)
 for the kernel, the posterior and the log marginal likelihood; central finite differences for
@@ -28,16 +28,16 @@ from sklearn.gaussian_process.kernels import Matern
 from sklearn.gaussian_process.kernels import WhiteKernel
 from threadpoolctl import threadpool_limits
 
-from optuna_costbo._numerics.fit import LENGTHSCALE_BOUNDS
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.fit import fit_subset
-from optuna_costbo._numerics.fit import model_subset
-from optuna_costbo._numerics.fit import neg_log_marginal_likelihood
-from optuna_costbo._numerics.gp import GPModel
-from optuna_costbo._numerics.hyperparams import GPHyperparams
-from optuna_costbo._numerics.kernel import matern52
-from optuna_costbo._numerics.prior import LENGTHSCALE_PRIOR_WEIGHT
-from optuna_costbo._numerics.prior import log_prior
+from optuna_costbo._numerics.gp.fit import LENGTHSCALE_BOUNDS
+from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.gp.fit import fit_subset
+from optuna_costbo._numerics.gp.fit import model_subset
+from optuna_costbo._numerics.gp.fit import neg_log_marginal_likelihood
+from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
+from optuna_costbo._numerics.gp.kernel import matern52
+from optuna_costbo._numerics.gp.model import GPModel
+from optuna_costbo._numerics.gp.prior import LENGTHSCALE_PRIOR_WEIGHT
+from optuna_costbo._numerics.gp.prior import log_prior
 
 
 def _toy_data(

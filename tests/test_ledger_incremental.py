@@ -1,6 +1,6 @@
 """The incremental ledger and search space equal their full recomputation.
 
-``budget.ledger_from_trials`` keeps the charges of finished trials per storage and study and
+``_ledger.ledger.charge_and_sum`` keeps the charges of finished trials per storage and study and
 adds only the trials finished since; ``_snapshot.completed_search_space`` does the same for
 the intersection search space. Checked here after random sequences of trial events (trials
 created, running, recording their cost, finishing in any state, a dead worker's trial charged
@@ -29,9 +29,14 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 import pytest
 
-from optuna_costbo import budget as b
-from optuna_costbo._finished import FinishedScan
-from optuna_costbo._snapshot import completed_search_space
+from optuna_costbo._ledger.finished import FinishedScan
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.ledger import charge_and_sum
+from optuna_costbo._ledger.ledger import compute_ledger
+from optuna_costbo._ledger.ledger import refresh_ledger
+from optuna_costbo._sampler.snapshot import completed_search_space
 from tests import _pg
 
 
@@ -87,7 +92,7 @@ def _trial(number: int, choice: int) -> FrozenTrial:
         params={name: d.to_external_repr(0) for name, d in dists.items()},
         distributions=dict(dists),
         user_attrs={},
-        system_attrs={b.SAMPLER_SECONDS_ATTR: 0.01 * choice} if choice % 2 else {},
+        system_attrs={SAMPLER_SECONDS_ATTR: 0.01 * choice} if choice % 2 else {},
         intermediate_values={},
         trial_id=number,
     )
@@ -99,9 +104,9 @@ def _finish(t: FrozenTrial, state: TrialState, cost: Any, choice: int) -> Frozen
     system_attrs = dict(t.system_attrs)
     if choice in (1, 2) and "cost" not in user_attrs:
         user_attrs["cost"] = cost
-        system_attrs[b.COST_SOURCE_ATTR] = "reported"
+        system_attrs[COST_SOURCE_ATTR] = "reported"
     if choice == 3:
-        system_attrs[b.SKIPPED_ATTR] = True
+        system_attrs[SKIPPED_ATTR] = True
     return FrozenTrial(
         number=t.number,
         state=state,
@@ -119,8 +124,8 @@ def _finish(t: FrozenTrial, state: TrialState, cost: Any, choice: int) -> Frozen
 
 def _assert_same(study: Any, trials: list[FrozenTrial]) -> None:
     for cost_attr, charge in (("cost", False), ("cost", True), ("other", False)):
-        full = b.compute_ledger(trials, 10.0, cost_attr, charge, now=NOW)
-        incremental = b.ledger_from_trials(study, trials, 10.0, cost_attr, charge, now=NOW)
+        full = compute_ledger(trials, 10.0, cost_attr, charge, now=NOW)
+        incremental = charge_and_sum(study, trials, 10.0, cost_attr, charge, now=NOW)
         assert incremental == full  # every field, to the last bit
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     assert completed_search_space(study, trials) == intersection_search_space(complete)
@@ -139,7 +144,7 @@ def test_incremental_ledger_equals_the_full_recomputation(steps: list[Any]) -> N
             # The sampler recorded the cost of a running trial: it counts as spent already.
             t = open_[which % len(open_)]
             t.user_attrs["cost"] = cost
-            t.system_attrs[b.COST_SOURCE_ATTR] = "reported"
+            t.system_attrs[COST_SOURCE_ATTR] = "reported"
         elif kind == "finish" and open_:
             t = open_[which % len(open_)]
             trials[t.number] = _finish(t, FINISHED[choice % 3], cost, choice)
@@ -155,13 +160,13 @@ def test_incremental_ledger_equals_the_full_recomputation(steps: list[Any]) -> N
                 for t in trials
                 if t.state == TrialState.FAIL
                 and "cost" not in t.user_attrs
-                and b.COST_SOURCE_ATTR not in t.system_attrs
-                and not t.system_attrs.get(b.SKIPPED_ATTR)
+                and COST_SOURCE_ATTR not in t.system_attrs
+                and not t.system_attrs.get(SKIPPED_ATTR)
             ]
             if unpriced:
                 t = unpriced[which % len(unpriced)]
                 t.user_attrs["cost"] = 0.25 + which
-                t.system_attrs[b.COST_SOURCE_ATTR] = "heartbeat"
+                t.system_attrs[COST_SOURCE_ATTR] = "heartbeat"
         elif kind == "part" and len(trials) > 1:
             # A list that is not the whole study (HyperbandPruner's bracket): summed in full,
             # and the kept state is left as it was.
@@ -209,7 +214,7 @@ def test_a_dead_trial_settled_by_another_worker_after_this_one_cached_it(rdb_url
         dead = a.ask()
         a._storage.record_heartbeat(dead._trial_id)
         # Worker a sums the finished trials while the dead one still runs ...
-        before = b.study_ledger(a, 100.0, "cost")
+        before = refresh_ledger(a, 100.0, "cost")
         assert (before.spent, before.n_finished, before.n_running) == (3.5, 2, 1)
         time.sleep(1.2)
         a._storage.record_heartbeat(dead._trial_id)
@@ -219,18 +224,18 @@ def test_a_dead_trial_settled_by_another_worker_after_this_one_cached_it(rdb_url
         cached = a._storage.get_all_trials(a._study_id, deepcopy=False)[dead.number]
         assert cached.state == TrialState.FAIL and "cost" not in cached.user_attrs
         # ... another worker settles it first ...
-        settled = b.study_ledger(other, 100.0, "cost")
+        settled = refresh_ledger(other, 100.0, "cost")
         charge = settled.spent - 3.5
         # Start to last heartbeat: about 1.5 s, less up to 1 s where the database stores the
         # heartbeat's time to the second (SQLite).
         assert 0.0 < charge < 3.0 and settled.n_finished == 3
         # ... and worker a's incremental ledger takes the winner's charge, as a full
         # recomputation from a fresh read does.
-        ledger = b.study_ledger(a, 100.0, "cost")
+        ledger = refresh_ledger(a, 100.0, "cost")
         assert ledger == settled
         fresh = optuna.load_study(study_name=name, storage=rdb_url)
-        assert b.compute_ledger(fresh.get_trials(), 100.0, "cost") == settled
-        assert b.study_ledger(a, 100.0, "cost") == settled  # and stays so
+        assert compute_ledger(fresh.get_trials(), 100.0, "cost") == settled
+        assert refresh_ledger(a, 100.0, "cost") == settled  # and stays so
     finally:
         if rdb_url.startswith("postgresql"):
             optuna.delete_study(study_name=name, storage=rdb_url)

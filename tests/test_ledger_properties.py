@@ -22,7 +22,10 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 import pytest
 
-from optuna_costbo import budget as b
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.ledger import compute_ledger
 
 
 T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
@@ -64,13 +67,13 @@ def trials(draw: Any, sampler_seconds: Any = None) -> FrozenTrial:
         user_attrs["cost"] = draw(bad_costs)
     system_attrs: dict[str, Any] = {}
     if draw(st.booleans()):
-        system_attrs[b.SKIPPED_ATTR] = draw(st.booleans())
+        system_attrs[SKIPPED_ATTR] = draw(st.booleans())
     if cost_kind == "valid" and draw(st.booleans()):
         # The sampler has recorded the cost: on a RUNNING trial, its state is being stored.
-        system_attrs[b.COST_SOURCE_ATTR] = draw(st.sampled_from(["reported", "wall_clock"]))
+        system_attrs[COST_SOURCE_ATTR] = draw(st.sampled_from(["reported", "wall_clock"]))
     strategy = sampler_seconds if sampler_seconds is not None else st.floats(0.0, 1e3)
     if draw(st.booleans()):
-        system_attrs[b.SAMPLER_SECONDS_ATTR] = draw(strategy)
+        system_attrs[SAMPLER_SECONDS_ATTR] = draw(strategy)
     return FrozenTrial(
         number=0,
         state=state,
@@ -101,9 +104,9 @@ def _brute_charge(
     """The README's rule, written out: skipped trials cost nothing; else a valid reported cost,
     else the wall-clock duration less the sampler's own time (never negative); plus the sampler
     time when it is charged. ``end`` is None for a finished trial without a completion time."""
-    if t.system_attrs.get(b.SKIPPED_ATTR):
+    if t.system_attrs.get(SKIPPED_ATTR):
         return 0.0
-    raw_sampler = t.system_attrs.get(b.SAMPLER_SECONDS_ATTR, 0.0)
+    raw_sampler = t.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
     sampler = 0.0  # a stored value that is not a positive finite number counts as none
     if isinstance(raw_sampler, (int, float)) and not isinstance(raw_sampler, bool):
         if math.isfinite(raw_sampler) and raw_sampler > 0:
@@ -124,7 +127,7 @@ def _brute_ledger(
     spent = running = 0.0
     n_finished = n_running = 0
     for t in ts:
-        finishing = t.state == TrialState.RUNNING and b.COST_SOURCE_ATTR in t.system_attrs
+        finishing = t.state == TrialState.RUNNING and COST_SOURCE_ATTR in t.system_attrs
         if t.state in FINISHED or finishing:
             # A running trial whose cost the sampler has recorded is finishing: spent.
             spent += _brute_charge(t, charge_sampler_time, t.datetime_complete)
@@ -147,7 +150,7 @@ nows = seconds.map(lambda s: T0 + datetime.timedelta(seconds=s))
 def test_ledger_equals_the_brute_force_sum(
     ts: list[FrozenTrial], budget: float, charge: bool, now: datetime.datetime
 ) -> None:
-    ledger = b.compute_ledger(ts, budget, "cost", charge, now=now)
+    ledger = compute_ledger(ts, budget, "cost", charge, now=now)
     spent, running, n_finished, n_running = _brute_ledger(ts, charge, now)
     assert ledger.spent == pytest.approx(spent, rel=1e-12, abs=1e-12)
     assert ledger.running_elapsed == pytest.approx(running, rel=1e-12, abs=1e-12)
@@ -168,8 +171,8 @@ def test_ledger_does_not_depend_on_trial_order(
     now = T0 + datetime.timedelta(hours=1)
     shuffled = list(ts)
     rnd.shuffle(shuffled)
-    a = b.compute_ledger(ts, budget, "cost", charge, now=now)
-    c = b.compute_ledger(shuffled, budget, "cost", charge, now=now)
+    a = compute_ledger(ts, budget, "cost", charge, now=now)
+    c = compute_ledger(shuffled, budget, "cost", charge, now=now)
     assert a.spent == pytest.approx(c.spent, rel=1e-9, abs=1e-12)
     assert (a.n_finished, a.n_running) == (c.n_finished, c.n_running)
 
@@ -180,8 +183,8 @@ def test_finishing_a_trial_never_lowers_spent(
     ts: list[FrozenTrial], extra: FrozenTrial, budget: float, charge: bool
 ) -> None:
     now = T0 + datetime.timedelta(hours=1)
-    before = b.compute_ledger(ts, budget, "cost", charge, now=now)
-    after = b.compute_ledger([*ts, extra], budget, "cost", charge, now=now)
+    before = compute_ledger(ts, budget, "cost", charge, now=now)
+    after = compute_ledger([*ts, extra], budget, "cost", charge, now=now)
     assert after.spent >= before.spent
     assert after.exhausted or not before.exhausted  # once exhausted, always exhausted
     if extra.state in FINISHED:
@@ -193,8 +196,8 @@ def test_finishing_a_trial_never_lowers_spent(
 def test_skipped_trials_cost_nothing(ts: list[FrozenTrial], budget: float, charge: bool) -> None:
     now = T0 + datetime.timedelta(hours=1)
     for t in ts:
-        t.system_attrs[b.SKIPPED_ATTR] = True
-    ledger = b.compute_ledger(ts, budget, "cost", charge, now=now)
+        t.system_attrs[SKIPPED_ATTR] = True
+    ledger = compute_ledger(ts, budget, "cost", charge, now=now)
     assert ledger.spent == 0.0 and ledger.running_elapsed == 0.0
     assert not ledger.exhausted
 
@@ -224,8 +227,8 @@ def test_the_cost_attr_name_is_respected(ts: list[FrozenTrial], budget: float) -
                 trial_id=t._trial_id,
             )
         )
-    a = b.compute_ledger(ts, budget, "cost", False, now=now)
-    c = b.compute_ledger(renamed, budget, "dollars", False, now=now)
+    a = compute_ledger(ts, budget, "cost", False, now=now)
+    c = compute_ledger(renamed, budget, "dollars", False, now=now)
     assert a.spent == c.spent and a.running_elapsed == c.running_elapsed
 
 
@@ -241,7 +244,7 @@ def test_ledger_is_never_nan_whatever_the_stored_sampler_seconds(
     ts: list[FrozenTrial], budget: float, charge: bool
 ) -> None:
     now = T0 + datetime.timedelta(hours=1)
-    ledger = b.compute_ledger(ts, budget, "cost", charge, now=now)
+    ledger = compute_ledger(ts, budget, "cost", charge, now=now)
     assert not math.isnan(ledger.spent)
     assert not math.isnan(ledger.running_elapsed)
     assert ledger.spent >= 0.0

@@ -24,10 +24,12 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import _clash
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
-from optuna_costbo import sampler as sampler_mod
+from optuna_costbo._ledger.keys import REMAINING_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
+from optuna_costbo._sampler import clash as _clash
+from optuna_costbo._sampler import suggest as sampler_mod
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -76,7 +78,7 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
     # Per-trial caches of the shared sampler are emptied as the trials finish.
     assert sampler._book._seconds == {}
     assert sampler._book._skipped == set()
-    assert sampler._pending.snapshot() == {}
+    assert sampler._suggester.pending.snapshot() == {}
     for t in trials:
         assert -1.0 <= t.params.get("x", 0.0) <= 1.0 and -1.0 <= t.params.get("y", 0.0) <= 1.0
     print(f"\nthreads[{acquisition}, {storage_kind}]: {report.summary()}")
@@ -95,12 +97,12 @@ def test_threads_charge_each_trial_its_own_sampler_seconds() -> None:
     trials = study.get_trials(states=(TrialState.COMPLETE,))
     assert len(trials) == 24
     for t in trials:
-        seconds = t.system_attrs[b.SAMPLER_SECONDS_ATTR]
+        seconds = t.system_attrs[SAMPLER_SECONDS_ATTR]
         assert 0.0 <= seconds
         assert seconds <= (t.datetime_complete - t.datetime_start).total_seconds()  # type: ignore[operator]
     ledger = sampler.ledger(study)
     assert ledger.spent == pytest.approx(
-        sum(t.user_attrs["cost"] + t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in trials)
+        sum(t.user_attrs["cost"] + t.system_attrs[SAMPLER_SECONDS_ATTR] for t in trials)
     )
     assert sampler._book._seconds == {}
 
@@ -164,8 +166,8 @@ def test_stored_spent_counts_trials_that_finish_together() -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert sampler.ledger(study).spent == 2.0
-    assert study.user_attrs[b.SPENT_ATTR] == 2.0
-    assert study.user_attrs[b.REMAINING_ATTR] == 98.0
+    assert study.user_attrs[SPENT_ATTR] == 2.0
+    assert study.user_attrs[REMAINING_ATTR] == 98.0
 
 
 class _DelayedLedgerWriteStorage(optuna.storages.InMemoryStorage):
@@ -177,7 +179,7 @@ class _DelayedLedgerWriteStorage(optuna.storages.InMemoryStorage):
         self.armed, self.blocked, self.release = False, threading.Event(), threading.Event()
 
     def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
-        if key == b.SPENT_ATTR and self.armed and not self.blocked.is_set():
+        if key == SPENT_ATTR and self.armed and not self.blocked.is_set():
             self.blocked.set()
             self.release.wait(timeout=30)
         super().set_study_user_attr(study_id, key, value)
@@ -199,8 +201,8 @@ def test_stored_spent_survives_a_delayed_ledger_write() -> None:
     storage.release.set()
     worker_a.join(timeout=60)
     assert sampler.ledger(study).spent == 2.0
-    assert study.user_attrs[b.SPENT_ATTR] == 2.0
-    assert study.user_attrs[b.REMAINING_ATTR] == 98.0
+    assert study.user_attrs[SPENT_ATTR] == 2.0
+    assert study.user_attrs[REMAINING_ATTR] == 98.0
 
 
 # -- running trials are pending points ----------------------------------------------------------
@@ -326,7 +328,7 @@ def test_a_proposal_made_while_another_thread_samples_is_pending(
     sampler = CostRolloutSampler(budget=100.0, seed=7, acquisition=acquisition)
     study = optuna.load_study(study_name="s", storage=storage, sampler=sampler)
     b_gathered, a_done = threading.Event(), threading.Event()
-    real_pending = sampler_mod.take_snapshot
+    real_pending = sampler_mod.read_snapshot
     thread_b: list[threading.Thread] = []
 
     def watched_pending(*args: Any, **kwargs: Any) -> Any:
@@ -337,7 +339,7 @@ def test_a_proposal_made_while_another_thread_samples_is_pending(
             a_done.wait(timeout=5.0)
         return out
 
-    monkeypatch.setattr(sampler_mod, "take_snapshot", watched_pending)
+    monkeypatch.setattr(sampler_mod, "read_snapshot", watched_pending)
     trial_a = study.ask()
     points: dict[str, Any] = {}
 
@@ -433,7 +435,7 @@ def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
     _seeded_study(storage, "s")
     sampler_a, trial_a, _sampler_b, trial_b = _two_workers(storage, acquisition)
     b_done = threading.Event()
-    real_propose_a = sampler_a._propose
+    real_propose_a = sampler_a._suggester.propose
     calls: list[int] = []
 
     def held_propose_a(*args: Any, **kwargs: Any) -> Any:
@@ -443,7 +445,7 @@ def test_an_earlier_trial_moves_when_a_later_one_kept_the_same_point(
             assert b_done.wait(timeout=60.0)
         return out
 
-    monkeypatch.setattr(sampler_a, "_propose", held_propose_a)
+    monkeypatch.setattr(sampler_a._suggester, "propose", held_propose_a)
     points: dict[str, Any] = {}
     thread_a = _in_thread(lambda: (_suggest_x(trial_a), _suggest_y(trial_a)), points, "a")
     points["b"] = (_suggest_x(trial_b), _suggest_y(trial_b))
@@ -469,11 +471,11 @@ def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
     _seeded_study(storage, "s")
     sampler_a, trial_a, sampler_b, trial_b = _two_workers(storage, acquisition)
     b_written, a_waiting = threading.Event(), threading.Event()
-    real_propose_a = sampler_a._propose
+    real_propose_a = sampler_a._suggester.propose
     real_check = _clash.must_repropose
     real_keeps = _clash._later_trial_keeps
     proposals_b: list[int] = []
-    real_propose_b = sampler_b._propose
+    real_propose_b = sampler_b._suggester.propose
 
     def held_propose_a(*args: Any, **kwargs: Any) -> Any:
         out = real_propose_a(*args, **kwargs)
@@ -497,8 +499,8 @@ def test_an_earlier_trial_waits_for_a_later_ones_verdict_and_keeps_its_point(
             a_waiting.set()
         return real_keeps(study, later, params)
 
-    monkeypatch.setattr(sampler_a, "_propose", held_propose_a)
-    monkeypatch.setattr(sampler_b, "_propose", counted_propose_b)
+    monkeypatch.setattr(sampler_a._suggester, "propose", held_propose_a)
+    monkeypatch.setattr(sampler_b._suggester, "propose", counted_propose_b)
     monkeypatch.setattr(_clash, "must_repropose", held_check_b)
     monkeypatch.setattr(_clash, "_later_trial_keeps", watched_keeps_a)
     points: dict[str, Any] = {}
@@ -592,7 +594,7 @@ def test_worker_processes_share_one_budget(
     # Every worker took part (its optimize loop ended on the budget, not on a trial count).
     for r in results:
         assert r["records"], f"worker {r['worker']} ran no trial at all"
-    stored = study.user_attrs[b.SPENT_ATTR]
+    stored = study.user_attrs[SPENT_ATTR]
     if kind == "postgres":
         optuna.delete_study(study_name=study.study_name, storage=pc.make_storage(storage_spec))
     print(f"\nprocesses[{kind}]: {report.summary()} stored cost_spent={stored:.4g}")
@@ -631,7 +633,7 @@ def test_stress_four_processes_with_failures_on_sqlite(tmp_path: Path) -> None:
     assert states["FAIL"] > 0 and states["PRUNED"] > 0
     # Every trial that ran was charged its reported cost, whatever its state.
     assert all(t.user_attrs["cost"] == pytest.approx(pc.trial_cost(t.params)) for t in ran)
-    assert study.user_attrs[b.SPENT_ATTR] == pytest.approx(ledger.spent)
+    assert study.user_attrs[SPENT_ATTR] == pytest.approx(ledger.spent)
     per_worker = {r["worker"]: len(r["records"]) for r in results}
     pairs = pc.duplicate_points(trials)
     print(

@@ -35,7 +35,7 @@ import optuna
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
+from optuna_costbo._ledger.keys import SPENT_ATTR
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -57,8 +57,8 @@ def _check_study(
     # Reported, not asserted: the study attr cost_spent is a display copy of the ledger, and
     # once in about a dozen runs with 8 workers on 2 loaded cores it differed from the
     # ledger recomputed from storage (the ledger, asserted above, is the authority).
-    stored = study.user_attrs[b.SPENT_ATTR]
-    stale = "" if stored == pytest.approx(ledger.spent) else f" STALE {b.SPENT_ATTR}={stored!r}"
+    stored = study.user_attrs[SPENT_ATTR]
+    stale = "" if stored == pytest.approx(ledger.spent) else f" STALE {SPENT_ATTR}={stored!r}"
     # Reported, not asserted: workers that propose at the same moment from the same data
     # can choose the same point, or points a hair apart, and the sampler's clash check
     # (exact matches, at most a few rounds) does not keep 8 of them apart every time.

@@ -133,21 +133,18 @@ def test_a_moving_cost_starts_the_search_at_the_current_point() -> None:
     assert cost_of_proposal(None) > 10.0
 
 
-def test_hyperparameters_are_kept_between_refits_past_the_fit_subset(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Past MAX_FIT_POINTS observations the hyperparameters are optimized again only once the
-    # data have grown by REFIT_GROWTH; in between the kept ones condition a model on all data.
+def test_hyperparameters_are_kept_between_refits_past_the_fit_subset() -> None:
+    # Past max_fit_points observations the hyperparameters are optimized again only once the
+    # data have grown by refit_growth; in between the kept ones condition a model on all data.
     from optuna_costbo._numerics import policy
+    from optuna_costbo._numerics.acquisition.registry import make_acquisition
+    from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
     from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import FitSchedule
     from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.policy import WarmStart
-    from optuna_costbo._numerics.registry import make_acquisition
-    from optuna_costbo._numerics.strategies import AcquisitionOptions
 
-    monkeypatch.setattr(policy, "MAX_FIT_POINTS", 20)
-    monkeypatch.setattr(policy, "REFIT_FROM", 20)
-    monkeypatch.setattr(policy, "REFIT_GROWTH", 0.25)
+    schedule = FitSchedule(max_fit_points=20, refit_from=20, refit_growth=0.25)
     rng = np.random.default_rng(0)
     X = rng.random((60, 2))
     y = np.sum((X - 0.6) ** 2, axis=1) + 0.3 * np.sin(7 * X[:, 0])
@@ -164,6 +161,7 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset(
             budget=100.0,
             cost_data=CostData(X[:n], costs[:n]),
             warm=warm,
+            schedule=schedule,
         )
         out = policy.propose(request, eipu, np.random.default_rng(n))
         assert out.objective_model.n == n and out.cost_model.model.n == n  # type: ignore[union-attr]
@@ -187,9 +185,9 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset(
 def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     # Nothing affordable (tau < 0): the fallback is the best EI among the near-cheapest points.
     # Declared evaluated, that point must give way to the next best one.
-    from optuna_costbo._numerics.fit import fit_gp
-    from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
-    from optuna_costbo._numerics.rollout_acquisition import rollout_choice
+    from optuna_costbo._numerics.acquisition.rollout import PAPER
+    from optuna_costbo._numerics.acquisition.rollout import rollout_choice
+    from optuna_costbo._numerics.gp.fit import fit_gp
     from optuna_costbo._numerics.search_space import rows_among
 
     X, y = _data()
@@ -199,7 +197,7 @@ def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     def choose(excluded: Any) -> Any:
         return rollout_choice(
             model, CODEC, np.random.default_rng(1), float(y.min()), -1.0, X[:2], known,
-            RolloutSettings(), excluded=excluded,
+            horizon=2, n_samples=64, valuation=PAPER, excluded=excluded,
         )  # fmt: skip
 
     first = choose(None)
@@ -209,17 +207,17 @@ def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     assert 1.0 + 9.0 * second.z[0] <= 1.25 * (1.0 + 9.0 * first.z[0]) + 1e-9
 
 
-def test_models_are_conditioned_on_a_bounded_working_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Past MAX_MODEL_POINTS observations both models are conditioned on the working set (the
+def test_models_are_conditioned_on_a_bounded_working_set() -> None:
+    # Past max_model_points observations both models are conditioned on the working set (the
     # best, the newest, a random rest); a proposal repeated on the same data reuses its fits.
     from optuna_costbo._numerics import policy
+    from optuna_costbo._numerics.acquisition.registry import make_acquisition
+    from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
     from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import FitSchedule
     from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.quick import quick_propose
-    from optuna_costbo._numerics.registry import make_acquisition
-    from optuna_costbo._numerics.strategies import AcquisitionOptions
 
-    monkeypatch.setattr(policy, "MAX_MODEL_POINTS", 40)
     rng = np.random.default_rng(0)
     X = rng.random((100, 2))
     y = np.sum((X - 0.6) ** 2, axis=1)
@@ -231,6 +229,7 @@ def test_models_are_conditioned_on_a_bounded_working_set(monkeypatch: pytest.Mon
         remaining=100.0,
         budget=100.0,
         cost_data=CostData(X, costs),
+        schedule=FitSchedule(max_model_points=40),
     )
     eipu = make_acquisition("eipu", AcquisitionOptions())
     out = policy.propose(request, eipu, np.random.default_rng(1))
@@ -254,8 +253,8 @@ def test_models_are_conditioned_on_a_bounded_working_set(monkeypatch: pytest.Mon
     assert quick.fitted is not None and quick.fitted.n == 40
     assert quick.cost_model.model.n == 40  # type: ignore[union-attr]
     # Up to the bound, every observation.
-    monkeypatch.setattr(policy, "MAX_MODEL_POINTS", 100)
-    assert policy.propose(request, eipu, np.random.default_rng(1)).fitted.n == 100  # type: ignore[union-attr]
+    every = dataclasses.replace(request, schedule=FitSchedule(max_model_points=100))
+    assert policy.propose(every, eipu, np.random.default_rng(1)).fitted.n == 100  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("fraction", [1.0, 0.3])
@@ -264,8 +263,8 @@ def test_the_one_step_rollout_maximizes_ei_cool(fraction: float) -> None:
     # alpha = remaining / budget (its plan is the point alone; the budget it consumes counts
     # to the power alpha), so its choice must reach the maximum of EI-cool, found here by brute
     # force on a grid under the proposal's own models (its costs are far below the budget left).
-    from optuna_costbo._numerics.acquisition import LogEIPerCost
-    from optuna_costbo._numerics.rollout_acquisition import Rollout
+    from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+    from optuna_costbo._numerics.acquisition.rollout import Rollout
 
     rng = np.random.default_rng(3)
     X = rng.random((14, 2))
@@ -274,7 +273,7 @@ def test_the_one_step_rollout_maximizes_ei_cool(fraction: float) -> None:
         np.sum((X - [0.85, 0.3]) ** 2, axis=1) - 0.3, np.sum((X - [0.15, 0.7]) ** 2, axis=1)
     )
     costs = np.exp(8.0 * X[:, 0])
-    settings = dataclasses.replace(Rollout().settings, horizon=1)
+    settings = Rollout(horizon=1)
     out = propose(CODEC, X, y, X, costs, acquisition="rollout", rng=np.random.default_rng(0),
                   remaining=1e6 * fraction, budget=1e6, rollout=settings)  # fmt: skip
     assert out.cost_model is not None

@@ -37,7 +37,7 @@ def test_prefetched_suggestions_are_used_and_the_run_is_deterministic() -> None:
     assert model_trials >= 10
     # Every model-based trial but the first (nothing running before it) took the point
     # computed while the previous trial ran.
-    assert sampler._prefetch.used == model_trials - 1
+    assert sampler._suggester.prefetch.used == model_trials - 1
     # Valid points, never an evaluated one again.
     points = [tuple(sorted(p.items())) for p, _ in first]
     assert len(set(points)) == len(points)
@@ -76,19 +76,19 @@ def test_a_trial_that_takes_a_prefetched_point_keeps_no_stale_read() -> None:
 
     def objective(trial: optuna.Trial) -> float:
         value = _objective(trial)
-        if trial._trial_id in sampler._reads._reads:
+        if trial._trial_id in sampler._suggester.reads._reads:
             stale.append(trial.number)
         return value
 
     study.optimize(objective)
-    assert sampler._prefetch.used >= 5
+    assert sampler._suggester.prefetch.used >= 5
     # Trial 0 has no search space yet (nothing completed): Optuna asks for no relative
     # sample, and its read is simply never used.
     assert [n for n in stale if n > 0] == []
 
 
 def test_trial_reads_serve_one_proposal_and_can_be_dropped() -> None:
-    from optuna_costbo._snapshot import TrialReads
+    from optuna_costbo._sampler.snapshot import TrialReads
 
     study = optuna.create_study()
     study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)

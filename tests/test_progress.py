@@ -15,9 +15,10 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
 from optuna_costbo import progress
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.ledger import compute_ledger
 from optuna_costbo.progress import CostProgressBar
 from optuna_costbo.progress import hint_cost_progress_bar
 
@@ -144,7 +145,7 @@ def test_pruned_and_failed_trials_count_and_best_ignores_them() -> None:
 def test_context_manager_closes_and_no_best_before_a_complete_trial() -> None:
     out = io.StringIO()
     study = optuna.create_study()
-    study.set_user_attr(b.BUDGET_ATTR, 8.0)
+    study.set_user_attr(BUDGET_ATTR, 8.0)
 
     def objective(trial: optuna.Trial) -> float:
         report_cost(trial, 2.0)
@@ -351,7 +352,7 @@ def test_bar_shows_the_samplers_ledger_on_a_wall_clock_study() -> None:
         study.optimize(objective, n_trials=5, callbacks=[bar])
         ledger = sampler.ledger(study)
         assert bar.spent == pytest.approx(ledger.spent, rel=1e-12)
-        plain = b.compute_ledger(study.get_trials(), 1e6, "cost", False).spent
+        plain = compute_ledger(study.get_trials(), 1e6, "cost", False).spent
         if reported:
             assert bar.spent == pytest.approx(5.0) and plain == pytest.approx(5.0)
         else:

@@ -156,7 +156,7 @@ def _run(
     inner = CostRolloutSampler(
         budget,
         acquisition=acquisition,
-        horizon=horizon,
+        horizon=horizon if acquisition.startswith("rollout") else None,
         n_startup_trials=4,
         seed=seed,
         dashboard_chart=False,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from optuna_costbo._numerics.acquisition import log_ei
-from optuna_costbo._numerics.gp import GPModel
-from optuna_costbo._numerics.hyperparams import GPHyperparams
+from optuna_costbo._numerics.acquisition.ei import log_ei
+from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
+from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.policy import CostData
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart

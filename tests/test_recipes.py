@@ -1,5 +1,6 @@
 """The recipes of docs/architecture.md hold: an acquisition is one class plus its registration,
-a cost model is one class chosen in ``policy._cost_model``; nothing else changes."""
+a cost model is one class chosen in ``policy._cost_model``, on both routes of a suggestion
+(the full policy and the quick route); nothing else changes."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import pytest
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._numerics import policy
-from optuna_costbo._numerics import registry
+from optuna_costbo._numerics.acquisition import registry
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
+from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import BoxPairCost
 from optuna_costbo._numerics.cost_model import CostModel
-from optuna_costbo._numerics.strategies import AcquisitionContext
-from optuna_costbo._numerics.strategies import AcquisitionOptions
-from optuna_costbo._numerics.strategies import Choice
 
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -121,7 +122,7 @@ def test_a_cost_model_chosen_in_one_place_steers_eipu(monkeypatch: pytest.Monkey
     assert sum(x < 0.8 for x in default) >= 4, default
     model: CostModel = CheapRight()  # satisfies the protocol (mypy checks this line)
 
-    def choose(request, warm, rng):  # type: ignore[no-untyped-def]
+    def choose(request, warm, rng, route):  # type: ignore[no-untyped-def]
         return model, warm.cost_n
 
     monkeypatch.setattr(policy, "_cost_model", choose)
@@ -131,3 +132,74 @@ def test_a_cost_model_chosen_in_one_place_steers_eipu(monkeypatch: pytest.Monkey
     steered = [_first_model_point(seed) for seed in seeds]
     assert all(x >= 0.8 for x in steered), steered
     assert CheapRight.calls > 0
+
+
+def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The quick route (sampler time charged, trials of milliseconds) builds its models with
+    # policy.build_models too: the new cost model steers it as it steers the full route.
+    from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import ProposalRequest
+    from optuna_costbo._numerics.policy import WarmStart
+    from optuna_costbo._numerics.quick import quick_propose
+    from optuna_costbo._numerics.search_space import BoxCodec
+    from optuna_costbo._numerics.search_space import NumericParam
+
+    X = np.array([[0.05], [0.15], [0.3], [0.4], [0.5], [0.95], [1.0], [0.2]])  # (8, 1)
+    y = (X[:, 0] - 0.7) ** 2
+    request = ProposalRequest(
+        codec=BoxCodec([NumericParam(0.0, 1.0)]),
+        X=X,
+        y=y,
+        remaining=100.0,
+        budget=100.0,
+        cost_data=CostData(X, np.ones(8)),
+        warm=WarmStart(),
+    )
+    # With the fitted cost model (every cost 1, no hyperparameters yet: no cost model), the
+    # quick route is EI: near 0.7.
+    plain = quick_propose(request, np.random.default_rng(1), needs_cost=True)
+    assert plain.cost_model is None and abs(float(plain.z[0]) - 0.7) < 0.1
+    model: CostModel = CheapRight()
+
+    def choose(request, warm, rng, route):  # type: ignore[no-untyped-def]
+        assert route.quick
+        return model, warm.cost_n
+
+    monkeypatch.setattr(policy, "_cost_model", choose)
+    monkeypatch.setattr(CheapRight, "calls", 0)
+    steered = quick_propose(request, np.random.default_rng(1), needs_cost=True)
+    assert steered.cost_model is model and CheapRight.calls > 0
+    assert float(steered.z[0]) >= 0.8
+    monkeypatch.undo()
+
+    # And in a study whose trials take milliseconds, where the sampler's time is charged:
+    # the trials after the start-up go to the cheap region first (with the measured costs,
+    # all alike, they go straight to the optimum's basin).
+    def first_model_points(steer: bool) -> tuple[list[float], list[bool]]:
+        routes: list[bool] = []
+
+        def counted(request, warm, rng, route):  # type: ignore[no-untyped-def]
+            routes.append(route.quick)
+            return model, warm.cost_n
+
+        with monkeypatch.context() as m:
+            if steer:
+                m.setattr(policy, "_cost_model", counted)
+
+            def fast(trial: optuna.Trial) -> float:
+                return (trial.suggest_float("x", 0.0, 1.0) - 0.7) ** 2
+
+            sampler = CostRolloutSampler(
+                budget=1e3, acquisition="eipu", seed=0, n_startup_trials=4, max_sampler_share=0.01
+            )
+            study = optuna.create_study(sampler=sampler)
+            study.optimize(fast, n_trials=12)
+        return [t.params["x"] for t in study.trials[4:9]], routes
+
+    steered_xs, routes = first_model_points(True)
+    assert routes[0] is False and sum(routes) >= 4  # a full suggestion, then quick ones
+    assert sum(x >= 0.8 for x in steered_xs) >= 4, steered_xs
+    default_xs, _ = first_model_points(False)
+    assert sum(x >= 0.8 for x in default_xs) <= 1, default_xs

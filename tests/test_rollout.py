@@ -37,16 +37,17 @@ from scipy.special import ndtr
 from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
-from optuna_costbo._numerics import rollout_acquisition
-from optuna_costbo._numerics.acquisition import ei as acq_ei
-from optuna_costbo._numerics.acquisition import ei as plain_ei
+from optuna_costbo._numerics.acquisition import rollout as rollout_acquisition
+from optuna_costbo._numerics.acquisition.ei import ei as acq_ei
+from optuna_costbo._numerics.acquisition.ei import ei as plain_ei
+from optuna_costbo._numerics.acquisition.rollout import PaperRollout
+from optuna_costbo._numerics.acquisition.rollout import Screening
+from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
+from optuna_costbo._numerics.acquisition.rollout_values import rollout_values
 from optuna_costbo._numerics.cost_model import KnownCost
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.rollout import qmc_normals
-from optuna_costbo._numerics.rollout import rollout_values
-from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import NumericParam
 
@@ -894,7 +895,9 @@ def test_fixed_seed_gives_identical_values(problem_1d: _Problem) -> None:
     np.testing.assert_array_equal(first, problem_1d.fast(6.0, 3, _linear_cost, b))
 
 
-_SETTINGS = RolloutSettings(horizon=2, n_samples=64, n_inner=128, n_shortlist=4)
+_SCREENING = Screening(n_inner=128, n_shortlist=4)
+# The paper's rollout (its budget rule: a step only where the budget left covers its cost).
+_SETTINGS = PaperRollout(horizon=2, n_samples=64, screening=_SCREENING)
 
 
 def _propose_1d(remaining: float, seed: int, **kwargs: object) -> Proposal:
@@ -908,7 +911,7 @@ def _propose_1d(remaining: float, seed: int, **kwargs: object) -> Proposal:
 
 @pytest.mark.parametrize("horizon", [2, 3])
 def test_propose_rollout_is_deterministic(horizon: int) -> None:
-    settings = RolloutSettings(horizon=horizon, n_samples=64, n_inner=128, n_shortlist=4)
+    settings = PaperRollout(horizon=horizon, n_samples=64, screening=_SCREENING)
     a = _propose_1d(6.0, seed=3, rollout=settings)
     b = _propose_1d(6.0, seed=3, rollout=settings)
     np.testing.assert_array_equal(a.z, b.z)
@@ -919,7 +922,7 @@ def test_propose_rollout_is_deterministic(horizon: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_propose_rollout_never_picks_an_unaffordable_point(horizon: int, seed: int) -> None:
     # c(x) = 1 + 3 x and tau = 1.9: only x <= 0.3 is affordable, while EI peaks at x ~ 0.35.
-    settings = RolloutSettings(horizon=horizon, n_samples=64, n_inner=128, n_shortlist=4)
+    settings = PaperRollout(horizon=horizon, n_samples=64, screening=_SCREENING)
     p = _propose_1d(1.9, seed, rollout=settings)
     assert p.message is None and math.isfinite(p.value)
     assert _linear_cost(p.z[None])[0] <= 1.9
@@ -945,7 +948,7 @@ def test_propose_when_nothing_is_affordable(monkeypatch: pytest.MonkeyPatch, see
     # the best by EI of those costing at most 1.25 times the cheapest.
     model, codec, rng, best, tau, seeds = seen[0][:6]
     assert tau == 0.5
-    inner = codec.sobol_points(_SETTINGS.n_pool, seed=int(rng.integers(2**31)))
+    inner = codec.sobol_points(_SCREENING.n_pool, seed=int(rng.integers(2**31)))
     cand = np.vstack([seeds, inner])
     ei = _model_ei(model, cand, best)
     cost = _linear_cost(cand)
@@ -968,7 +971,7 @@ def test_propose_with_a_state_dependent_known_cost(horizon: int, seed: int) -> N
         return _pair(Z_from, Z_to)
 
     known = KnownCost(fn=lambda Z: _pair(_X_LAST[None], Z)[0], pair_fn=pair_fn)
-    settings = RolloutSettings(horizon=horizon, n_samples=64, n_inner=128, n_shortlist=4)
+    settings = PaperRollout(horizon=horizon, n_samples=64, screening=_SCREENING)
     X = np.array([[0.2], [0.45], [0.55], [0.7], [0.85], [0.05]])
     runs = [
         propose(

@@ -14,9 +14,15 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import _clash
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import INVALID_COST_ATTR
+from optuna_costbo._ledger.keys import REMAINING_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
+from optuna_costbo._sampler import clash as _clash
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -42,9 +48,9 @@ def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> No
     assert sum(costs[:-1]) < 150.0  # ... and started no trial after that
     assert sampler.remaining_budget(study) == pytest.approx(150.0 - sum(costs))
     attrs = study.user_attrs
-    assert attrs[b.BUDGET_ATTR] == 150.0
-    assert attrs[b.SPENT_ATTR] == pytest.approx(sum(costs))
-    assert attrs[b.REMAINING_ATTR] == 0.0
+    assert attrs[BUDGET_ATTR] == 150.0
+    assert attrs[SPENT_ATTR] == pytest.approx(sum(costs))
+    assert attrs[REMAINING_ATTR] == 0.0
     # The models did something: better than the best of the startup design alone.
     assert study.best_value < -3.0
 
@@ -60,7 +66,7 @@ def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> No
     study.optimize(counting)
     assert len(study.trials) == n_before + 1
     assert study.trials[-1].state == TrialState.PRUNED
-    assert study.trials[-1].system_attrs[b.SKIPPED_ATTR] is True
+    assert study.trials[-1].system_attrs[SKIPPED_ATTR] is True
     assert sampler.remaining_budget(study) == pytest.approx(150.0 - sum(costs))
     # counting() entered, but its first suggestion raised before any cost was reported
     assert "cost" not in study.trials[-1].user_attrs
@@ -81,9 +87,9 @@ def test_wall_clock_costs_with_short_sleeps() -> None:
     sleeps = np.array([0.02 + 0.04 * t.params["x"] for t in study.trials])
     assert np.all(costs >= sleeps)  # measured time covers the objective's sleep
     assert np.all(costs < sleeps + 0.05)  # and excludes the sampler's own time
-    assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "wall_clock" for t in study.trials)
+    assert all(t.system_attrs[COST_SOURCE_ATTR] == "wall_clock" for t in study.trials)
     # Wall-clock costs: by default the sampler's own time counts against the budget too.
-    charged = costs + np.array([t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials])
+    charged = costs + np.array([t.system_attrs[SAMPLER_SECONDS_ATTR] for t in study.trials])
     assert charged.sum() >= budget
     assert charged[:-1].sum() < budget
 
@@ -93,7 +99,7 @@ def test_charge_sampler_time_adds_sampler_seconds_to_the_ledger() -> None:
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: t.suggest_float("x", 0, 1) ** 2, n_trials=6)
     objective_costs = sum(t.user_attrs["cost"] for t in study.trials)
-    sampler_secs = sum(t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials)
+    sampler_secs = sum(t.system_attrs[SAMPLER_SECONDS_ATTR] for t in study.trials)
     assert sampler_secs > 0.0
     assert sampler.ledger(study).spent == pytest.approx(objective_costs + sampler_secs)
     off = CostRolloutSampler(budget=1e6, charge_sampler_time=False)
@@ -114,7 +120,7 @@ def test_default_does_not_charge_sampler_time_on_reported_costs() -> None:
 
     study.optimize(objective, n_trials=4)
     reported = sum(t.user_attrs["cost"] for t in study.trials)
-    assert sum(t.system_attrs[b.SAMPLER_SECONDS_ATTR] for t in study.trials) > 0.0
+    assert sum(t.system_attrs[SAMPLER_SECONDS_ATTR] for t in study.trials) > 0.0
     assert sampler.ledger(study).spent == pytest.approx(reported)
 
 
@@ -205,7 +211,7 @@ def test_bad_reported_cost_fails_the_trial_with_a_warning_and_the_run_goes_on(
     )
     last = study.trials[-1]
     assert last.state == TrialState.COMPLETE  # Optuna stores the state; the sampler cannot
-    assert last.system_attrs[b.INVALID_COST_ATTR] == repr(bad)
+    assert last.system_attrs[INVALID_COST_ATTR] == repr(bad)
     assert 0.0 < last.user_attrs["cost"] < 1.0  # charged its (short) wall-clock time instead
     spent = sampler.ledger(study).spent
     assert math.isfinite(spent)
@@ -214,19 +220,16 @@ def test_bad_reported_cost_fails_the_trial_with_a_warning_and_the_run_goes_on(
     study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1), n_trials=1)  # type: ignore[func-returns-value]
     assert sampler.ledger(study).n_finished == 4
     # The models treat it as failed: its value is not among the observations they see.
-    from optuna_costbo._snapshot import take_snapshot
-    from optuna_costbo._space import SpaceBridge
+    from optuna_costbo._sampler.snapshot import read_snapshot
+    from optuna_costbo._sampler.space import SpaceBridge
 
     trials = study.get_trials(deepcopy=False)
-    snap = take_snapshot(
+    snap = read_snapshot(
         trials,
         trials[-1],
         SpaceBridge({"x": optuna.distributions.FloatDistribution(0, 1)}),
-        study=study,
         sign=1.0,
-        budget_total=100.0,
         cost_attr="cost",
-        charge_sampler_time=False,
         pending={},
     )
     assert sorted(snap.y) == sorted(t.value for t in trials if t.number != last.number)
@@ -261,7 +264,7 @@ def test_ask_and_tell_never_raises_and_exposes_the_budget() -> None:
         report_cost(trial, 1.0)
         study.tell(trial, x)
     assert sampler.remaining_budget(study) == pytest.approx(-2.0)
-    assert study.user_attrs[b.REMAINING_ATTR] == 0.0
+    assert study.user_attrs[REMAINING_ATTR] == 0.0
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
 
 
@@ -306,8 +309,9 @@ def test_conditional_parameters_go_to_the_independent_sampler(
 
 def test_the_rollout_is_the_default_acquisition() -> None:
     sampler = CostRolloutSampler(budget=1.0)
-    assert sampler._acquisition.name == "rollout"
-    assert CostRolloutSampler(budget=1.0, acquisition="eipu")._acquisition.name == "eipu"
+    assert sampler._suggester.acquisition.name == "rollout"
+    eipu = CostRolloutSampler(budget=1.0, acquisition="eipu")
+    assert eipu._suggester.acquisition.name == "eipu"
 
 
 @pytest.mark.parametrize(
@@ -337,7 +341,7 @@ def test_known_cost_function_is_charged_and_no_cost_model_is_fitted() -> None:
     study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.8) ** 2)
     costs = [t.user_attrs["cost"] for t in study.trials]
     assert costs == pytest.approx([1.0 + 4.0 * t.params["x"] for t in study.trials])
-    assert all(t.system_attrs[b.COST_SOURCE_ATTR] == "cost_fn" for t in study.trials)
+    assert all(t.system_attrs[COST_SOURCE_ATTR] == "cost_fn" for t in study.trials)
     assert sum(costs) >= 20.0 and sum(costs[:-1]) < 20.0
     assert len(calls) > len(study.trials)  # the acquisition used it too
     assert all(isinstance(p["x"], float) for p in calls)
@@ -366,7 +370,7 @@ def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
 def test_a_moving_cost_tells_the_policy_where_the_last_trial_is(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import optuna_costbo.sampler as sampler_mod
+    import optuna_costbo._sampler.suggest as sampler_mod
 
     origins: list[np.ndarray | None] = []
     real_propose = sampler_mod.propose
@@ -592,7 +596,7 @@ def test_an_evaluated_configuration_is_not_proposed_again(acquisition: str) -> N
 def test_deterministic_objective_holds_the_noise_at_its_floor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import optuna_costbo.sampler as sampler_mod
+    import optuna_costbo._sampler.suggest as sampler_mod
 
     noises: list[float] = []
     real_propose = sampler_mod.propose
@@ -623,7 +627,7 @@ def test_deterministic_objective_holds_the_noise_at_its_floor(
 
 
 def test_startup_size_is_two_d_plus_one_unless_the_budget_buys_few_trials() -> None:
-    from optuna_costbo._startup import startup_size
+    from optuna_costbo._sampler.startup import startup_size
 
     assert startup_size(4) == 10  # no cost known yet
     assert startup_size(1) == 4
@@ -655,3 +659,24 @@ def test_a_budget_that_buys_few_trials_gets_a_smaller_startup_design() -> None:
     # 40 trials: the full 2 (d + 1) = 10.
     assert model_trials(12.0) == 12 - 5
     assert model_trials(40.0) == 40 - 10
+
+
+@pytest.mark.parametrize("acquisition", ["ei", "eipu", "ei-cool"])
+def test_rollout_options_with_another_acquisition_warn_once(acquisition: str) -> None:
+    with pytest.warns(UserWarning, match=rf"acquisition='{acquisition}' does not use horizon"):
+        CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3)
+    with pytest.warns(UserWarning, match="horizon and n_samples: they are ignored") as record:
+        CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3, n_samples=8)
+    assert len(record) == 1
+    assert record[0].filename == __file__  # points at the caller's line
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "rollout-paper", "eipu"])
+def test_no_warning_when_the_options_apply_or_are_left_alone(acquisition: str) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CostRolloutSampler(budget=1.0, acquisition=acquisition)
+        if acquisition.startswith("rollout"):
+            CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3, n_samples=8)

@@ -49,8 +49,11 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -168,7 +171,7 @@ def _value(params: dict[str, Any]) -> float:
 
 def _brute_charge(trial: FrozenTrial) -> float:
     """What a trial costs, written out without the package (README's rule)."""
-    if trial.system_attrs.get(b.SKIPPED_ATTR):
+    if trial.system_attrs.get(SKIPPED_ATTR):
         return 0.0
     cost = trial.user_attrs.get("cost")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
@@ -177,7 +180,7 @@ def _brute_charge(trial: FrozenTrial) -> float:
     if trial.datetime_start is None or trial.datetime_complete is None:
         return 0.0
     seconds = (trial.datetime_complete - trial.datetime_start).total_seconds()
-    return max(seconds - float(trial.system_attrs.get(b.SAMPLER_SECONDS_ATTR, 0.0)), 0.0)
+    return max(seconds - float(trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)), 0.0)
 
 
 def _brute_spent(trials: list[FrozenTrial], exclude: int | None = None) -> float:
@@ -188,7 +191,7 @@ def _brute_spent(trials: list[FrozenTrial], exclude: int | None = None) -> float
         if t._trial_id != exclude
         and (
             t.state in finished
-            or (t.state == TrialState.RUNNING and b.COST_SOURCE_ATTR in t.system_attrs)
+            or (t.state == TrialState.RUNNING and COST_SOURCE_ATTR in t.system_attrs)
         )
     )
 
@@ -393,17 +396,17 @@ class World:
         if self.last.get("kind") == "trial":
             trial = trials[-1]
             stored = self.storage.get_study_user_attrs(self.studies[0]._study_id)
-            assert stored[b.SPENT_ATTR] == pytest.approx(spent, rel=1e-12, abs=1e-12)
+            assert stored[SPENT_ATTR] == pytest.approx(spent, rel=1e-12, abs=1e-12)
             if self.last["spent_before"] >= self.budget:
                 # Started after the budget was spent: cut short at its first suggestion (a
                 # trial that ran was exempt: the objective checked).
                 if not trial.user_attrs.get("ran"):
                     assert trial.state == TrialState.PRUNED
-                    assert trial.system_attrs.get(b.SKIPPED_ATTR) is True
+                    assert trial.system_attrs.get(SKIPPED_ATTR) is True
                     assert _brute_charge(trial) == 0.0
             else:
                 assert trial.user_attrs.get("ran") is True
-                assert not trial.system_attrs.get(b.SKIPPED_ATTR)
+                assert not trial.system_attrs.get(SKIPPED_ATTR)
         for trial in trials:
             for name, value in trial.params.items():
                 assert _inside(trial.distributions[name], value), (trial.number, name, value)
@@ -530,5 +533,5 @@ def test_the_brute_force_charge_matches_the_readme() -> None:
     trial.datetime_start, trial.datetime_complete = start, start + datetime.timedelta(seconds=3)
     trial.user_attrs.pop("cost")
     assert _brute_charge(trial) == 3.0
-    trial.system_attrs[b.SKIPPED_ATTR] = True
+    trial.system_attrs[SKIPPED_ATTR] = True
     assert _brute_charge(trial) == 0.0

@@ -24,7 +24,7 @@ import sqlalchemy
 import sqlalchemy.exc
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
+from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo.storage import RetryingRDBStorage
 from optuna_costbo.storage import is_connection_error
 
@@ -250,7 +250,7 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
         study = optuna.load_study(study_name=name, storage=url)
         trials = study.get_trials()
         ledger = CostRolloutSampler(budget=budget).ledger(study)
-        stored_spent = study.user_attrs[b.SPENT_ATTR]
+        stored_spent = study.user_attrs[SPENT_ATTR]
 
     text = [log.read_text(errors="replace") for log in logs]
     # The outage hit the run: trials started before it, trials finished after it, and workers

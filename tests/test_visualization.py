@@ -15,8 +15,9 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo import CostRolloutSampler
-from optuna_costbo import budget as b
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo.visualization import plot_cost_history
 from optuna_costbo.visualization._cost_history import completion_order
 from optuna_costbo.visualization._cost_history import get_cost_histories
@@ -85,7 +86,7 @@ def _crafted_study(
     running = study.ask()
     running.set_user_attr("cost", 100.0)
     if budget is not None:
-        study.set_user_attr(b.BUDGET_ATTR, budget)
+        study.set_user_attr(BUDGET_ATTR, budget)
     return study
 
 
@@ -133,7 +134,7 @@ def test_missing_cost_is_charged_wall_clock_and_skipped_trials_are_free() -> Non
     # No "cost" attr: the ledger charges datetime_complete - datetime_start = 4 s.
     timed = _frozen(0, TrialState.COMPLETE, None, 2.0, second=14, start_second=10)
     skipped = _frozen(1, TrialState.PRUNED, None, None, second=20, start_second=15)
-    skipped.system_attrs[b.SKIPPED_ATTR] = True
+    skipped.system_attrs[SKIPPED_ATTR] = True
     _, costs, cumulative, _, _ = history_arrays(
         [timed, skipped], direction=optuna.study.StudyDirection.MINIMIZE
     )
@@ -349,7 +350,7 @@ def _wall_clock_study(name: str = "timed", budget: float = 9.0) -> optuna.Study:
                 trial_id=i,
             )
         )
-    study.set_user_attr(b.BUDGET_ATTR, budget)
+    study.set_user_attr(BUDGET_ATTR, budget)
     return study
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.gp.model import GPModel
 
 
 __all__ = [

@@ -4,17 +4,15 @@ When the sampler's own time is charged to a wall-clock budget and trials are che
 suggestion (fitting both GPs, maximizing with L-BFGS-B, rolling out) can cost more than the
 trial it chooses. The quick route keeps the models and drops the search:
 
-- the objective and log-cost GPs are rebuilt with the last fitted hyperparameters (one
-  Cholesky factorization each, no marginal-likelihood fit); when asked (``refit``), or
-  without any yet, the objective GP's are fitted without restarts;
+- the models are those of :func:`.policy.build_models` on its quick route: the objective and
+  log-cost GPs rebuilt with the last fitted hyperparameters (one Cholesky factorization each,
+  no marginal-likelihood fit; the objective's refitted without restarts when asked, or fitted
+  when there are none yet), the cost model chosen where the full route chooses it;
 - the acquisition is EI-cool (``log EI - alpha log(c + overhead)``, alpha = remaining / total
   budget, overhead = what a trial costs besides the objective; log EI without a cost model),
   evaluated once, in one batch, on a candidate set: uniform points of the box plus Gaussian
   steps around the best observed points, made legal;
 - the best candidate that no trial has is returned.
-
-The warm start is handed back unchanged, so the next full suggestion starts its fit from the
-hyperparameters of the last full one, and its restart schedule is not shifted.
 
 This module imports only numpy (and the package's numerical modules).
 """
@@ -23,23 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from optuna_costbo._numerics import policy
-from optuna_costbo._numerics.acquisition import LogEIPerCost
-from optuna_costbo._numerics.cost_model import CostModel
-from optuna_costbo._numerics.cost_model import FittedLogCost
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.gp import GPModel
-from optuna_costbo._numerics.gp import standardization
-from optuna_costbo._numerics.hyperparams import GPHyperparams
+from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import WarmStart
-from optuna_costbo._numerics.policy import finite_values
-from optuna_costbo._numerics.policy import working_set
+from optuna_costbo._numerics.policy import Route
+from optuna_costbo._numerics.policy import build_models
 from optuna_costbo._numerics.search_space import rows_among
 
 
-__all__ = ["QUICK_N_LOCAL", "QUICK_N_UNIFORM", "quick_propose"]
+__all__ = ["QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
 
 # NOTE(quick): candidate-set sizes. One batched prediction of 512 points on a 100-point GP is
 # about 1 ms; the local steps (sigma 0.05 of the box around the 3 best points) matter more
@@ -49,32 +41,6 @@ QUICK_N_UNIFORM = 256
 QUICK_N_LOCAL = 256
 _LOCAL_SIGMA = 0.05
 _N_BEST = 3
-
-
-def _model(
-    X: np.ndarray,  # (n, D)
-    y: np.ndarray,  # (n,)
-    hyper: GPHyperparams | None,
-    rng: np.random.Generator,
-    min_noise_var: float,
-    fixed_noise: bool,
-) -> GPModel:
-    keep = working_set(X, y, rng)  # (m,) or None: all
-    if hyper is not None and hyper.lengthscales.shape == (X.shape[1],):
-        if keep is None:
-            return GPModel(X, y, hyper)
-        mu, sd = standardization(y)
-        return GPModel(X[keep], y[keep], hyper, y_mean=mu, y_std=sd)
-    return fit_gp(
-        X,
-        y,
-        rng=rng,
-        n_restarts=0,
-        min_noise_var=min_noise_var,
-        fixed_noise=fixed_noise,
-        max_points=policy.MAX_FIT_POINTS,
-        condition_on=keep,
-    )
 
 
 def candidates(
@@ -114,44 +80,16 @@ def quick_propose(
             budget besides the objective (the suggestion, when the sampler's time is charged).
 
     Returns:
-        The proposal; its ``warm`` is the request's, unchanged.
+        The proposal; its ``warm`` is the request's, unless the objective model was fitted.
     """
-    X = request.X  # (n, D)
-    y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
-    warm = request.warm or WarmStart()
-    if refit and warm.objective is not None:
-        fitted = fit_gp(
-            X,
-            y,
-            rng=rng,
-            n_restarts=0,
-            min_noise_var=request.min_noise_var,
-            fixed_noise=request.deterministic,
-            warm_start=warm.objective,
-            max_points=policy.MAX_FIT_POINTS,
-            condition_on=working_set(X, y, rng),
-        )
-    else:
-        fitted = _model(X, y, warm.objective, rng, request.min_noise_var, request.deterministic)
-    new_warm = warm
-    if warm.objective is None or refit:
-        new_warm = WarmStart(fitted.hyper, warm.cost, warm.n_fits)
-    model = fitted
-    if request.X_running is not None:
-        for x_r in request.X_running:
-            model = model.condition_on(x_r, float(model.predict(x_r[None, :])[0][0]))
+    models = build_models(
+        request, rng, needs_cost=needs_cost, route=Route(quick=True, refit=refit)
+    )
+    cost, y = models.cost, models.y
+    alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
+    acq = LogEIPerCost(models.model, float(np.min(y)))
 
-    cost: CostModel | None = None
-    data = request.cost_data
-    if needs_cost and request.known_cost is not None:
-        cost = request.known_cost
-    elif needs_cost and data is not None and len(data.costs) > 0 and warm.cost is not None:
-        cost = FittedLogCost(_model(data.X, np.log(data.costs), warm.cost, rng, 1e-4, False))
-    alpha = float(np.clip(request.remaining / request.budget, 0.0, 1.0))
-    alpha = alpha if cost is not None else 0.0
-    acq = LogEIPerCost(model, float(np.min(y)))
-
-    Z = candidates(request, rng, X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)
+    Z = candidates(request, rng, models.X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)
     values = np.asarray(acq(Z), dtype=float)  # (m,)
     if cost is not None and alpha > 0.0:
         # NOTE(quick): log(c + overhead): when the suggestion's time is charged, a trial of
@@ -163,14 +101,4 @@ def quick_propose(
         if not taken.all():
             values = np.where(taken, -np.inf, values)
     i = int(np.argmax(values))
-    return Proposal(
-        Z[i].copy(),
-        float(values[i]),
-        model,
-        cost,
-        new_warm,
-        None,
-        fitted,
-        request.cost_data,
-        (X, y),
-    )
+    return models.proposal(Choice(Z[i].copy(), float(values[i])), request)

@@ -18,8 +18,12 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo import _units
-from optuna_costbo import budget as ledger_mod
+from optuna_costbo._ledger import units as _units
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.ledger import storage_trials
 
 
 COST_AXIS_TITLE = "Cumulative Cost"
@@ -74,7 +78,7 @@ def completion_order(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
     no completion time (a hand-made :class:`~optuna.trial.FrozenTrial`), all are sorted by
     number instead, so that the order stays total and reproducible.
     """
-    finished = [t for t in trials if t.state in ledger_mod.FINISHED_STATES]
+    finished = [t for t in trials if t.state in FINISHED_STATES]
     if any(t.datetime_complete is None for t in finished):
         return sorted(finished, key=lambda t: t.number)
     return sorted(finished, key=lambda t: (t.datetime_complete, t.number))
@@ -90,10 +94,10 @@ def history_arrays(
     """Costs, values and best values of ``trials`` in completion order.
 
     Each finished trial costs what the ledger charges it
-    (:func:`optuna_costbo.budget.charged_cost`: the numeric user attr ``cost_attr``, else its
-    wall-clock time less the sampler's; zero for trials skipped on a spent budget). COMPLETE,
-    PRUNED and FAIL trials all add cost; only COMPLETE ones have a value and can improve the
-    best. Unfinished trials are left out.
+    (:func:`optuna_costbo._ledger.costs.charged_cost`: the numeric user attr ``cost_attr``,
+    else its wall-clock time less the sampler's; zero for trials skipped on a spent budget).
+    COMPLETE, PRUNED and FAIL trials all add cost; only COMPLETE ones have a value and can
+    improve the best. Unfinished trials are left out.
 
     Args:
         trials: Trials of one study, in any order.
@@ -126,7 +130,7 @@ def history_arrays(
     n = len(ordered)
     numbers = np.array([t.number for t in ordered], dtype=int)  # (n,)
     costs = np.array(
-        [ledger_mod.charged_cost(t, cost_attr, charge_sampler_time=False) for t in ordered],
+        [charged_cost(t, cost_attr, charge_sampler_time=False) for t in ordered],
         dtype=float,
     )  # (n,)
     cumulative = np.cumsum(costs)  # (n,)
@@ -149,7 +153,7 @@ def history_arrays(
 
 def study_budget(study: optuna.Study) -> float | None:
     """The budget stored as the study user attr ``cost_budget``, if it is a usable number."""
-    raw = study.user_attrs.get(ledger_mod.BUDGET_ATTR)
+    raw = study.user_attrs.get(BUDGET_ATTR)
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         return None
     value = float(raw)
@@ -222,7 +226,7 @@ def get_cost_histories(
     if trials is not None and len(studies) != 1:
         raise ValueError("trials can only be given with a single study")
     if budget is not None:
-        budget = ledger_mod.validate_budget(budget)
+        budget = validate_budget(budget)
     histories = []
     for i, study in enumerate(studies):
         if target is None and len(study.directions) > 1:
@@ -231,7 +235,7 @@ def get_cost_histories(
                 f"study {study.study_name!r} has {len(study.directions)} objectives; "
                 "pass target=lambda t: t.values[0] (or another objective index)"
             )
-        study_trials = trials if trials is not None else ledger_mod.storage_trials(study)
+        study_trials = trials if trials is not None else storage_trials(study)
         numbers, costs, cumulative, values, best = history_arrays(
             study_trials,
             direction=study.direction if target is None else None,

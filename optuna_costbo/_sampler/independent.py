@@ -15,12 +15,12 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers import RandomSampler
-from optuna.samplers._base import _INDEPENDENT_SAMPLING_WARNING_TEMPLATE
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._logging import get_logger
-from optuna_costbo._startup import StartupDesign
+from optuna_costbo._optuna_compat import INDEPENDENT_SAMPLING_WARNING_TEMPLATE
+from optuna_costbo._sampler.startup import StartupDesign
 
 
 __all__ = ["IndependentSampling"]
@@ -67,7 +67,7 @@ class IndependentSampling:
         complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if self._warn and len(complete) >= startup_count:
             _logger.warning(
-                _INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
+                INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
                     param_name=name,
                     trial_number=trial.number,
                     independent_sampler_name=type(self.sampler).__name__,

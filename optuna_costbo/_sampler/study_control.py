@@ -6,14 +6,15 @@ from __future__ import annotations
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._logging import get_logger
-from optuna_costbo.budget import Ledger
+from optuna_costbo._optuna_compat import in_optimize_loop
+from optuna_costbo._optuna_compat import root_study
 
 
 __all__ = [
     "check_single_objective",
     "end_if_spent",
-    "in_optimize_loop",
     "note_budget_end",
     "stop",
 ]
@@ -29,22 +30,11 @@ def check_single_objective(study: optuna.Study) -> None:
         )
 
 
-def _root_study(study: optuna.Study) -> optuna.Study:
-    """The user's study behind HyperbandPruner's per-bracket view of it."""
-    while isinstance(getattr(study, "_study", None), optuna.Study):
-        study = study._study  # type: ignore[attr-defined]
-    return study
-
-
-def in_optimize_loop(study: optuna.Study) -> bool:
-    return bool(_root_study(study)._thread_local.in_optimize_loop)
-
-
 def stop(study: optuna.Study) -> None:
     """Stop the optimize loop if there is one (``study.stop`` raises under ask-and-tell)."""
-    root = _root_study(study)
-    if not root._thread_local.in_optimize_loop:
+    if not in_optimize_loop(study):
         return
+    root = root_study(study)
     try:
         root.stop()
     except RuntimeError:

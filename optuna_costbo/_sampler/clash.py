@@ -2,14 +2,15 @@
 
 Every proposal is written to its trial (:data:`PROPOSED_ATTR`) before the other workers'
 proposals are read, so of two workers proposing the same point at the same moment, at least
-the one that wrote last sees the other. :func:`must_repropose` then decides, without depending
-on timing, which of them moves; a trial marks its final proposal (:data:`CHECKED_ATTR`) once
-it has checked it. ``docs/parallel.md`` ("What is guaranteed") states the rule for users.
+the one that wrote last sees the other (:func:`publish`). :func:`must_repropose` then decides,
+without depending on timing, which of them moves; a trial marks its final proposal
+(:func:`mark_checked`) once it has checked it. The loop that proposes again is the
+suggestion's (:mod:`.suggest`). ``docs/parallel.md`` ("What is guaranteed") states the rule
+for users.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 import threading
@@ -23,12 +24,14 @@ from optuna.trial import TrialState
 
 __all__ = [
     "CHECKED_ATTR",
+    "MAX_ROUNDS",
     "PROPOSED_ATTR",
     "Pending",
+    "mark_checked",
     "must_repropose",
     "point_of",
+    "publish",
     "running_points",
-    "settle",
 ]
 
 PROPOSED_ATTR = "costbo:proposed_params"
@@ -150,31 +153,13 @@ def _later_trial_keeps(study: optuna.Study, later: FrozenTrial, params: Mapping[
         time.sleep(POLL_SECONDS)
 
 
-def settle(
-    study: optuna.Study,
-    trial: FrozenTrial,
-    params: dict[str, Any],
-    repropose: Callable[[], dict[str, Any]],
-) -> dict[str, Any]:
-    """Publish ``params`` for ``trial`` and resolve clashes; the trial's final params.
+def publish(study: optuna.Study, trial: FrozenTrial, params: Mapping[str, Any]) -> None:
+    """Write ``params`` on ``trial`` as its proposal (:data:`PROPOSED_ATTR`): other workers
+    see it at once, before Optuna stores the parameters one by one as the objective suggests
+    them."""
+    study._storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, dict(params))
 
-    Other workers see the proposal at once, before Optuna stores the parameters one by one
-    as the objective suggests them. While :func:`must_repropose` says this trial moves,
-    ``repropose()`` (same data, the other trial now pending) gives its next proposal, up to
-    :data:`MAX_ROUNDS` times, or until it gives the same point again; the final one is marked
-    checked.
-    """
-    storage = study._storage
-    storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
-    for _ in range(MAX_ROUNDS):
-        if not must_repropose(study, trial, params):
-            break
-        again = repropose()
-        if again == params:
-            # Nothing else to propose (every legal point taken, as in an exhausted discrete
-            # space): more rounds on the same data would give the same point.
-            break
-        params = again
-        storage.set_trial_system_attr(trial._trial_id, PROPOSED_ATTR, params)
-    storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)
-    return params
+
+def mark_checked(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Mark ``trial``'s proposal final: checked for clashes (:data:`CHECKED_ATTR`)."""
+    study._storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)

@@ -28,6 +28,7 @@ from scipy.special import ndtr
 __all__ = [
     "LogEIPerCost",
     "PosteriorModel",
+    "cool_exponent",
     "ei",
     "log_ei",
     "log_ei_and_grad",
@@ -61,6 +62,16 @@ _Z_MIN = -1e150
 # NOTE(acq): variance floor (original units) against division by zero; GPModel already clips the
 # latent variance at 1e-12 of the signal variance, so this binds only for degenerate models.
 _MIN_VAR = 1e-100
+
+
+def cool_exponent(remaining: float, budget: float) -> float:
+    """EI-cool's cost exponent alpha = remaining / total budget, clipped to [0, 1].
+
+    NOTE: EI-cool (Lee et al., "Cost-aware Bayesian optimization", 2020): EI / c^alpha is EI
+    per unit cost at the start of the budget and EI at its end. The rollout cools its rates
+    with the same exponent, and the quick route uses it too.
+    """
+    return float(np.clip(remaining / budget, 0.0, 1.0))
 
 
 def _poly_w(coeffs: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 
 from optuna.trial import FrozenTrial
 
-from optuna_costbo import budget as ledger_mod
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import CostSource
 
 
 __all__ = ["WALL_CLOCK_UNIT", "cost_unit", "is_measured"]
@@ -20,7 +22,7 @@ __all__ = ["WALL_CLOCK_UNIT", "cost_unit", "is_measured"]
 WALL_CLOCK_UNIT = "s"
 """The unit of measured costs: seconds."""
 
-_MEASURED_SOURCES = ("wall_clock",)
+_MEASURED_SOURCES = (CostSource.WALL_CLOCK,)
 
 
 def is_measured(trial: FrozenTrial, cost_attr: str) -> bool:
@@ -30,7 +32,7 @@ def is_measured(trial: FrozenTrial, cost_attr: str) -> bool:
     ``wall_clock``, ``reported`` or ``cost_fn``). A trial without that record (another sampler,
     ``add_trial``) is measured unless it carries the user attr ``cost_attr``.
     """
-    source = trial.system_attrs.get(ledger_mod.COST_SOURCE_ATTR)
+    source = trial.system_attrs.get(COST_SOURCE_ATTR)
     if source is not None:
         return source in _MEASURED_SOURCES
     return trial.user_attrs.get(cost_attr) is None
@@ -53,7 +55,7 @@ def cost_unit(
     """
     if unit is not None:
         return unit or None
-    finished = [t for t in trials if t.state in ledger_mod.FINISHED_STATES]
+    finished = [t for t in trials if t.state in FINISHED_STATES]
     if not finished or not all(is_measured(t, cost_attr) for t in finished):
         return None
     return WALL_CLOCK_UNIT

@@ -20,8 +20,8 @@ hyperparameters the quick route reuses.
 The rule applies only while the sampler's time is charged (``charge_sampler_time``); see
 :func:`charges_sampler_time` for what the default (``None``) means.
 
-This module does no linear algebra: the sampler hands :meth:`EffortRule.suggest` the two routes
-as functions, and the rule calls the one it chooses and times it.
+This module does no linear algebra: :meth:`EffortRule.plan` says which route to take, the
+suggestion takes it, and :meth:`EffortRule.record_suggestion` is told how long it took.
 """
 
 from __future__ import annotations
@@ -32,24 +32,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import datetime
 import math
-import time
 from typing import Literal
-from typing import TypeVar
 
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.ledger import measured_costs
 from optuna_costbo._logging import get_logger
-from optuna_costbo.budget import measured_costs
 
 
-__all__ = ["DEFAULT_SHARE", "EffortRule", "Route", "SamplerTimeCharge", "charges_sampler_time"]
+__all__ = [
+    "DEFAULT_SHARE",
+    "EffortRule",
+    "Plan",
+    "Route",
+    "SamplerTimeCharge",
+    "charges_sampler_time",
+]
 
 Route = Literal["full", "quick"]
-_P = TypeVar("_P")
 _logger = get_logger(__name__)
 
 #: Default share of the wall-clock that full suggestions may take (see docs/concepts.md).
 DEFAULT_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one suggestion is made: its route, whether the quick route refits the objective
+    model's hyperparameters, and what a trial costs besides its objective (recent sampler
+    seconds per trial, for the quick route's costs)."""
+
+    route: Route
+    refit: bool
+    overhead: float
 
 
 @dataclass
@@ -128,7 +143,7 @@ class EffortRule:
         else:
             s.n_quick += 1
 
-    def record_trial(
+    def add_trial_seconds(
         self, study_id: int, trial_seconds: float, sampler_seconds: float = 0.0
     ) -> None:
         """A trial took ``trial_seconds`` of its own and ``sampler_seconds`` of the sampler's."""
@@ -138,28 +153,17 @@ class EffortRule:
         if math.isfinite(sampler_seconds) and sampler_seconds >= 0.0:
             s.overhead += 0.2 * (sampler_seconds - s.overhead)
 
-    def suggest(
-        self,
-        study_id: int,
-        n: int,
-        remaining: float | None,
-        *,
-        full: Callable[[], _P],
-        quick: Callable[[bool], _P],
-    ) -> _P:
-        """Make a suggestion on ``n`` observations by the route the rule chooses, and record it.
+    def plan(self, study_id: int, n: int, remaining: float | None) -> Plan:
+        """How to make the next suggestion, on ``n`` observations.
 
         ``remaining``: the remaining budget while the sampler's time is charged, ``None``
-        otherwise (always the full route). ``full()`` and ``quick(refit)`` make the suggestion.
+        otherwise (always the full route).
         """
         route: Route = "full" if remaining is None else self.route(study_id, remaining)
         refit = route == "quick" and self.refit_due(study_id, n)
-        start = time.perf_counter()
-        proposal = quick(refit) if route == "quick" else full()
-        self.record_suggestion(study_id, route, time.perf_counter() - start, n=n, refit=refit)
         if route == "quick":
             _logger.debug("Quick route (the sampler's time is charged)")
-        return proposal
+        return Plan(route, refit, self.overhead(study_id))
 
     def record_finished(
         self, study_id: int, start: datetime.datetime | None, sampler_seconds: float
@@ -168,7 +172,7 @@ class EffortRule:
         clock were the sampler's."""
         if start is not None:
             elapsed = (datetime.datetime.now() - start).total_seconds()
-            self.record_trial(study_id, elapsed - sampler_seconds, sampler_seconds)
+            self.add_trial_seconds(study_id, elapsed - sampler_seconds, sampler_seconds)
 
     def counts(self, study_id: int) -> dict[str, int]:
         """Suggestions made by each route in this process, for logs and tests."""

@@ -37,10 +37,10 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.linalg import solve_triangular
 
-from optuna_costbo._numerics.hyperparams import GPHyperparams
-from optuna_costbo._numerics.kernel import matern52
-from optuna_costbo._numerics.kernel import matern52_parts
-from optuna_costbo._numerics.kernel import scaled_sq_dist
+from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
+from optuna_costbo._numerics.gp.kernel import matern52
+from optuna_costbo._numerics.gp.kernel import matern52_parts
+from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 
 
 __all__ = ["GPModel", "cholesky_jittered", "standardization", "validate_X", "validate_y"]

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import qmc
 
-from optuna_costbo._numerics.acquisition import ei
+from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 

@@ -24,15 +24,16 @@ from scipy.linalg import lapack
 import scipy.optimize
 
 from optuna_costbo._numerics.checks import is_int
-from optuna_costbo._numerics.gp import GPModel
-from optuna_costbo._numerics.gp import cholesky_jittered
-from optuna_costbo._numerics.gp import standardization
-from optuna_costbo._numerics.gp import validate_X
-from optuna_costbo._numerics.gp import validate_y
-from optuna_costbo._numerics.hyperparams import GPHyperparams
-from optuna_costbo._numerics.kernel import matern52_parts
-from optuna_costbo._numerics.prior import MEAN_PRIOR_VAR
-from optuna_costbo._numerics.prior import log_prior
+from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
+from optuna_costbo._numerics.gp.kernel import matern52_parts
+from optuna_costbo._numerics.gp.model import GPModel
+from optuna_costbo._numerics.gp.model import cholesky_jittered
+from optuna_costbo._numerics.gp.model import standardization
+from optuna_costbo._numerics.gp.model import validate_X
+from optuna_costbo._numerics.gp.model import validate_y
+from optuna_costbo._numerics.gp.prior import MEAN_PRIOR_VAR
+from optuna_costbo._numerics.gp.prior import LogPrior
+from optuna_costbo._numerics.gp.prior import log_prior
 
 
 __all__ = [
@@ -72,7 +73,7 @@ def _nll_core(
     sq_diffs: np.ndarray,
     z: np.ndarray,
     mean: float | None,
-    prior: bool,
+    prior: LogPrior | None,
 ) -> tuple[float, np.ndarray, float]:
     """NLL (+ optional prior), its gradient and the mean used.
 
@@ -81,7 +82,8 @@ def _nll_core(
         sq_diffs: Output of :func:`_sq_diffs`, shape ``(D, n * n)``.
         z: Standardized targets, shape ``(n,)``.
         mean: Fixed constant mean, or ``None`` to profile it out.
-        prior: Whether to add :func:`log_prior` and the mean prior.
+        prior: The negative log-prior of the log-parameters to add, with the mean prior
+            (:func:`.prior.log_prior` for the MAP fit); ``None``: the likelihood alone.
 
     Returns:
         ``(value, grad (D+2,), mean)``.
@@ -110,7 +112,7 @@ def _nll_core(
         # and minimized by the GLS estimate m = 1^T K^-1 z / (1^T K^-1 1 [+ 1 / v_m]). By the
         # envelope theorem the gradient of the profiled objective w.r.t. theta equals the partial
         # gradient at that m, so no extra term is needed below.
-        denom = float(Kinv_1.sum()) + (1.0 / MEAN_PRIOR_VAR if prior else 0.0)
+        denom = float(Kinv_1.sum()) + (1.0 / MEAN_PRIOR_VAR if prior is not None else 0.0)
         m = float(Kinv_z.sum()) / denom
     else:
         m = float(mean)
@@ -138,8 +140,8 @@ def _nll_core(
     grad[D] = 0.5 * s2 * float(np.sum(W * Kc))  # dK/dlog s2 = s2 * Kc
     grad[D + 1] = 0.5 * noise * float(np.trace(W))  # dK/dlog noise = noise * I
 
-    if prior:
-        p_val, p_grad = log_prior(theta)
+    if prior is not None:
+        p_val, p_grad = prior(theta)
         value += p_val + 0.5 * m * m / MEAN_PRIOR_VAR
         grad += p_grad
     return value, grad, m
@@ -186,7 +188,7 @@ def neg_log_marginal_likelihood(
             f"got {theta.shape}."
         )
     sq = _sq_diffs(X) if sq_diffs is None else sq_diffs
-    value, grad, _ = _nll_core(theta, sq, z, mean, prior)
+    value, grad, _ = _nll_core(theta, sq, z, mean, log_prior if prior else None)
     return value, grad
 
 
@@ -249,12 +251,13 @@ def _lbfgsb_fit(
     sq: np.ndarray,  # (D, k * k)
     z: np.ndarray,  # (k,)
     bounds: np.ndarray,  # (D+2, 2)
+    prior: LogPrior,
 ) -> np.ndarray:
     """The best packed log-parameters (D+2,) of L-BFGS-B runs from ``starts`` (MAP, profiled
     mean)."""
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad, _ = _nll_core(theta, sq, z, None, True)
+        value, grad, _ = _nll_core(theta, sq, z, None, prior)
         if not (math.isfinite(value) and np.all(np.isfinite(grad))):
             # NOTE(gp): Defensive only: a huge finite value makes L-BFGS-B backtrack instead of
             # aborting on NaN.
@@ -372,6 +375,7 @@ def fit_gp(
     max_points: int | None = None,
     optimize: bool = True,
     condition_on: np.ndarray | None = None,  # (m,) indices
+    prior: LogPrior = log_prior,
 ) -> GPModel:
     """Fit hyperparameters by MAP (marginal likelihood + weak priors) and build the model.
 
@@ -404,6 +408,8 @@ def fit_gp(
         condition_on: Indices of the observations the returned model is conditioned on (a
             working set, see :func:`model_subset`); the hyperparameters and the
             standardization still come from all of them. ``None`` (default): all.
+        prior: The negative log-prior of the packed log-parameters and its gradient
+            (default :func:`.prior.log_prior`); a benchmark compares others.
 
     Returns:
         The fitted :class:`GPModel`.
@@ -446,9 +452,9 @@ def fit_gp(
             # quarter of the subset (1/64 of the cost per evaluation) and the best of them is
             # refined on the whole subset. Cold fits at 1000 trials: see suggest_speed.py.
             coarse = fit_subset(z, max(len(z) // 4, 2), rng)  # indices into the subset
-            starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds)]
-        best_theta = _lbfgsb_fit(starts, sq, z, bounds)
-    _, _, mean = _nll_core(best_theta, sq, z, None, True)
+            starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds, prior)]
+        best_theta = _lbfgsb_fit(starts, sq, z, bounds, prior)
+    _, _, mean = _nll_core(best_theta, sq, z, None, prior)
     hyper = GPHyperparams.from_log_params(best_theta, mean)
     if condition_on is not None:
         X, y = X[condition_on], y[condition_on]

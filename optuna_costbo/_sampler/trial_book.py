@@ -12,7 +12,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
-from optuna_costbo.budget import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 
 __all__ = ["TrialBook"]

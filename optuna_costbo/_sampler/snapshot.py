@@ -3,10 +3,10 @@
 :class:`TrialReads` reads the trial list once for a suggestion: Optuna asks for the relative
 search space and for the relative sample back to back, at the trial's first ``suggest_*``, and
 both are answered from that read (the search space kept per study and intersected with only
-the trials completed since, see :mod:`optuna_costbo._finished`). :func:`take_snapshot` walks
-the list once, keeps the trials whose parameters lie in the relative search space, encodes
-them in one batch, and hands the policy what it needs: the completed points and values, the
-priced finished points and their costs, the running points and the ledger.
+the trials completed since, see :mod:`optuna_costbo._ledger.finished`). :func:`read_snapshot`
+walks the list once, keeps the trials whose parameters lie in the relative search space,
+encodes them in one batch, and hands the policy what it needs: the completed points and
+values, the priced finished points and their costs, the running points. It only reads.
 """
 
 from __future__ import annotations
@@ -24,20 +24,25 @@ from optuna.search_space import intersection_search_space
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo import budget
-from optuna_costbo._clash import running_points
-from optuna_costbo._finished import FinishedScan
-from optuna_costbo._finished import per_storage
+from optuna_costbo._ledger.costs import objective_cost
+from optuna_costbo._ledger.costs import previous_params
+from optuna_costbo._ledger.finished import FinishedScan
+from optuna_costbo._ledger.finished import per_storage
+from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import INVALID_COST_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.policy import CostData
+from optuna_costbo._numerics.policy import FitSchedule
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._space import SpaceBridge
+from optuna_costbo._sampler.clash import running_points
+from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["Snapshot", "TrialReads", "previous_params", "take_snapshot"]
+__all__ = ["Snapshot", "TrialReads", "read_snapshot"]
 
 
 class _SpaceOfStudy:
@@ -134,7 +139,6 @@ class Snapshot:
         X_running: Encoded points of the other running trials in the space, (r, D), or None.
         X_evaluated: Encoded points of every finished trial in the space and of the running
             ones, (k, D): configurations not to propose again.
-        ledger: The budget ledger from the same trial list.
         previous: Parameters of the latest earlier trial (where a moving cost starts from).
     """
 
@@ -143,95 +147,73 @@ class Snapshot:
     cost_data: CostData
     X_running: np.ndarray | None  # (r, D)
     X_evaluated: np.ndarray  # (k, D)
-    ledger: budget.Ledger
     previous: dict[str, Any] | None
 
     def request(
         self,
         codec: BoxCodec,
-        budget_total: float,
+        *,
+        remaining: float,
+        budget: float,
         known_cost: KnownCost | None,
         warm: WarmStart | None,
-        deterministic: bool = False,
+        deterministic: bool,
+        schedule: FitSchedule,
     ) -> ProposalRequest:
         """The policy's request for this suggestion (``deterministic``: the objective's)."""
         return ProposalRequest(
             codec=codec,
             X=self.X,
             y=self.y,
-            remaining=self.ledger.remaining,
-            budget=budget_total,
+            remaining=remaining,
+            budget=budget,
             cost_data=self.cost_data,
             known_cost=known_cost,
             X_running=self.X_running,
             warm=warm,
             evaluated=self.X_evaluated,
             deterministic=deterministic,
+            schedule=schedule,
         )
-
-
-def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[str, Any] | None:
-    """Parameters of the latest trial before ``trial``: where a moving cost starts from."""
-    earlier = [
-        t
-        for t in trials
-        if t.number < trial.number
-        and t.state in (*budget.FINISHED_STATES, TrialState.RUNNING)
-        and not t.system_attrs.get(budget.SKIPPED_ATTR)
-    ]
-    return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
 
 
 def _usable(trial: FrozenTrial) -> bool:
     """A completed trial whose value the objective model may use."""
-    return (
-        trial.state == TrialState.COMPLETE and budget.INVALID_COST_ATTR not in trial.system_attrs
-    )
+    return trial.state == TrialState.COMPLETE and INVALID_COST_ATTR not in trial.system_attrs
 
 
-def take_snapshot(
+def read_snapshot(
     trials: Sequence[FrozenTrial],
     trial: FrozenTrial,
     bridge: SpaceBridge,
     *,
-    study: optuna.Study,
     sign: float,
-    budget_total: float,
     cost_attr: str,
-    charge_sampler_time: bool,
     pending: Mapping[int, Mapping[str, Any]],
 ) -> Snapshot:
-    """Read ``trials`` once for the suggestion of ``trial``.
+    """Read ``trials`` once for the suggestion of ``trial`` (nothing is written).
 
     Args:
         trials: Every trial of the study.
         trial: The trial being suggested for.
-        study: The study ``trials`` were read from (its ledger is kept incrementally).
         bridge: The relative search space with its codec.
         sign: -1 for a maximize study, 1 for minimize.
-        budget_total: The sampler's budget.
         cost_attr: The trial user attr holding costs.
-        charge_sampler_time: Whether the ledger charges the sampler's time.
         pending: This process's proposals for running trials (trial id -> params).
     """
-    finished = [t for t in trials if t.state in budget.FINISHED_STATES and bridge.holds(t)]
+    finished = [t for t in trials if t.state in FINISHED_STATES and bridge.holds(t)]
     encoded = bridge.encode_trials(finished)  # (f, D)
     # A trial whose reported cost was invalid counts as failed: its value stays out.
-    complete = np.array(
-        [_usable(t) for t in finished],
-        dtype=bool,
-    )
-    y = sign * np.array([t.value for t in finished if _usable(t)], dtype=float)
+    complete = np.array([_usable(t) for t in finished], dtype=bool)  # (f,)
+    y = sign * np.array([t.value for t in finished if _usable(t)], dtype=float)  # (n,)
 
     costs = np.array(
         [
-            -1.0
-            if t.system_attrs.get(budget.SKIPPED_ATTR)
-            else budget.objective_cost(t, cost_attr)
+            -1.0 if t.system_attrs.get(SKIPPED_ATTR) else objective_cost(t, cost_attr)
             for t in finished
         ],
         dtype=float,
-    )
+    )  # (f,)
     priced = (costs >= 0.0) & np.isfinite(costs)
     positive = costs[priced & (costs > 0.0)]
     # NOTE: a free trial (cost 0, a cached result) is cheaper than anything measured: the
@@ -240,15 +222,12 @@ def take_snapshot(
     costs = np.where(priced, np.maximum(costs, floor), costs)
 
     running = [p for p in running_points(trials, trial, pending) if bridge.holds_params(p)]
-    X_running = bridge.encode_params(running) if running else None
+    X_running = bridge.encode_params(running) if running else None  # (r, D)
     return Snapshot(
         X=encoded[complete],
         y=y,
         cost_data=CostData(encoded[priced], costs[priced]),
         X_running=X_running,
         X_evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
-        ledger=budget.ledger_from_trials(
-            study, trials, budget_total, cost_attr, charge_sampler_time
-        ),
         previous=previous_params(trials, trial),
     )

@@ -6,7 +6,7 @@ RDBStorage a study is given) and the gRPC proxy's client never re-read one. So w
 summed or intersected over finished trials can be kept per study and updated with only the
 trials that finished since, while running and waiting trials are looked at afresh every time.
 The one exception, a dead worker's trial charged after it failed, is the ledger's to handle
-(:mod:`optuna_costbo.budget`).
+(:mod:`.ledger`).
 
 :class:`FinishedScan` relies on the list being the study's whole trial list in trial-number
 order (trial ``i`` at index ``i``), as ``BaseStorage.get_all_trials`` returns it. Anything else

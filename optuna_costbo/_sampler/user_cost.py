@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from optuna_costbo._numerics.cost_model import COST_FLOOR
+from optuna_costbo._ledger.costs import checked_costs
 from optuna_costbo._numerics.cost_model import KnownCost
-from optuna_costbo._space import SpaceBridge
+from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["UserCost", "checked_costs"]
+__all__ = ["UserCost"]
 
 Params = Mapping[str, Any]
 
@@ -96,23 +96,3 @@ def _arity(cost_fn: Callable[..., float]) -> int:
         "cost_fn must take (params) or (params, previous_params); got a function with "
         f"{len(positional)} required positional arguments"
     )
-
-
-def checked_costs(values: list[Any], what: str) -> np.ndarray:
-    """Costs from the user's cost_fn as an array, >= 0 and finite, or a clear ValueError.
-
-    Zeros (a state-dependent cost of staying put) are raised to the models' cost floor.
-    """
-    try:
-        costs = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"cost_fn must return numbers; got {values[:3]!r}... for {what}"
-        ) from None
-    bad = ~np.isfinite(costs) | (costs < 0.0)
-    if bad.any():
-        raise ValueError(
-            f"cost_fn must return non-negative finite numbers; got {costs[bad][0]!r} for {what}"
-        )
-    out: np.ndarray = np.maximum(costs, COST_FLOOR)
-    return out

@@ -21,9 +21,10 @@ from typing import Protocol
 
 import numpy as np
 
-from optuna_costbo._numerics.acquisition import LogEIPerCost
+from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.cost_model import CostModel
-from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import maximize_acquisition
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import rows_among
@@ -145,6 +146,8 @@ class AcquisitionStrategy(Protocol):
 
     name: ClassVar[str]
     needs_cost: ClassVar[bool]
+    uses_options: ClassVar[tuple[str, ...]]
+    """The user options (fields of :class:`AcquisitionOptions`) the strategy reads."""
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> AcquisitionStrategy:
@@ -161,6 +164,7 @@ class EI:
 
     name: ClassVar[str] = "ei"
     needs_cost: ClassVar[bool] = False
+    uses_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> EI:
@@ -175,6 +179,7 @@ class EIPerCost:
 
     name: ClassVar[str] = "eipu"
     needs_cost: ClassVar[bool] = True
+    uses_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> EIPerCost:
@@ -193,11 +198,11 @@ class EICool:
 
     name: ClassVar[str] = "ei-cool"
     needs_cost: ClassVar[bool] = True
+    uses_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> EICool:
         return cls()
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        alpha = float(np.clip(ctx.remaining / ctx.budget, 0.0, 1.0))
-        return Choice(*ctx.maximize(alpha))
+        return Choice(*ctx.maximize(cool_exponent(ctx.remaining, ctx.budget)))

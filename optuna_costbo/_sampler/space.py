@@ -22,6 +22,7 @@ from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import CategoricalParam
 from optuna_costbo._numerics.search_space import NumericParam
 from optuna_costbo._numerics.search_space import Param
+from optuna_costbo._optuna_compat import distribution_contains
 
 
 __all__ = ["SpaceBridge", "check_distinct_choices"]
@@ -137,7 +138,7 @@ class SpaceBridge:
             if name not in params:
                 return False
             try:
-                if not dist._contains(dist.to_internal_repr(params[name])):
+                if not distribution_contains(dist, dist.to_internal_repr(params[name])):
                     return False
             except (ValueError, TypeError):
                 return False

@@ -11,12 +11,16 @@ This module imports only numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import math
 
 import numpy as np
 
 
-__all__ = ["LENGTHSCALE_PRIOR_WEIGHT", "MEAN_PRIOR_VAR", "log_prior"]
+__all__ = ["LENGTHSCALE_PRIOR_WEIGHT", "MEAN_PRIOR_VAR", "LogPrior", "log_prior"]
+
+LogPrior = Callable[[np.ndarray], tuple[float, np.ndarray]]
+"""A negative log-prior of the packed log-parameters ``theta (D+2,) -> (value, grad (D+2,))``."""
 
 # NOTE(gp): Lengthscale prior: a penalty of LENGTHSCALE_PRIOR_WEIGHT * (ls^2 + ls^-2) nats per
 # dimension, i.e. 0.1 / q + 0.1 q on the inverse squared lengthscale q = ls^-2, the form of

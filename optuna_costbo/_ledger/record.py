@@ -6,54 +6,72 @@ and sorts it), with where it came from in a system attr; the ledger then reads i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import datetime
+from typing import Any
+from typing import Protocol
 
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.costs import previous_params
+from optuna_costbo._ledger.costs import validate_cost
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import INVALID_COST_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import CostSource
+from optuna_costbo._ledger.ledger import storage_trials
 from optuna_costbo._numerics.cost_model import COST_FLOOR
-from optuna_costbo._snapshot import previous_params
-from optuna_costbo._user_cost import UserCost
-from optuna_costbo.budget import COST_SOURCE_ATTR
-from optuna_costbo.budget import INVALID_COST_ATTR
-from optuna_costbo.budget import SAMPLER_SECONDS_ATTR
-from optuna_costbo.budget import SKIPPED_ATTR
-from optuna_costbo.budget import storage_trials
-from optuna_costbo.budget import validate_cost
 
 
-__all__ = ["record_cost", "record_trial"]
+__all__ = ["CostFunction", "record_finished_trial", "store_cost"]
 
 
-def record_trial(
+class CostFunction(Protocol):
+    """A known cost (the sampler's ``cost_fn``, adapted), as the ledger charges it."""
+
+    @property
+    def moving(self) -> bool:
+        """Whether the cost depends on the previous trial's parameters."""
+        ...
+
+    def charge(
+        self, params: Mapping[str, Any], previous: Mapping[str, Any] | None, what: str
+    ) -> float:
+        """The checked cost of one evaluation at ``params`` (coming from ``previous``)."""
+        ...
+
+
+def record_finished_trial(
     study: optuna.Study,
     trial: FrozenTrial,
     *,
     sampler_seconds: float,
     cost_attr: str,
-    user_cost: UserCost | None,
+    user_cost: CostFunction | None,
 ) -> ValueError | None:
     """After a trial: store the sampler's seconds on it and, unless the trial was cut short
-    because the budget was already spent (it costs nothing), its cost (:func:`record_cost`).
+    because the budget was already spent (it costs nothing), its cost (:func:`store_cost`).
 
     Once the cost is stored the ledger counts the trial as spent, although its state is
-    stored only after the sampler's ``after_trial`` (see ``budget.compute_ledger``).
+    stored only after the sampler's ``after_trial`` (see :func:`.ledger.compute_ledger`).
     """
     study._storage.set_trial_system_attr(trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds)
     if trial.system_attrs.get(SKIPPED_ATTR):
         return None
-    return record_cost(
+    return store_cost(
         study, trial, sampler_seconds=sampler_seconds, cost_attr=cost_attr, user_cost=user_cost
     )
 
 
-def record_cost(
+def store_cost(
     study: optuna.Study,
     trial: FrozenTrial,
     *,
     sampler_seconds: float,
     cost_attr: str,
-    user_cost: UserCost | None,
+    user_cost: CostFunction | None,
 ) -> ValueError | None:
     """Store the trial's cost as a numeric user attr; return an error for a bad report.
 
@@ -73,7 +91,7 @@ def record_cost(
     if raw is not None:
         try:
             validate_cost(raw, name=f"the reported cost {cost_attr!r}")
-            storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, "reported")
+            storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, CostSource.REPORTED.value)
             return None
         except ValueError as exc:
             error = ValueError(
@@ -85,14 +103,14 @@ def record_cost(
     if user_cost is not None and error is None:
         previous = previous_params(storage_trials(study), trial) if user_cost.moving else None
         cost = user_cost.charge(trial.params, previous, f"trial {trial.number}")
-        source = "cost_fn"
+        source = CostSource.COST_FN
     else:
         start = trial.datetime_start or datetime.datetime.now()
         elapsed = (datetime.datetime.now() - start).total_seconds()
         # NOTE: the floor keeps log(cost) defined for an objective that returns in less than
         # the clock's resolution.
         cost = max(elapsed - sampler_seconds, COST_FLOOR)
-        source = "wall_clock"
+        source = CostSource.WALL_CLOCK
     storage.set_trial_user_attr(trial_id, cost_attr, cost)
-    storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, source)
+    storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, source.value)
     return error

@@ -1,8 +1,12 @@
 """The rollout acquisition: screen first actions and score them with Lambda_h.
 
 The estimator of Lambda_h (Lee et al., UAI 2021) on a finite action set is
-:func:`.rollout.rollout_values`; this module builds that action set from the current model and
-cost model, polishes the best first actions and returns the best affordable one.
+:func:`.rollout_values.rollout_values`; this module builds that action set from the current
+model and cost model, polishes the best first actions and returns the best affordable one.
+Two strategies use it: :class:`PaperRollout` (the paper's value, :data:`PAPER`) and
+:class:`Rollout` (the shipped one, :data:`RATE`). A benchmark that measures another variant
+registers a strategy of its own that calls :func:`rollout_choice` with its
+:class:`Valuation` and :class:`Screening`.
 
 This module imports only numpy.
 """
@@ -15,43 +19,45 @@ from typing import ClassVar
 
 import numpy as np
 
-from optuna_costbo._numerics.acquisition import LogEIPerCost
-from optuna_costbo._numerics.acquisition import ei
+from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.ei import ei
+from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
+from optuna_costbo._numerics.acquisition.rollout_values import rollout_values
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
+from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
-from optuna_costbo._numerics.gp import GPModel
+from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import local_maximize
-from optuna_costbo._numerics.rollout import qmc_normals
-from optuna_costbo._numerics.rollout import rollout_values
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.strategies import AcquisitionContext
-from optuna_costbo._numerics.strategies import AcquisitionOptions
-from optuna_costbo._numerics.strategies import Choice
 
 
 __all__ = [
+    "PAPER",
+    "RATE",
     "PaperRollout",
     "Rollout",
-    "RolloutSettings",
+    "Screening",
+    "Valuation",
     "rollout_choice",
     "rollout_values_on",
     "top_indices",
 ]
 
+Draws = Callable[[int, int, np.random.Generator], np.ndarray]
+"""``(n_samples, horizon, rng) -> (n_samples, max(horizon - 1, 1))`` standard normal draws."""
+
 _CHEAP_FACTOR = 1.25
 """When nothing is affordable, candidates may cost this many times the cheapest one."""
 
-_FINAL_FACTOR = 8
-"""``acquisition="rollout"``: the finalists are scored on this many times ``n_samples`` fresh
-trajectories (benchmarks/rollout_agreement.py: the choice then agrees across scramblings)."""
-
 
 @dataclass(frozen=True)
-class RolloutSettings:
-    """Settings of the rollout acquisition.
+class Screening:
+    """How first actions are screened and scored: sizes of the package's choosing, measured
+    by ``benchmarks/inner_candidates.py`` and ``benchmarks/rollout_agreement.py``.
 
     Attributes:
-        horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points).
-        n_samples: Quasi-Monte Carlo trajectories per first action.
         n_pool: Sobol points screened by EI and EIpu under the current model; the first
             actions and the inner candidates are chosen from them.
         n_inner: Candidates of the inner argmax of the base policy: the best ``n_inner`` of
@@ -59,37 +65,63 @@ class RolloutSettings:
         n_shortlist: First actions screened from the pool by EI and by EIpu (each).
         n_refine: Best first actions polished locally and scored again.
         refine_radius: Half-width of the box in which they are polished.
-        noise_free: Condition fantasies on the latent value drawn (keeps the posterior's total
-            variance); the paper's estimator conditions on it as a noisy observation.
-        per_unit_cost: Score first actions by Lambda_h per unit of the budget the trajectory
-            consumes (see :func:`.rollout.rollout_values`) instead of Lambda_h.
-        last_overruns: Roll out under the sampler's own budget rule (a trial starts while
-            any budget is left; see :func:`.rollout.rollout_values`) instead of the paper's
-            (a step only where the budget left covers its predicted cost).
-        final_factor: The few polished finalists are scored again on ``final_factor`` times
-            ``n_samples`` fresh trajectories, which decide the choice (1: on the screening
-            draws, as the paper).
-        best_prefix: With ``per_unit_cost``, score a first action by the best rate over its
-            trajectories' prefixes (see :func:`.rollout.rollout_values`).
-        cooled: With ``per_unit_cost``, divide by the budget consumed to the power alpha =
-            remaining / total budget (EI-cool's exponent), start a first action at the
-            maximizer of EI / c^alpha and polish by it (instead of EI / c). Read by
-            :class:`Rollout`; :class:`PaperRollout` ignores it.
     """
 
-    horizon: int = 2
-    n_samples: int = 64
     n_pool: int = 1024
     n_inner: int = 64
     n_shortlist: int = 8
     n_refine: int = 3
     refine_radius: float = 0.05
-    noise_free: bool = False
-    per_unit_cost: bool = False
-    final_factor: int = 1
-    last_overruns: bool = False
-    best_prefix: bool = False
-    cooled: bool = False
+
+
+@dataclass(frozen=True)
+class Valuation:
+    """What a rollout value is: the arguments of :func:`.rollout_values.rollout_values` that
+    tell the paper's estimator (:data:`PAPER`) from the shipped one (:data:`RATE`).
+
+    Attributes:
+        noise_free: Condition fantasies on the latent value drawn (keeps the posterior's total
+            variance); the paper's estimator conditions on it as a noisy observation.
+        per_unit_cost: Value a first action per unit of the budget its trajectories consume.
+        last_overruns: Roll out under the sampler's own budget rule (a trial starts while
+            any budget is left) instead of the paper's (a step only where the budget left
+            covers its predicted cost).
+        best_prefix: With ``per_unit_cost``, the best rate over the trajectories' prefixes.
+        final_factor: The few polished finalists are scored again on ``final_factor`` times
+            ``n_samples`` fresh trajectories, which decide the choice (1: on the screening
+            draws, as the paper).
+    """
+
+    noise_free: bool
+    per_unit_cost: bool
+    last_overruns: bool
+    best_prefix: bool
+    final_factor: int
+
+
+PAPER = Valuation(
+    noise_free=False, per_unit_cost=False, last_overruns=False, best_prefix=False, final_factor=1
+)
+"""The paper's Lambda_h (Lee et al., UAI 2021), as published."""
+
+# NOTE: final_factor 8: benchmarks/rollout_agreement.py, the choice then agrees across QMC
+# scramblings (0.90 -> 0.98 on mid-run states).
+RATE = Valuation(
+    noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True, final_factor=8
+)
+"""The shipped rollout's value: per unit of budget consumed, best prefix, noise-free
+fantasies, under the study's own budget rule."""
+
+
+def _seeds(ctx: AcquisitionContext, exponents: tuple[float, ...]) -> np.ndarray:
+    """First actions from the maximizers of ``EI / c^e`` for each ``e`` (0: EI, 1: EIpu), in
+    that order: (s, D)."""
+    return np.vstack([ctx.maximize(e)[0] for e in exponents])
+
+
+def _reachable(ctx: AcquisitionContext) -> float:
+    """The budget left for the rollout: remaining, less the running trials' predicted cost."""
+    return ctx.remaining - ctx.reserved()
 
 
 @dataclass(frozen=True)
@@ -99,44 +131,46 @@ class PaperRollout:
     budget (Lee et al., UAI 2021). Kept unchanged for reproduction.
 
     Attributes:
-        settings: Horizon, samples and candidate-set sizes.
+        horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points).
+        n_samples: Quasi-Monte Carlo trajectories per first action.
+        screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
+        draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
     """
 
     name: ClassVar[str] = "rollout-paper"
     needs_cost: ClassVar[bool] = True
-    settings: RolloutSettings = RolloutSettings()
+    uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
+    horizon: int = 2
+    n_samples: int = 64
+    screening: Screening = Screening()
+    draws: Draws = qmc_normals
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
-        return cls(RolloutSettings(horizon=options.horizon, n_samples=options.n_samples))
+        return cls(options.horizon, options.n_samples)
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        return self._roll_out(ctx, (0.0, 1.0), cost_exponent=1.0)
-
-    def _roll_out(
-        self, ctx: AcquisitionContext, seed_exponents: tuple[float, ...], cost_exponent: float
-    ) -> Choice:
-        """:func:`rollout_choice` with first actions also from the maximizers of
-        ``EI / c^e`` for each ``e`` of ``seed_exponents`` (0: EI, 1: EIpu), in that order."""
         assert ctx.cost is not None
-        tau = ctx.remaining - ctx.reserved()
-        seeds = np.vstack([ctx.maximize(e)[0] for e in seed_exponents])  # (s, D)
         return rollout_choice(
             ctx.model,
             ctx.codec,
             ctx.rng,
             ctx.best,
-            tau,
-            seeds,
+            _reachable(ctx),
+            _seeds(ctx, (0.0, 1.0)),
             ctx.cost,
-            self.settings,
+            horizon=self.horizon,
+            n_samples=self.n_samples,
+            valuation=PAPER,
+            screening=self.screening,
             excluded=ctx.excluded,
-            cost_exponent=cost_exponent,
+            draws=self.draws,
+            cost_exponent=1.0,
         )
 
 
 @dataclass(frozen=True)
-class Rollout(PaperRollout):
+class Rollout:
     """The rollout, cost-aware at every budget level: the paper's trajectories, scored per
     unit of the budget they consume, with fantasies that keep the posterior's variance.
 
@@ -150,7 +184,7 @@ class Rollout(PaperRollout):
     A first action is valued by the best rate over its trajectories' prefixes (its own EI
     per unit cost, or the two-step rate, ...): the ratio rule for a chain of jobs, which
     orders work to keep the best-value-against-cost curve low at every budget level, not only
-    at the end (see :func:`.rollout.rollout_values`, ``best_prefix``).
+    at the end (see :func:`.rollout_values.rollout_values`, ``best_prefix``).
 
     The rates are cooled as EI-cool cools EI per unit cost: the budget consumed counts to the
     power alpha = remaining / total budget, so the value moves from a rate at the start
@@ -158,34 +192,43 @@ class Rollout(PaperRollout):
     first actions start from the maximizers of EI, EIpu and EI-cool (EI / c^alpha).
 
     Attributes:
-        settings: Horizon, samples and candidate-set sizes.
+        horizon: Steps rolled out, h >= 1.
+        n_samples: Quasi-Monte Carlo trajectories per first action.
+        screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
+        draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
     """
 
     name: ClassVar[str] = "rollout"
-    settings: RolloutSettings = RolloutSettings(
-        noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True, cooled=True
-    )
+    needs_cost: ClassVar[bool] = True
+    uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
+    horizon: int = 2
+    n_samples: int = 64
+    screening: Screening = Screening()
+    draws: Draws = qmc_normals
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> Rollout:
-        return cls(
-            RolloutSettings(
-                horizon=options.horizon,
-                n_samples=options.n_samples,
-                noise_free=True,
-                per_unit_cost=True,
-                last_overruns=True,
-                final_factor=_FINAL_FACTOR,
-                best_prefix=True,
-                cooled=True,
-            )
-        )
+        return cls(options.horizon, options.n_samples)
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        if not self.settings.cooled:
-            return super().choose(ctx)
-        alpha = float(np.clip(ctx.remaining / ctx.budget, 0.0, 1.0))
-        return self._roll_out(ctx, (0.0, 1.0, alpha), cost_exponent=alpha)
+        assert ctx.cost is not None
+        alpha = cool_exponent(ctx.remaining, ctx.budget)
+        return rollout_choice(
+            ctx.model,
+            ctx.codec,
+            ctx.rng,
+            ctx.best,
+            _reachable(ctx),
+            _seeds(ctx, (0.0, 1.0, alpha)),
+            ctx.cost,
+            horizon=self.horizon,
+            n_samples=self.n_samples,
+            valuation=RATE,
+            screening=self.screening,
+            excluded=ctx.excluded,
+            draws=self.draws,
+            cost_exponent=alpha,
+        )
 
 
 def rollout_choice(
@@ -196,16 +239,24 @@ def rollout_choice(
     tau: float,
     seeds: np.ndarray,  # (s, D) maximizers of EI and EIpu
     cost: CostModel,
-    settings: RolloutSettings,
+    *,
+    horizon: int,
+    n_samples: int,
+    valuation: Valuation,
+    screening: Screening = Screening(),
     excluded: Callable[[np.ndarray], np.ndarray] | None = None,
     cost_exponent: float = 1.0,
+    draws: Draws = qmc_normals,
 ) -> Choice:
     """Screen first actions with Lambda_h and return the best affordable one.
 
-    ``excluded``: which first actions (rows of a (m, D) array) must not be chosen (evaluated
-    points); they score -inf unless every candidate is excluded. ``cost_exponent``: the
-    rates' cost exponent (see :func:`.rollout.rollout_values`), also that of the per-unit-cost
-    polish.
+    ``horizon`` and ``n_samples``: steps and QMC trajectories; ``valuation``: what a value is
+    (:data:`PAPER`, :data:`RATE`); ``screening``: candidate-set sizes. ``excluded``: which
+    first actions (rows of a (m, D) array) must not be chosen (evaluated points); they score
+    -inf unless every candidate is excluded. ``cost_exponent``: the rates' cost exponent (see
+    :func:`.rollout_values.rollout_values`), also that of the per-unit-cost polish.
+    ``draws``: the source of the standard normal draws, ``(n, h, rng) -> (n, max(h-1, 1))``
+    (scrambled Sobol points; ``benchmarks/rollout_agreement.py`` gives other scramblings).
     """
 
     def masked(Z: np.ndarray, values: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
@@ -214,13 +265,13 @@ def rollout_choice(
         out = np.where(excluded(Z), -np.inf, values)
         return out if np.isfinite(out).any() else values
 
-    pool = codec.sobol_points(settings.n_pool, seed=int(rng.integers(2**31)))  # (M, D)
+    pool = codec.sobol_points(screening.n_pool, seed=int(rng.integers(2**31)))  # (M, D)
     mean_p, var_p = model.predict(pool)  # (M,), (M,)
     cost_p = cost.cost(pool)  # (M,)
     ei_p = ei(mean_p, var_p, best)  # (M,)
     eipu_p = ei_p / cost_p  # (M,)
-    affordable = cost_p <= tau if not settings.last_overruns else np.full(len(pool), tau > 0.0)
-    k = settings.n_shortlist
+    affordable = cost_p <= tau if not valuation.last_overruns else np.full(len(pool), tau > 0.0)
+    k = screening.n_shortlist
     first = np.unique(
         np.vstack(
             [
@@ -242,28 +293,38 @@ def rollout_choice(
     else:
         eligible = np.ones_like(affordable)
     keep = np.union1d(
-        top_indices(ei_p, eligible, settings.n_inner),
-        top_indices(eipu_p, eligible, settings.n_inner),
+        top_indices(ei_p, eligible, screening.n_inner),
+        top_indices(eipu_p, eligible, screening.n_inner),
     )
     inner, mean_c = pool[keep], mean_p[keep]  # (M', D), (M',)
-    normals = qmc_normals(settings.n_samples, settings.horizon, rng)
+    normals = draws(n_samples, horizon, rng)
     values = masked(
         first,
         rollout_values_on(
-            model, first, inner, mean_c, best, tau, normals, cost, settings, cost_exponent
+            model,
+            first,
+            inner,
+            mean_c,
+            best,
+            tau,
+            normals,
+            cost,
+            horizon,
+            valuation,
+            cost_exponent,
         ),
     )
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
         # Lambda_h = EI + future value) and score them again with Lambda_h, next to the
         # unpolished ones, on the same draws and candidates.
-        top = np.argsort(-values)[: settings.n_refine]
+        top = np.argsort(-values)[: screening.n_refine]
         top = top[np.isfinite(values[top])]
         polished, _ = local_maximize(
-            LogEIPerCost(model, best).value_and_grad, codec, first[top], settings.refine_radius
+            LogEIPerCost(model, best).value_and_grad, codec, first[top], screening.refine_radius
         )
         more = [first[top], polished]
-        if settings.per_unit_cost:
+        if valuation.per_unit_cost:
             # Per unit cost, the sharp part is EI per unit cost: polish by it too.
             by_cost, _ = local_maximize(
                 LogEIPerCost(
@@ -271,20 +332,28 @@ def rollout_choice(
                 ).value_and_grad,
                 codec,
                 first[top],
-                settings.refine_radius,
+                screening.refine_radius,
             )
             more.append(by_cost)
         again = np.unique(np.vstack(more), axis=0)  # (B2, D)
-        if settings.final_factor > 1:
+        if valuation.final_factor > 1:
             # NOTE: the finalists' values differ by less than the screening draws' error
             # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap.
-            normals = qmc_normals(
-                settings.final_factor * settings.n_samples, settings.horizon, rng
-            )
+            normals = draws(valuation.final_factor * n_samples, horizon, rng)
         values2 = masked(
             again,
             rollout_values_on(
-                model, again, inner, mean_c, best, tau, normals, cost, settings, cost_exponent
+                model,
+                again,
+                inner,
+                mean_c,
+                best,
+                tau,
+                normals,
+                cost,
+                horizon,
+                valuation,
+                cost_exponent,
             ),
         )
         if np.isfinite(values2).any():
@@ -329,7 +398,8 @@ def rollout_values_on(
     tau: float,
     normals: np.ndarray,  # (N, max(h-1, 1))
     cost: CostModel,
-    settings: RolloutSettings,
+    horizon: int,
+    valuation: Valuation,
     cost_exponent: float = 1.0,
 ) -> np.ndarray:
     """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
@@ -348,12 +418,12 @@ def rollout_values_on(
             B,
             cost.cost(points),
             tau,
-            settings.horizon,
+            horizon,
             normals,
-            noise_free=settings.noise_free,
-            per_unit_cost=settings.per_unit_cost,
-            last_overruns=settings.last_overruns,
-            best_prefix=settings.best_prefix,
+            noise_free=valuation.noise_free,
+            per_unit_cost=valuation.per_unit_cost,
+            last_overruns=valuation.last_overruns,
+            best_prefix=valuation.best_prefix,
             cost_exponent=cost_exponent,
         )
     rows: dict[int, np.ndarray] = {}
@@ -373,13 +443,13 @@ def rollout_values_on(
         B,
         None,
         tau,
-        settings.horizon,
+        horizon,
         normals,
         pair_cost=pair_cost,
         first_cost=cost.cost(first),
-        noise_free=settings.noise_free,
-        per_unit_cost=settings.per_unit_cost,
-        last_overruns=settings.last_overruns,
-        best_prefix=settings.best_prefix,
+        noise_free=valuation.noise_free,
+        per_unit_cost=valuation.per_unit_cost,
+        last_overruns=valuation.last_overruns,
+        best_prefix=valuation.best_prefix,
         cost_exponent=cost_exponent,
     )

@@ -1,8 +1,9 @@
 """Checks of the sampler's plain options, with errors that say what is allowed.
 
 The budget, the acquisition, ``cost_fn`` and ``max_sampler_share`` are checked where they are
-used (:func:`optuna_costbo.budget.validate_budget`, the acquisition registry,
-:class:`optuna_costbo._user_cost.UserCost`, :class:`optuna_costbo._effort.EffortRule`).
+used (:func:`optuna_costbo._ledger.costs.validate_budget`, the acquisition registry,
+:class:`optuna_costbo._sampler.user_cost.UserCost`,
+:class:`optuna_costbo._sampler.effort.EffortRule`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ def check_options(
     prefetch: Any = False,
 ) -> None:
     """Raise ``ValueError`` for the first option outside what is allowed."""
-    for name, value in (("horizon", horizon), ("n_samples", n_samples)):
-        if not is_int(value) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    for name, value, default in (("horizon", horizon, 2), ("n_samples", n_samples, 64)):
+        if value is not None and (not is_int(value) or value < 1):
+            raise ValueError(f"{name} must be an int >= 1 (or None: {default}), got {value!r}")
     if n_startup_trials is not None and (not is_int(n_startup_trials) or n_startup_trials < 0):
         raise ValueError(
             f"n_startup_trials must be None or a non-negative int, got {n_startup_trials!r}"

@@ -12,7 +12,7 @@ time is truncated by up to a second; the middle of that second is charged, so th
 then at most half a second more either way.
 
 The charge is written once on the trial itself, as its cost user attr (where optuna-dashboard
-shows it) and ``costbo:cost_source = "heartbeat"``, by whichever worker settles it first; the
+shows it) and ``costbo:cost_source = "heartbeat"``, by whichever worker charges it first; the
 others read that value back, so every worker's ledger agrees.
 
 What this relies on (Optuna 4.x and 5.0; none of it is public API, so it is read defensively,
@@ -30,16 +30,17 @@ and any storage without it keeps the wall-clock rule, start to completion):
 - Optuna refuses to set attrs of finished trials (``check_trial_is_updatable``), so the charge
   is inserted into ``trial_user_attributes`` and ``trial_system_attributes`` directly. Both
   tables are unique on ``(trial_id, key)``: the insert is the claim. Of workers racing to
-  settle a trial exactly one insert succeeds; the others get an IntegrityError and read the
+  charge a trial exactly one insert succeeds; the others get an IntegrityError and read the
   winner's value.
 - ``_CachedStorage`` never re-reads a finished trial, so a worker that cached the failed trial
-  before it was settled would never see the charge: the settled value is also set on the
+  before it was charged would never see the charge: the charged value is also set on the
   cached :class:`~optuna.trial.FrozenTrial` objects this module is given (what a re-read would
   return).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Sequence
 import datetime
 import json
@@ -50,14 +51,24 @@ import weakref
 
 import optuna
 from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
 
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import CostSource
 from optuna_costbo._numerics.cost_model import COST_FLOOR
+from optuna_costbo._optuna_compat import rdb_models
 
 
-__all__ = ["HEARTBEAT_SOURCE", "heartbeat_charge", "rdb_backend", "settle"]
+__all__ = [
+    "charge_dead_trials",
+    "charge_to_heartbeat",
+    "heartbeat_charge",
+    "rdb_backend",
+    "unpriced_failure",
+]
 
-
-HEARTBEAT_SOURCE = "heartbeat"
+HEARTBEAT_SOURCE = CostSource.HEARTBEAT.value
 """Value of the trial system attr ``costbo:cost_source`` on a trial charged to its heartbeat."""
 
 # NOTE: the smallest charge is the models' cost floor, as for measured trials: a dead trial
@@ -80,7 +91,39 @@ def rdb_backend(storage: optuna.storages.BaseStorage) -> optuna.storages.RDBStor
     return backend if isinstance(backend, optuna.storages.RDBStorage) else None
 
 
-def settle(
+def unpriced_failure(trial: FrozenTrial, cost_attr: str) -> bool:
+    """A failed trial without a cost (nor a skip mark): a dead worker's, perhaps, that
+    :func:`charge_dead_trials` may charge to its heartbeat."""
+    return (
+        trial.state == TrialState.FAIL
+        and cost_attr not in trial.user_attrs
+        and COST_SOURCE_ATTR not in trial.system_attrs
+        and not trial.system_attrs.get(SKIPPED_ATTR)
+    )
+
+
+def charge_dead_trials(
+    study: optuna.Study, trials: Iterable[FrozenTrial], cost_attr: str
+) -> dict[int, float]:
+    """Charge the trials that a dead worker left, failed by heartbeat, to their last heartbeat.
+
+    WRITES, once per trial: a failed trial that never reached the sampler's ``after_trial``
+    (no cost recorded, no cost source) is charged from its start to its last recorded
+    heartbeat, not to the moment another worker noticed it was dead; the charge is written on
+    the trial as its user attr ``cost_attr`` (where optuna-dashboard shows it), with system attr
+    ``costbo:cost_source`` ``"heartbeat"``, exactly once whichever workers race to do it, and
+    set on the given ``trials`` objects too (what a re-read would return; see the module
+    docstring). Failed trials without a stored heartbeat (storages other than RDBStorage,
+    heartbeat off, trials failed by hand or added failed) are left to the wall-clock rule.
+
+    Returns:
+        Trial id -> charged cost, for the trials charged by this call.
+    """
+    unpriced = [t for t in trials if unpriced_failure(t, cost_attr)]
+    return charge_to_heartbeat(study._storage, unpriced, cost_attr, COST_SOURCE_ATTR)
+
+
+def charge_to_heartbeat(
     storage: optuna.storages.BaseStorage,
     unpriced: Sequence[FrozenTrial],
     cost_attr: str,
@@ -98,7 +141,7 @@ def settle(
         source_attr: The trial system attr saying where a cost comes from.
 
     Returns:
-        Trial id -> charged cost, for the trials settled.
+        Trial id -> charged cost, for the trials charged.
     """
     backend = rdb_backend(storage)
     if backend is None or not unpriced:
@@ -111,9 +154,9 @@ def settle(
     # A storage that waits out database outages (optuna_costbo.storage) waits here too.
     run = getattr(backend, "run_with_retries", None)
     charges: dict[int, float] = (
-        run(lambda: _settle_rows(backend, todo, cost_attr, source_attr))
+        run(lambda: _charge_rows(backend, todo, cost_attr, source_attr))
         if run is not None
-        else _settle_rows(backend, todo, cost_attr, source_attr)
+        else _charge_rows(backend, todo, cost_attr, source_attr)
     )
     with _lock:
         _no_heartbeat.setdefault(backend, set()).update(set(todo) - set(charges))
@@ -138,23 +181,23 @@ def heartbeat_charge(trial: FrozenTrial, last_heartbeat_local: datetime.datetime
     return max(seconds, COST_FLOOR)
 
 
-def _settle_rows(
+def _charge_rows(
     backend: optuna.storages.RDBStorage,
     todo: dict[int, FrozenTrial],
     cost_attr: str,
     source_attr: str,
 ) -> dict[int, float]:
-    from optuna.storages._rdb import models
     import sqlalchemy
     from sqlalchemy import exc as sa_exc
 
+    models = rdb_models()
     heartbeat_model = models.TrialHeartbeatModel
     user_model = models.TrialUserAttributeModel
     ids = sorted(todo)
     charges: dict[int, float] = {}
     with backend.engine.connect() as conn:
         offset = _clock_offset(conn)
-        heartbeats = dict(
+        heartbeats: dict[int, Any] = dict(
             conn.execute(
                 sqlalchemy.select(heartbeat_model.trial_id, heartbeat_model.heartbeat).where(
                     heartbeat_model.trial_id.in_(ids)
@@ -189,7 +232,7 @@ def _settle_rows(
                         )
                     )
             except sa_exc.IntegrityError:
-                # Another worker settled it first (or wrote the cost some other way): its
+                # Another worker charged it first (or wrote the cost some other way): its
                 # value is the trial's charge.
                 raw = conn.execute(
                     sqlalchemy.select(user_model.value_json).where(

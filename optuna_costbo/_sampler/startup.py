@@ -15,11 +15,12 @@ import zlib
 import numpy as np
 from optuna.distributions import BaseDistribution
 
+from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._numerics.search_space import rows_among
-from optuna_costbo._space import SpaceBridge
+from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["StartupDesign", "startup_size"]
+__all__ = ["StartupDesign", "startup_count", "startup_size"]
 
 # NOTE: how many scramblings a trial tries for a configuration that no trial has yet (a small
 # discrete space may have none left: then the last one is taken).
@@ -47,6 +48,16 @@ def startup_size(
     predicted = n_priced + max(remaining, 0.0) / (spent / n_priced)
     floor = min(full, max(3, n_params + 1))
     return max(floor, min(full, math.ceil(predicted / 3.0)))
+
+
+def startup_count(option: int | None, n_params: int, ledger: Ledger | None = None) -> int:
+    """The start-up trials before the models take over: the user's ``n_startup_trials``
+    (``option``) if given, else :func:`startup_size` of the ledger (none: before any read)."""
+    if option is not None:
+        return option
+    if ledger is None:
+        return startup_size(n_params)
+    return startup_size(n_params, ledger.n_finished, ledger.spent, ledger.remaining)
 
 
 class StartupDesign:

@@ -1,0 +1,172 @@
+"""What one trial costs: checked values, the objective's cost, the charge to the budget.
+
+:func:`report_cost` is public (the objective reports a cost with it); the rest is what the
+ledger sums (:mod:`.ledger`) and what the models learn (the objective's cost alone, without the
+sampler's time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import datetime
+import math
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._numerics.checks import is_real
+from optuna_costbo._numerics.cost_model import COST_FLOOR
+
+
+__all__ = [
+    "charged_cost",
+    "checked_costs",
+    "objective_cost",
+    "previous_params",
+    "report_cost",
+    "sampler_seconds",
+    "validate_budget",
+    "validate_cost",
+]
+
+
+def validate_budget(budget: Any) -> float:
+    """Return ``budget`` as a float, or raise a ValueError saying what is allowed."""
+    if not is_real(budget):
+        raise ValueError(f"budget must be a positive finite number, got {budget!r}")
+    value = float(budget)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f"budget must be a positive finite number, got {budget!r}")
+    return value
+
+
+def validate_cost(cost: Any, *, name: str = "cost") -> float:
+    """Return a reported cost as a float, or raise a ValueError saying what is allowed.
+
+    A cost must be a real number, finite and non-negative. Zero is a free evaluation (a
+    cached result); a negative cost would make the budget meaningless.
+    """
+    if not is_real(cost):
+        raise ValueError(
+            f"{name} must be a non-negative finite number (int or float), got {cost!r} "
+            f"of type {type(cost).__name__}"
+        )
+    value = float(cost)
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"{name} must be a non-negative finite number, got {cost!r}")
+    return value
+
+
+def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = "cost") -> None:
+    """Report the cost of ``trial`` from inside the objective (money, energy, a simulated cost).
+
+    The value is validated at once, so a bad cost fails this trial with a clear message
+    instead of reaching the ledger. Equivalent to ``trial.set_user_attr(cost_attr, cost)``.
+
+    Args:
+        trial: The running trial.
+        cost: A non-negative finite number (0: a free trial, e.g. a cached result), in the
+            same units as the sampler's budget.
+        cost_attr: The user attr name the sampler reads (its ``cost_attr`` argument).
+    """
+    trial.set_user_attr(cost_attr, validate_cost(cost, name=f"the reported cost {cost_attr!r}"))
+
+
+def _seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float:
+    if start is None or end is None:
+        return 0.0
+    return max((end - start).total_seconds(), 0.0)
+
+
+def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
+    raw = trial.user_attrs.get(cost_attr)
+    if raw is None:
+        return None
+    try:
+        return validate_cost(raw)
+    except ValueError:
+        return None
+
+
+def sampler_seconds(trial: FrozenTrial) -> float:
+    """Seconds the sampler spent choosing this trial's parameters, as recorded on the trial."""
+    value = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
+    if not is_real(value):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0.0 else 0.0
+
+
+def objective_cost(
+    trial: FrozenTrial, cost_attr: str, now: datetime.datetime | None = None
+) -> float:
+    """Cost of the objective alone for ``trial`` (the quantity the cost model learns).
+
+    In order of precedence: the valid number the trial carries as user attr ``cost_attr``
+    (reported by the objective, recorded by the sampler after the trial, or, for a trial
+    failed by heartbeat, its start to last heartbeat, written by
+    :func:`.dead_trials.charge_dead_trials`); else the trial's wall-clock duration less the
+    sampler's own time (a trial failed by heartbeat before it is charged or on a storage
+    without heartbeats, trials added with
+    ``add_trial``: zero when they have no timestamps). A running trial's cost so far is
+    measured up to ``now``.
+    """
+    reported = _reported_cost(trial, cost_attr)
+    if reported is not None:
+        return reported
+    end = trial.datetime_complete
+    if end is None and trial.state == TrialState.RUNNING:
+        end = now or datetime.datetime.now()
+    return max(_seconds(trial.datetime_start, end) - sampler_seconds(trial), 0.0)
+
+
+def charged_cost(
+    trial: FrozenTrial,
+    cost_attr: str,
+    charge_sampler_time: bool,
+    now: datetime.datetime | None = None,
+) -> float:
+    """What ``trial`` costs the budget: its objective cost, plus sampler time if charged."""
+    if trial.system_attrs.get(SKIPPED_ATTR):
+        return 0.0
+    cost = objective_cost(trial, cost_attr, now)
+    if charge_sampler_time:
+        cost += sampler_seconds(trial)
+    return cost
+
+
+def checked_costs(values: list[Any], what: str) -> np.ndarray:
+    """Costs from the user's cost_fn as an array, >= 0 and finite, or a clear ValueError.
+
+    Zeros (a state-dependent cost of staying put) are raised to the models' cost floor.
+    """
+    try:
+        costs = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"cost_fn must return numbers; got {values[:3]!r}... for {what}"
+        ) from None
+    bad = ~np.isfinite(costs) | (costs < 0.0)
+    if bad.any():
+        raise ValueError(
+            f"cost_fn must return non-negative finite numbers; got {costs[bad][0]!r} for {what}"
+        )
+    out: np.ndarray = np.maximum(costs, COST_FLOOR)
+    return out
+
+
+def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[str, Any] | None:
+    """Parameters of the latest trial before ``trial``: where a moving cost starts from."""
+    earlier = [
+        t
+        for t in trials
+        if t.number < trial.number
+        and t.state in (*FINISHED_STATES, TrialState.RUNNING)
+        and not t.system_attrs.get(SKIPPED_ATTR)
+    ]
+    return dict(max(earlier, key=lambda t: t.number).params) if earlier else None

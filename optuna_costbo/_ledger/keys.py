@@ -1,0 +1,57 @@
+"""Where the ledger keeps its records: the attribute keys, the cost sources, finished states.
+
+Study user attrs (``cost_budget``, ``cost_spent``, ``cost_remaining``) are shown by
+optuna-dashboard in the study's attribute table; trial system attrs (``costbo:*``) are the
+sampler's own records. These names and values are a stored format: changing one orphans what
+earlier runs wrote.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from optuna.trial import TrialState
+
+
+__all__ = [
+    "BUDGET_ATTR",
+    "COST_SOURCE_ATTR",
+    "FINISHED_STATES",
+    "INVALID_COST_ATTR",
+    "REMAINING_ATTR",
+    "SAMPLER_SECONDS_ATTR",
+    "SKIPPED_ATTR",
+    "SPENT_ATTR",
+    "CostSource",
+]
+
+
+# Study user attrs (shown by optuna-dashboard in the study's attribute table).
+BUDGET_ATTR = "cost_budget"
+SPENT_ATTR = "cost_spent"
+REMAINING_ATTR = "cost_remaining"
+
+# Trial system attrs written by the sampler.
+SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
+COST_SOURCE_ATTR = "costbo:cost_source"
+INVALID_COST_ATTR = "costbo:invalid_reported_cost"
+SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
+
+FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+class CostSource(str, enum.Enum):
+    """Where a trial's cost came from: the value of its system attr ``costbo:cost_source``.
+
+    A ``str`` enum: a member equals the string stored (``CostSource.REPORTED == "reported"``),
+    and ``.value`` is what is written.
+    """
+
+    WALL_CLOCK = "wall_clock"
+    """Measured: the trial's wall-clock time less the sampler's own."""
+    REPORTED = "reported"
+    """Reported by the objective (``report_cost`` or the user attr)."""
+    COST_FN = "cost_fn"
+    """Given by the user's ``cost_fn``."""
+    HEARTBEAT = "heartbeat"
+    """A dead worker's trial, charged from its start to its last heartbeat."""

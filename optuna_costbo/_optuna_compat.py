@@ -1,0 +1,109 @@
+"""Every use of Optuna's private API, in one place.
+
+Optuna gives a sampler no public way to do a few things this package needs; each is wrapped
+here, so that an Optuna release that changes one breaks this module and nothing else. Checked
+against Optuna 4.0.0, 4.5.0 and 5.0.0 (the wheels' sources; the test suite runs on the
+installed one, 5.0.0 at the time of writing). Where an older release lacks a name, the
+fallback is written next to it.
+
+Not counted as private here: ``study._storage``, ``study._study_id`` and ``trial._trial_id``,
+which every Optuna sampler that keeps state in storage uses (CMA-ES, GPSampler) and which the
+design notes document.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from types import FrameType
+from types import ModuleType
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution
+
+
+__all__ = [
+    "INDEPENDENT_SAMPLING_WARNING_TEMPLATE",
+    "distribution_contains",
+    "heartbeat_thread",
+    "in_optimize_loop",
+    "optimize_call_locals",
+    "rdb_models",
+    "root_study",
+]
+
+
+def heartbeat_thread(
+    trial_id: int, storage: optuna.storages.BaseStorage
+) -> AbstractContextManager[Any]:
+    """A context that keeps ``trial_id``'s heartbeat beating (a no-op context on storages
+    without heartbeats): ``optuna.storages._heartbeat.get_heartbeat_thread``."""
+    from optuna.storages._heartbeat import get_heartbeat_thread
+
+    thread: AbstractContextManager[Any] = get_heartbeat_thread(trial_id, storage)  # type: ignore[assignment]
+    return thread
+
+
+def rdb_models() -> ModuleType:
+    """``optuna.storages._rdb.models``: the SQLAlchemy tables of RDBStorage (the heartbeat
+    table and the trial attribute tables, read and written by :mod:`._ledger.dead_trials`)."""
+    from optuna.storages._rdb import models
+
+    return models
+
+
+try:
+    from optuna.samplers._base import (
+        _INDEPENDENT_SAMPLING_WARNING_TEMPLATE as INDEPENDENT_SAMPLING_WARNING_TEMPLATE,
+    )
+except ImportError:  # Optuna < 4.5 has no shared template: the same words
+    INDEPENDENT_SAMPLING_WARNING_TEMPLATE = (
+        "The parameter `{param_name}` in Trial#{trial_number} is sampled independently "
+        "using `{independent_sampler_name}` instead of `{sampler_name}`, potentially "
+        "degrading the optimization performance. This fallback happened because "
+        "{fallback_reason}. You can suppress this warning by setting "
+        "`warn_independent_sampling` to `False` in the constructor of `{sampler_name}` if "
+        "this independent sampling is intended behavior."
+    )
+
+
+def root_study(study: optuna.Study) -> optuna.Study:
+    """The user's study behind HyperbandPruner's per-bracket view of it (``_BracketStudy``
+    keeps it as ``_study``)."""
+    while isinstance(getattr(study, "_study", None), optuna.Study):
+        study = study._study  # type: ignore[attr-defined]
+    return study
+
+
+def in_optimize_loop(study: optuna.Study) -> bool:
+    """Whether this thread runs ``study.optimize`` (``Study._thread_local``)."""
+    return bool(root_study(study)._thread_local.in_optimize_loop)
+
+
+def distribution_contains(dist: BaseDistribution, internal: float) -> bool:
+    """Whether the internal representation ``internal`` lies in ``dist``
+    (``BaseDistribution._contains``)."""
+    return bool(dist._contains(internal))
+
+
+_OPTIMIZE_MODULE = "optuna.study._optimize"
+_OPTIMIZE_FUNCTION = "_optimize"
+
+
+def optimize_call_locals(
+    study: optuna.Study, frames: list[FrameType | None]
+) -> dict[str, Any] | None:
+    """The arguments of the ``study.optimize`` call of ``study`` found on ``frames`` (each
+    walked to its root): the locals of ``optuna.study._optimize._optimize``, whose parameter
+    names (``n_trials``, ``timeout``, ``show_progress_bar``) are the public ones."""
+    for frame in frames:
+        while frame is not None:
+            if (
+                frame.f_code.co_name == _OPTIMIZE_FUNCTION
+                and frame.f_globals.get("__name__") == _OPTIMIZE_MODULE
+            ):
+                local = frame.f_locals
+                if local.get("study") is study:
+                    return dict(local)
+            frame = frame.f_back
+    return None
