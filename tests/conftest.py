@@ -1,6 +1,16 @@
+"""Shared by every test folder: the ``--runslow`` option, and ``tests/helpers/`` on
+``sys.path`` (its modules are imported by the tests and run as worker scripts, where their own
+folder is the script's)."""
+
 from __future__ import annotations
 
+from pathlib import Path
+import sys
+
 import pytest
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

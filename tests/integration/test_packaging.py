@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_and_sdist_build_and_pass_twine_check(tmp_path: Path) -> None:

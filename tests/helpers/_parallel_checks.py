@@ -2,7 +2,7 @@
 
 - the simulated problem the workers run (:func:`trial_cost`, :func:`trial_value`,
   ``MAX_TRIAL_COST``) and storages from JSON-able specs (:func:`make_storage`), shared with the
-  worker script ``tests/_worker_main.py``;
+  worker script ``tests/helpers/_worker_main.py``;
 - starting worker processes and waiting for them (:func:`start_worker`, :func:`release`,
   :func:`wait_workers`, :func:`read_results`);
 - checks on a finished study: the shared-budget invariants (:func:`check_budget_invariants`,
@@ -31,7 +31,7 @@ from optuna.trial import TrialState
 
 
 WORKER_SCRIPT = str(Path(__file__).resolve().with_name("_worker_main.py"))
-REPO_ROOT = str(Path(__file__).resolve().parent.parent)
+REPO_ROOT = str(Path(__file__).resolve().parents[2])
 SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
 

@@ -1,9 +1,10 @@
 """Parallel workers on one study: threads sharing one sampler, processes sharing one budget.
 
-The process tests start real worker processes (``tests/_worker_main.py``), each loading the study
-with its own ``CostRolloutSampler(budget=B)`` and calling ``study.optimize(objective)`` with no
-``n_trials``, on SQLite, on a JournalStorage file and on PostgreSQL (when
-``COSTBO_TEST_POSTGRES_URL`` is set and reachable; ``.ci/run`` sets it up in CI).
+The process tests start real worker processes (``tests/helpers/_worker_main.py``), each
+loading the study with its own ``CostRolloutSampler(budget=B)`` and calling
+``study.optimize(objective)`` with no ``n_trials``, on SQLite, on a JournalStorage file and on
+PostgreSQL (when ``COSTBO_TEST_POSTGRES_URL`` is set and reachable; ``.ci/run`` sets it up in
+CI).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import optuna
 import pytest
 
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
 # example -> (arguments besides --storage, lines expected in its output)

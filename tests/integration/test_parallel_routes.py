@@ -9,7 +9,7 @@
   ``DaskStorage`` (the study lives on the scheduler); each Dask worker runs
   ``study.optimize`` with its own ``CostRolloutSampler(budget=B)``.
 
-On the finished study, the shared-budget invariants of ``tests/_parallel_checks.py`` hold
+On the finished study, the shared-budget invariants of ``tests/helpers/_parallel_checks.py`` hold
 (``check_budget_invariants``, ``check_no_lost_trials``): the ledger is the brute-force sum of
 charges, spent >= budget, the overrun (spent - budget) is at most the cost of the trials in
 flight when the budget ran out (and at most workers x the largest trial cost), every trial

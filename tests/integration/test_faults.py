@@ -4,7 +4,7 @@ A SIGKILLed worker's trial stays RUNNING until heartbeat marks it stale; then
 ``optuna.storages.fail_stale_trials`` (which every other worker's optimize loop calls before
 each trial) fails it. It never passes through ``after_trial``; the ledger of the worker that
 fails it charges it from its start to its last heartbeat and writes that on the trial as its
-``cost`` user attr (``tests/test_dead_trials.py`` has the details).
+``cost`` user attr (``tests/ledger/test_dead_trials.py`` has the details).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import optuna_costbo
 optunahub = pytest.importorskip("optunahub")
 yaml = pytest.importorskip("yaml")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "package" / "samplers" / "cost_rollout"
 
 

@@ -2,9 +2,10 @@
 
 Run as a script, this module is either side of the gRPC route:
 
-- ``python tests/_routes.py server '<json>'`` serves an RDB storage (``{"url": ...}``) through
-  Optuna's gRPC storage proxy on ``{"host": ..., "port": ...}`` until it is terminated;
-- ``python tests/_routes.py worker '<json>'`` is one worker: it loads the study through a
+- ``python tests/helpers/_routes.py server '<json>'`` serves an RDB storage
+  (``{"url": ...}``) through Optuna's gRPC storage proxy on ``{"host": ..., "port": ...}``
+  until it is terminated;
+- ``python tests/helpers/_routes.py worker '<json>'`` is one worker: it loads the study through a
   ``GrpcStorageProxy`` with its own ``CostRolloutSampler(budget=...)``, calls
   ``study.optimize(objective)`` with no ``n_trials`` and writes what it saw to a JSON file.
 
@@ -37,7 +38,7 @@ from optuna.trial import FrozenTrial
 
 SCRIPT = str(Path(__file__).resolve())
 TESTS_DIR = str(Path(__file__).resolve().parent)
-REPO_ROOT = str(Path(__file__).resolve().parent.parent)
+REPO_ROOT = str(Path(__file__).resolve().parents[2])
 MAX_TRIAL_COST = 1.5
 
 

@@ -1,6 +1,7 @@
-"""One worker process of the multi-process tests (``tests/test_parallel.py``, ``test_faults.py``).
+"""One worker process of the multi-process tests (``tests/integration/test_parallel.py``,
+``test_faults.py``).
 
-``python tests/_worker_main.py '<json config>'`` loads an existing study with its own
+``python tests/helpers/_worker_main.py '<json config>'`` loads an existing study with its own
 ``CostRolloutSampler(budget=...)`` and calls ``study.optimize(objective)`` with no ``n_trials``
 (unless the config caps it), then writes what it saw to a JSON file. The tests start it with
 ``_parallel_checks.start_worker``; the simulated problem (``trial_cost``, ``trial_value``) and

@@ -17,6 +17,7 @@ import time
 from typing import Any
 import uuid
 
+import _pg
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -37,7 +38,6 @@ from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.ledger import compute_ledger
 from optuna_costbo._ledger.ledger import refresh_ledger
 from optuna_costbo._sampler.snapshot import completed_search_space
-from tests import _pg
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")

@@ -1,6 +1,6 @@
-"""A worker of ``tests/_worker_main.py`` whose RDB storage waits out database outages.
+"""A worker of ``tests/helpers/_worker_main.py`` whose RDB storage waits out database outages.
 
-Run as ``python tests/_outage_worker.py '<json config>'``: the config of
+Run as ``python tests/helpers/_outage_worker.py '<json config>'``: the config of
 ``_worker_main.run_worker``, whose storage spec may also say ``"outage_timeout"`` (seconds; the
 storage is then ``optuna_costbo.storage.RetryingRDBStorage``) and ``"grace_period"`` (with
 ``"heartbeat": true``).

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:`optuna.terminator` module has been deprecated:FutureWarning",
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _depth_cost(params: dict[str, Any]) -> float:

@@ -1,10 +1,10 @@
 """Proposals of every acquisition, seed for seed, against a recording made before a refactor.
 
-``tests/data/proposals.json`` holds the parameters every trial of a few short studies was
+``tests/sampler/data/proposals.json`` holds the parameters every trial of a few short studies was
 given (four problems: fitted cost, mixed space, known cost, moving cost; every acquisition;
 two seeds). A change that is meant to leave behaviour alone must leave these unchanged.
 Re-record only for an intended change of behaviour:
-``python tests/test_proposals_unchanged.py --record``.
+``python tests/sampler/test_proposals_unchanged.py --record``.
 
 NOTE: the comparison is teacher-forced. Each trial is given the RECORDED parameters, and
 the sampler's own proposal for it is compared with them, within 1e-3 of each parameter's
@@ -207,7 +207,7 @@ def test_proposals_are_unchanged(problem: str, acquisition: str, horizon: int, s
 
 if __name__ == "__main__":
     if "--record" not in sys.argv:
-        sys.exit("usage: python tests/test_proposals_unchanged.py --record")
+        sys.exit("usage: python tests/sampler/test_proposals_unchanged.py --record")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     out = {_key(*case): _run(*case)[0] for case in _cases()}
     RECORDING.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")

@@ -31,7 +31,7 @@ import pytest
 import optuna_costbo
 
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOCS_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
 
 MODULES = sorted(

@@ -2,7 +2,7 @@
 
 The unit tests inject connection errors into a SQLite storage. The fault test stops a real
 PostgreSQL server for 5 s in the middle of a 3-worker run (a throwaway cluster of its own, see
-``tests/_pg.py``) and checks that the workers carry on, with the ledger intact.
+``tests/helpers/_pg.py``) and checks that the workers carry on, with the ledger intact.
 """
 
 from __future__ import annotations

@@ -1,0 +1,63 @@
+"""Bad constructor arguments and unsupported studies: clear errors that say what is allowed."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from _awkward import _sampler
+import numpy as np
+import optuna
+import pytest
+
+from optuna_costbo import CostRolloutSampler
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"budget": True}, "budget must be a positive finite number"),
+        ({"budget": None}, "budget must be a positive finite number"),
+        ({"budget": [10.0]}, "budget must be a positive finite number"),
+        ({"budget": -math.inf}, "budget must be a positive finite number"),
+        ({"budget": 1.0, "acquisition": None}, "acquisition must be one of"),
+        ({"budget": 1.0, "acquisition": "EI"}, "acquisition must be one of"),
+        ({"budget": 1.0, "horizon": True}, "horizon must be an int >= 1"),
+        ({"budget": 1.0, "horizon": -1}, "horizon must be an int >= 1"),
+        ({"budget": 1.0, "n_samples": 2.0}, "n_samples must be an int >= 1"),
+        ({"budget": 1.0, "n_samples": True}, "n_samples must be an int >= 1"),
+        ({"budget": 1.0, "n_startup_trials": 1.5}, "n_startup_trials must be"),
+        ({"budget": 1.0, "n_startup_trials": True}, "n_startup_trials must be"),
+        ({"budget": 1.0, "n_startup_trials": "3"}, "n_startup_trials must be"),
+        ({"budget": 1.0, "cost_attr": 5}, "cost_attr must be"),
+        ({"budget": 1.0, "cost_attr": None}, "cost_attr must be"),
+        ({"budget": 1.0, "seed": True}, "seed must be"),
+        ({"budget": 1.0, "seed": "0"}, "seed must be"),
+        ({"budget": 1.0, "cost_fn": lambda: 1.0}, "cost_fn must take"),
+        ({"budget": 1.0, "cost_fn": "x"}, "cost_fn must be callable"),
+    ],
+)
+def test_more_bad_constructor_arguments(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CostRolloutSampler(**kwargs)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**40])
+def test_out_of_range_seed_is_a_value_error(seed: int) -> None:
+    with pytest.raises(ValueError):
+        CostRolloutSampler(budget=1.0, seed=seed)
+
+
+@pytest.mark.parametrize("budget", [np.int64(5), np.float32(2.5)])
+def test_numpy_scalar_budget_is_accepted(budget: Any) -> None:
+    sampler = CostRolloutSampler(budget=budget)
+    assert sampler.budget == float(budget)
+
+
+def test_multi_objective_study_is_refused_with_a_clear_message() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=_sampler("ei"))
+    with pytest.raises(ValueError, match="single-objective studies only"):
+        study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
