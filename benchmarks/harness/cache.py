@@ -1,9 +1,13 @@
-"""The on-disk cache: one CSV per (problem, method, seed).
+"""The results format of every benchmark: one CSV file per (problem, method, seed).
 
-``<out>/runs/<problem>/<method>/seed<NNN>.csv``: a first line ``# {json}`` with what the run
-was (problem fingerprint, budget, method, seed, timings, versions, error), then
-``trial,cost,value`` rows (value empty for a trial that did not complete). A cached run
-counts only if its problem fingerprint matches the current definition and it has no error.
+``<root>/<problem>/<method>/seed<NNN>.csv``: a first line ``# {json}`` with what the run was
+(problem, fingerprint, budget, method, seed, timings, versions, error, and whatever the
+experiment adds), then one row per trial: ``trial,cost,value`` (value empty for a trial that
+did not complete), plus ``elapsed`` (seconds since the study started, at the trial's end) for
+wall-clock problems and ``params`` (JSON) for problems that record them. A cached run counts
+(:func:`load_valid`) only if its problem fingerprint matches the current definition and it
+has no error; failed runs are written too (the report lists them), and run again by a resumed
+session.
 """
 
 from __future__ import annotations
@@ -15,16 +19,22 @@ import io
 import json
 import math
 from pathlib import Path
+import re
 import shutil
 from typing import Any
 
-from benchmarks.suite.methods import MAX_TRIALS
-from benchmarks.suite.methods import Run
-from benchmarks.suite.problems import Problem
+from benchmarks.harness.problem import Problem
+from benchmarks.harness.runner import Run
 
 
-def run_path(out: Path, problem: str, method: str, seed: int) -> Path:
-    return out / "runs" / problem / method / f"seed{seed:03d}.csv"
+def method_dir(method: str) -> str:
+    """The folder name of a method (its name; characters other than letters, digits and
+    ``._=,+-`` become ``_``, e.g. the ``:`` of ``ours:acquisition=eipu``)."""
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", method)
+
+
+def run_path(root: Path, problem: str, method: str, seed: int) -> Path:
+    return Path(root) / problem / method_dir(method) / f"seed{seed:03d}.csv"
 
 
 @functools.cache
@@ -39,8 +49,9 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def write_run(out: Path, problem: Problem, run: Run) -> Path:
-    path = run_path(out, run.problem, run.method, run.seed)
+def write_run(root: Path, problem: Problem, run: Run) -> Path:
+    """Write ``run`` (atomically: a stopped session never leaves half a file)."""
+    path = run_path(root, run.problem, run.method, run.seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "problem": run.problem,
@@ -56,19 +67,32 @@ def write_run(out: Path, problem: Problem, run: Run) -> Path:
         "versions": _versions(),
         **run.meta,
     }
+    columns = ["trial", "cost", "value"]
+    if run.elapsed:
+        columns.append("elapsed")
+    if run.params:
+        columns.append("params")
     buf = io.StringIO()
     buf.write("# " + json.dumps(meta) + "\n")
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["trial", "cost", "value"])
+    writer.writerow(columns)
     for k, (c, v) in enumerate(zip(run.costs, run.values, strict=True)):
-        writer.writerow([k, f"{c:.10g}", "" if math.isnan(v) else repr(v)])
+        row: list[Any] = [k, f"{c:.10g}", "" if math.isnan(v) else repr(v)]
+        if run.elapsed:
+            row.append(f"{run.elapsed[k]:.6f}")
+        if run.params:
+            row.append(json.dumps(run.params[k]))
+        writer.writerow(row)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(buf.getvalue())
-    tmp.replace(path)  # atomic: a stopped session never leaves half a file
+    tmp.replace(path)
     return path
 
 
-def read_run(path: Path) -> Run | None:
+def read_run(path: Path, max_trials: int | None = None) -> Run | None:
+    """The run in ``path`` (None if it is missing or not a run file). A run with more than
+    ``max_trials`` trials (cached under a higher cap) is cut to its first ``max_trials``: runs
+    are sequential, so these are the trials a run under the lower cap makes."""
     try:
         text = path.read_text()
     except OSError:
@@ -87,29 +111,56 @@ def read_run(path: Path) -> Run | None:
     for row in csv.DictReader(io.StringIO(body)):
         run.costs.append(float(row["cost"]))
         run.values.append(float(row["value"]) if row["value"] else math.nan)
-    if len(run.costs) > MAX_TRIALS:  # cached under a higher cap: the same first trials
-        del run.costs[MAX_TRIALS:], run.values[MAX_TRIALS:]
+        if row.get("elapsed"):
+            run.elapsed.append(float(row["elapsed"]))
+        if row.get("params"):
+            run.params.append(json.loads(row["params"]))
+    if max_trials is not None and len(run.costs) > max_trials:
+        for column in (run.costs, run.values, run.elapsed, run.params):
+            del column[max_trials:]
         run.capped = True
     return run
 
 
-def load_valid(out: Path, problem: Problem, method: str, seed: int) -> Run | None:
+def load_valid(root: Path, problem: Problem, method: str, seed: int) -> Run | None:
     """The cached run if it is there, of the current problem definition, and not failed."""
-    run = read_run(run_path(out, problem.name, method, seed))
+    run = read_run(run_path(root, problem.name, method, seed), problem.max_trials)
     if run is None or run.error or run.meta.get("fingerprint") != problem.fingerprint:
         return None
     return run
 
 
-def discard(out: Path, methods: list[str]) -> int:
+def load_all(
+    root: Path, problem: Problem, methods: list[str], seeds: list[int]
+) -> tuple[dict[tuple[str, int], Run], list[Run], int]:
+    """The valid cached runs ``(method, seed) -> Run``, the failed ones, and how many files
+    hold another definition of the problem (another fingerprint: another budget, ...)."""
+    valid: dict[tuple[str, int], Run] = {}
+    failed: list[Run] = []
+    other = 0
+    for m in methods:
+        for s in seeds:
+            run = read_run(run_path(root, problem.name, m, s), problem.max_trials)
+            if run is None:
+                continue
+            if run.meta.get("fingerprint") != problem.fingerprint:
+                other += 1
+            elif run.error:
+                failed.append(run)
+            else:
+                valid[(m, s)] = run
+    return valid, failed, other
+
+
+def discard(root: Path, methods: list[str]) -> int:
     """Delete the cached runs of ``methods`` (every problem); how many files went."""
     n = 0
-    runs = out / "runs"
-    if not runs.is_dir():
+    root = Path(root)
+    if not root.is_dir():
         return 0
-    for problem_dir in runs.iterdir():
+    for problem_dir in root.iterdir():
         for method in methods:
-            target = problem_dir / method
+            target = problem_dir / method_dir(method)
             if target.is_dir():
                 n += sum(1 for _ in target.glob("*.csv"))
                 shutil.rmtree(target)

@@ -1,23 +1,123 @@
-"""The benchmark figure: mean best-so-far against cumulative cost, per method (PNG)."""
+"""The figures (PNG, when matplotlib is installed) of the reports.
+
+- :func:`suite_figure`: median regret against cumulative cost, one panel per problem (also
+  the curves as CSV rows);
+- :func:`problem_figure`: mean best-so-far against cumulative cost for one problem, with
+  beside it the regret on a log scale (known optimum) or the distribution of single-trial
+  costs per method.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
-from registry import METHODS
-from registry import ROLLOUTS
-from runner import Run
-from stats import best_at
+
+from benchmarks.harness import stats
+from benchmarks.harness.methods import resolve
+from benchmarks.harness.problem import Problem
+from benchmarks.harness.runner import Run
 
 
-def figure(
+if TYPE_CHECKING:
+    from benchmarks.harness.report import Scored
+
+GRID = 41
+STYLES = {"ours": "-", "optuna": ":", "botorch": "--"}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def suite_figure(
+    path: Path,
+    scored: dict[tuple[str, str, int], Scored],
+    problems: Sequence[Problem],
+    methods: Sequence[str],
+    seeds: Sequence[int],
+) -> list[dict[str, Any]]:
+    """Median regret vs cumulative cost per problem (PNG if matplotlib is there); the curves
+    as CSV rows (problem, method, cost, median, q25, q75)."""
+    rows: list[dict[str, Any]] = []
+    curves: dict[tuple[str, str], np.ndarray] = {}
+    for p in problems:
+        offset = p.f_star if p.f_star is not None else 0.0
+        grid = np.linspace(0.0, p.budget, GRID)
+        for m in methods:
+            runs = [scored[(p.name, m, s)].run for s in seeds if (p.name, m, s) in scored]
+            if not runs:
+                continue
+            c = np.array(
+                [[stats.best_within(r.costs, r.values, g) - offset for g in grid] for r in runs]
+            )  # (runs, GRID)
+            c = np.where(np.isnan(c), np.inf, c)
+            med = np.median(c, axis=0)
+            with np.errstate(invalid="ignore"):
+                q25, q75 = np.quantile(c, [0.25, 0.75], axis=0)
+            curves[(p.name, m)] = med
+            for g, a, lo, hi in zip(grid, med, q25, q75, strict=True):
+                rows.append(
+                    {
+                        "problem": p.name,
+                        "method": m,
+                        "cost": float(g),
+                        "median": float(a),
+                        "q25": float(lo),
+                        "q75": float(hi),
+                    }
+                )
+    plt = _pyplot()
+    if plt is None:
+        return rows
+    ncols = 4
+    nrows = math.ceil(len(problems) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False)
+    cmap = plt.get_cmap("tab20")
+    for ax, p in zip(axes.flat, problems, strict=False):
+        grid = np.linspace(0.0, p.budget, GRID)
+        for j, m in enumerate(methods):
+            if (p.name, m) not in curves:
+                continue
+            med = curves[(p.name, m)]
+            y = np.where(np.isfinite(med), np.maximum(med, 1e-6), np.nan)
+            method = resolve(m)
+            ax.plot(grid, y, STYLES[method.family], color=cmap(j % 20), lw=1.3, label=method.label)
+        ax.set_yscale("log")
+        ax.set_title(f"{p.name} ({p.group[:3]})", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("cumulative cost", fontsize=7)
+    for ax in list(axes.flat)[len(problems) :]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower right", fontsize=8, ncol=2, frameon=False)
+    fig.suptitle(
+        f"median regret (clipped at 1e-6) vs cumulative cost, {len(seeds)} seeds", fontsize=10
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(path, dpi=70)
+    plt.close(fig)
+    return rows
+
+
+def problem_figure(
     runs: dict[str, list[Run]],
     budget: float,
     path: Path,
     *,
     suptitle: str,
+    references: Sequence[str] = (),
     optimum: float | None = None,
     grid_start: float | None = None,
     band: str = "se",
@@ -26,17 +126,15 @@ def figure(
     cost_histogram: bool = False,
 ) -> bool:
     """Mean best-so-far vs cumulative cost with a +-1 SE (or SD: ``band="sd"``) band on the
-    left. On the right: the regret (best - ``optimum``) on a log scale when the optimum is
-    known, or with ``cost_histogram`` the distribution of single-trial costs per method (where
-    cost-aware methods spend: the paper's Figure 2, left). False if matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
+    left (``references`` drawn thicker). On the right: the regret (best - ``optimum``) on a
+    log scale when the optimum is known, or with ``cost_histogram`` the distribution of
+    single-trial costs per method (where cost-aware methods spend: the paper's Figure 2,
+    left). False if matplotlib is missing."""
+    plt = _pyplot()
+    if plt is None:
         return False
+    import matplotlib.ticker
+
     start = grid_start if grid_start is not None else budget / 100.0
     grid = np.linspace(start, budget, 300)
     second = optimum is not None or cost_histogram
@@ -53,16 +151,17 @@ def figure(
         if len(positive) > 1
         else None
     )
-    for k, m in enumerate(m for m in METHODS if m in runs):
-        curves = np.array([best_at(r, grid) for r in runs[m]])  # (S, G)
+    for k, m in enumerate(runs):
+        curves = np.array([stats.best_on_grid(r.costs, r.values, grid) for r in runs[m]])
         ok = np.all(np.isfinite(curves), axis=0)
         x, curves = grid[ok], curves[:, ok]
-        rollout = m in ROLLOUTS
+        thick = m in references
+        method = resolve(m)
         style = {
             "color": colors[k % len(colors)],
-            "ls": "-" if rollout or m.startswith("ei") else "--",
-            "lw": 2.2 if rollout else 1.4,
-            "label": METHODS[m].label,
+            "ls": STYLES[method.family] if not thick else "-",
+            "lw": 2.2 if thick else 1.4,
+            "label": method.label,
         }
         panels = [(ax, curves)]
         if optimum is not None and ax2 is not None:

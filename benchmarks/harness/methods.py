@@ -1,238 +1,201 @@
-"""Method registry and one run of a (problem, method, seed).
+"""The methods compared, as data: a name resolves to a :class:`Method` (family, options, label).
+
+Families:
+
+- ``ours``: ``CostRolloutSampler(budget, **options, seed=s)`` through the public API only, with
+  the problem's known ``cost_fn`` and ``sampler_options`` (e.g. ``n_startup_trials``) if it
+  has them;
+- ``optuna``: Optuna's ``GPSampler`` (``gp``), ``TPESampler`` (``tpe``), ``RandomSampler``
+  (``random``), ``seed=s`` and their defaults unless options say otherwise;
+- ``botorch``: the references of :mod:`benchmarks.harness.botorch_ref` (``logei``,
+  ``logeipu``, ``eicool``).
 
 Names:
 
-- ours, through the public API only, ``CostRolloutSampler(budget, acquisition=a, seed=s)``:
-  ``rollout`` (h = 2, the default), ``rollout-h4``, ``ei``, ``eipu``, ``ei-cool``,
-  ``rollout-paper``; ANY other name ``ACQ`` or ``ACQ-hN`` is passed on as
-  ``acquisition="ACQ"`` (``horizon=N``), so new acquisitions need no change here. A name the
-  installed package rejects is skipped with its error message (:func:`unavailable`);
-- Optuna's samplers with their defaults: ``optuna-gp`` (GPSampler), ``optuna-tpe``,
-  ``random``;
-- the BoTorch references of :mod:`benchmarks.suite.botorch_ref`: ``botorch-logei``,
-  ``botorch-logeipu``, ``botorch-eicool``.
+- the registered names of :data:`REGISTRY` (``rollout``, ``rollout-h4``, ``rollout-paper``,
+  ``rollout-paper-h4``, ``ei``, ``eipu``, ``ei-cool``, ``optuna-gp``, ``optuna-tpe``,
+  ``random``, ``botorch-logei``, ``botorch-logeipu``, ``botorch-eicool``);
+- ``BASE:key=value,...``: a registered name (or ``ours``) with options added or replaced,
+  e.g. ``ours:acquisition=eipu``, ``rollout:charge_sampler_time=false``,
+  ``eipu:max_sampler_share=0.05``, ``optuna-tpe:multivariate=true``. Values are read as int,
+  float, ``true``/``false``/``none`` or else text. So benchmark-only variants of the sampler
+  are a name here, never a flag in the package;
+- any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
+  new acquisition needs no change here; a name the installed package rejects is skipped
+  with its error message (:func:`unavailable`).
 
-Budget rule, the same for every method: a trial starts only while the finished trials have
-spent less than the budget (the last trial may overrun it). ``CostRolloutSampler`` stops the
-study itself; every Optuna study also gets a callback that stops it at the budget (a no-op
-for ours unless it failed to stop). A hard cap of :data:`MAX_TRIALS` trials per run keeps cheap
-regions from buying hundreds of trials (runs that hit it are flagged ``capped``).
+The method's name is also its folder in the cache (see ``cache.method_dir``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from dataclasses import field
-import logging
-import math
 import re
-import time
-import traceback
 from typing import Any
-import warnings
-
-import numpy as np
-
-from benchmarks.suite import botorch_ref
-from benchmarks.suite.problems import Problem
-
-
-MAX_TRIALS = 60
-"""Trials per run at most. Runs are sequential and deterministic given the seed, so a run
-cached under a higher cap is cut to its first MAX_TRIALS trials when read (the same trials a
-run under this cap makes)."""
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
     label: str
-    family: str  # "costbo", "optuna", "botorch"
-    acquisition: str = ""
-    horizon: int = 2
-    sampler: str = ""  # optuna: "gp", "tpe", "random"; botorch: variant
+    family: str  # "ours", "optuna", "botorch"
+    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+def _ours(name: str, label: str, **options: Any) -> Method:
+    return Method(name, label, "ours", options=tuple(options.items()))
 
 
 REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("rollout", "ours rollout h=2", "costbo", "rollout", 2),
-        Method("rollout-h4", "ours rollout h=4", "costbo", "rollout", 4),
-        Method("rollout-paper", "ours rollout (paper)", "costbo", "rollout-paper", 2),
-        Method("ei", "ours EI", "costbo", "ei"),
-        Method("eipu", "ours EIpu", "costbo", "eipu"),
-        Method("ei-cool", "ours EI-cool", "costbo", "ei-cool"),
-        Method("optuna-gp", "Optuna GP", "optuna", sampler="gp"),
-        Method("optuna-tpe", "Optuna TPE", "optuna", sampler="tpe"),
-        Method("random", "Random", "optuna", sampler="random"),
-        Method("botorch-logei", "BoTorch LogEI", "botorch", sampler="logei"),
-        Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", sampler="logeipu"),
-        Method("botorch-eicool", "BoTorch EI-cool", "botorch", sampler="eicool"),
+        _ours("rollout", "ours rollout h=2", acquisition="rollout", horizon=2),
+        _ours("rollout-h4", "ours rollout h=4", acquisition="rollout", horizon=4),
+        _ours("rollout-paper", "ours rollout (paper)", acquisition="rollout-paper", horizon=2),
+        _ours(
+            "rollout-paper-h4", "ours rollout (paper) h=4", acquisition="rollout-paper", horizon=4
+        ),
+        _ours("ei", "ours EI", acquisition="ei", horizon=2),
+        _ours("eipu", "ours EIpu", acquisition="eipu", horizon=2),
+        _ours("ei-cool", "ours EI-cool", acquisition="ei-cool", horizon=2),
+        Method("optuna-gp", "Optuna GP", "optuna", "gp"),
+        Method("optuna-tpe", "Optuna TPE", "optuna", "tpe"),
+        Method("random", "Random", "optuna", "random"),
+        Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
+        Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
+        Method("botorch-eicool", "BoTorch EI-cool", "botorch", "eicool"),
     )
 }
-DEFAULT_METHODS = tuple(REGISTRY)
-QUICK_METHODS = DEFAULT_METHODS
+SUITE_METHODS = (
+    "rollout",
+    "rollout-h4",
+    "rollout-paper",
+    "ei",
+    "eipu",
+    "ei-cool",
+    "optuna-gp",
+    "optuna-tpe",
+    "random",
+    "botorch-logei",
+    "botorch-logeipu",
+    "botorch-eicool",
+)
+"""The suite's methods unless ``--methods`` says otherwise."""
+PAPER_METHODS = (
+    "rollout-paper",
+    "rollout-paper-h4",
+    "ei",
+    "eipu",
+    "ei-cool",
+    "optuna-tpe",
+    "optuna-gp",
+    "random",
+)
+"""The paper reproductions' methods: the paper's rollout (h = 2, 4), its myopic baselines and
+Optuna's samplers."""
+PAPER_REFERENCES = ("rollout-paper", "rollout-paper-h4")
+"""The methods the paper reproductions compare against every other one."""
+
+
+def parse_value(text: str) -> Any:
+    """``"4"`` -> 4, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"none"`` -> None, else the text."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_options(text: str) -> dict[str, Any]:
+    """``"acquisition=eipu,horizon=4"`` -> ``{"acquisition": "eipu", "horizon": 4}``."""
+    out: dict[str, Any] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"method options must look like key=value[,key=value]; got {item!r}")
+        out[key.strip()] = parse_value(value)
+    return out
 
 
 def resolve(name: str) -> Method:
-    """A registered method, or ours with ``acquisition=ACQ`` for ``ACQ`` / ``ACQ-hN``."""
+    """The :class:`Method` a name stands for (see the module docstring)."""
     if name in REGISTRY:
         return REGISTRY[name]
+    base, sep, rest = name.partition(":")
+    if sep:
+        options = parse_options(rest)
+        if base == "ours":
+            parent = Method("ours", "ours", "ours")
+        elif base in REGISTRY:
+            parent = REGISTRY[base]
+        else:
+            raise ValueError(
+                f"unknown method base {base!r} in {name!r}: use 'ours' or one of "
+                f"{sorted(REGISTRY)}"
+            )
+        merged = {**parent.kwargs, **options}
+        label = f"{parent.label} " + ", ".join(f"{k}={v}" for k, v in options.items())
+        return Method(name, label, parent.family, parent.kind, tuple(merged.items()))
     match = re.fullmatch(r"(.+)-h(\d+)", name)
     acq, horizon = (match.group(1), int(match.group(2))) if match else (name, 2)
     label = f"ours {acq}" + (f" h={horizon}" if match else "")
-    return Method(name, label, "costbo", acq, horizon)
+    return _ours(name, label, acquisition=acq, horizon=horizon)
+
+
+def label(name: str) -> str:
+    return resolve(name).label
+
+
+def make_sampler(method: Method, budget: float, seed: int, problem_options: dict[str, Any]) -> Any:
+    """The Optuna sampler of an ``ours`` or ``optuna`` method, seeded.
+
+    ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours only.
+    """
+    import optuna
+
+    if method.family == "ours":
+        from optuna_costbo import CostRolloutSampler
+
+        return CostRolloutSampler(budget, **{**problem_options, **method.kwargs}, seed=seed)
+    if method.family != "optuna":
+        raise ValueError(f"{method.name!r} is not run through an Optuna sampler")
+    cls = {
+        "gp": optuna.samplers.GPSampler,
+        "tpe": optuna.samplers.TPESampler,
+        "random": optuna.samplers.RandomSampler,
+    }[method.kind]
+    return cls(seed=seed, **method.kwargs)
 
 
 def unavailable(method: Method) -> str | None:
     """None if the method can run here, else why not (shown, and the method is skipped)."""
-    if method.family == "costbo":
+    if method.family == "ours":
         from optuna_costbo import CostRolloutSampler
 
         try:
-            CostRolloutSampler(1.0, acquisition=method.acquisition, horizon=method.horizon)
+            CostRolloutSampler(1.0, **method.kwargs)
         except (ValueError, TypeError) as exc:
             return f"the installed optuna_costbo rejects it: {exc}"
     elif method.family == "botorch":
+        from benchmarks.harness import botorch_ref
+
         return botorch_ref.check_available()
-    elif method.sampler == "gp":
+    elif method.kind == "gp":
         try:
             import torch  # noqa: F401
         except ImportError:
             return "Optuna's GPSampler needs torch (pip install torch==2.13.0)"
     return None
-
-
-@dataclass
-class Run:
-    """One finished run. ``values`` holds nan for a trial that did not complete."""
-
-    problem: str
-    method: str
-    seed: int
-    costs: list[float] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
-    run_s: float = 0.0
-    suggest_s: float = 0.0  # total time in the method's proposals
-    n_warnings: int = 0
-    capped: bool = False
-    error: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-class _Count(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.n = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.n += 1
-
-
-def _optuna_sampler(method: Method, problem: Problem, seed: int) -> Any:
-    import optuna
-
-    if method.family == "costbo":
-        from optuna_costbo import CostRolloutSampler
-
-        return CostRolloutSampler(
-            problem.budget, acquisition=method.acquisition, horizon=method.horizon, seed=seed
-        )
-    if method.sampler == "gp":
-        return optuna.samplers.GPSampler(seed=seed)
-    if method.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
-
-
-def _run_optuna(method: Method, problem: Problem, seed: int, run: Run) -> None:
-    import optuna
-
-    from optuna_costbo import report_cost
-
-    spent = 0.0
-
-    def objective(trial: optuna.Trial) -> float:
-        begin = time.perf_counter()
-        params = problem.suggest(trial)
-        run.suggest_s += time.perf_counter() - begin
-        value, cost = problem.evaluate(params)
-        report_cost(trial, cost)
-        return value
-
-    def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        nonlocal spent
-        spent += float(trial.user_attrs.get("cost", 0.0))
-        if spent >= problem.budget:
-            study.stop()
-
-    study = optuna.create_study(sampler=_optuna_sampler(method, problem, seed))
-    study.optimize(objective, n_trials=MAX_TRIALS, callbacks=[stop_at_budget])
-    for trial in study.get_trials(deepcopy=False):
-        run.costs.append(float(trial.user_attrs.get("cost", math.nan)))
-        done = trial.state == optuna.trial.TrialState.COMPLETE
-        run.values.append(float(trial.value) if done and trial.value is not None else math.nan)
-
-
-def _run_botorch(method: Method, problem: Problem, seed: int, run: Run) -> None:
-    startup = botorch_ref.sobol_startup(problem.encoded_dim, problem.n_startup, seed)
-    xs: list[np.ndarray] = []
-    spent = 0.0
-    while spent < problem.budget and len(xs) < MAX_TRIALS:
-        k = len(xs)
-        begin = time.perf_counter()
-        if k < len(startup):
-            u = startup[k]
-        else:
-            y = np.asarray(run.values)
-            ok = np.isfinite(y)
-            u = botorch_ref.propose(
-                method.sampler,
-                np.asarray(xs)[ok],
-                y[ok],
-                np.asarray(run.costs)[ok],
-                remaining=problem.budget - spent,
-                budget=problem.budget,
-                seed=seed * 100003 + k,
-            )
-        params = problem.decode(u)
-        run.suggest_s += time.perf_counter() - begin
-        value, cost = problem.evaluate(params)
-        xs.append(problem.encode(params))  # the model sees the decoded point
-        run.costs.append(cost)
-        run.values.append(value)
-        spent += cost
-
-
-def run_one(problem: Problem, method_name: str, seed: int) -> Run:
-    """Run until the budget is spent; never raises (see ``Run.error``)."""
-    import optuna
-
-    method = resolve(method_name)
-    run = Run(problem.name, method_name, seed)
-    counter = _Count()
-    loggers = [logging.getLogger("optuna_costbo"), logging.getLogger("optuna")]
-    for logger in loggers:
-        logger.addHandler(counter)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    optuna.logging.disable_default_handler()
-    propagate = loggers[0].propagate
-    loggers[0].propagate = False
-    start = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if method.family == "botorch":
-                _run_botorch(method, problem, seed, run)
-            else:
-                _run_optuna(method, problem, seed, run)
-    except Exception:
-        run.error = traceback.format_exc(limit=3).strip().splitlines()[-1]
-    finally:
-        run.run_s = time.perf_counter() - start
-        run.n_warnings = counter.n
-        for logger in loggers:
-            logger.removeHandler(counter)
-        loggers[0].propagate = propagate
-    run.capped = len(run.costs) >= MAX_TRIALS and sum(run.costs) < problem.budget
-    return run

@@ -1,42 +1,56 @@
-"""Statistics, tables and the figure of the suite.
+"""The reports of the benchmarks: tables (Markdown and CSV) from cached runs.
 
-- regret of a run: best value found minus the known optimum; at the end (every trial the
-  budget rule let start) and at half budget (the trials whose cumulative cost is <= B/2);
-- per problem: mean +- standard error over seeds, median trials and run time;
-- average ranks: within each (problem, seed) that every method ran, rank the methods by regret
-  (ties share the mean rank; a run with no finite value ranks last), average over seeds, then
-  over problems; at the end and at half budget; all problems, adversarial, controls;
-- paired Wilcoxon signed-rank tests of a reference method against every other, per problem,
-  over the seeds both ran: mean difference (reference minus other; negative: the reference is
-  better), p-value (two-sided; 1 when every pair ties), wins / ties / losses of the reference;
-- a figure of the median regret against cumulative cost, one panel per problem.
+Two reports over the same statistics (:mod:`benchmarks.harness.stats`):
+
+- :func:`write_suite_report` (many problems): regret at the end and at half budget; per
+  problem mean +- standard error over seeds; average ranks within each (problem, seed),
+  averaged over seeds, then over problems (all, and per group); paired tests of a reference
+  method against every other one, per problem, over the seeds both ran; the figure of
+  median regret against cumulative cost;
+- :func:`problem_report` (one problem, the paper reproductions): per-method summary, paired
+  comparisons of reference methods against every other one (final best and best within half
+  the budget), mean best-so-far on a cost grid, anomalies.
+
+Paired verdicts ("better" / "worse") are those of :class:`~benchmarks.harness.stats.Paired`:
+p < 0.05 in the two-sided Wilcoxon signed-rank test, the direction from the signed-rank
+statistic (W- against W+), never from the mean difference.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 import csv
 from dataclasses import dataclass
 import math
 from pathlib import Path
+import platform
+import re
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from benchmarks.suite.methods import Run
-from benchmarks.suite.methods import resolve
-from benchmarks.suite.problems import Problem
+from benchmarks.harness import figures
+from benchmarks.harness import stats
+from benchmarks.harness.methods import label as method_label
+from benchmarks.harness.problem import Problem
+from benchmarks.harness.runner import Run
 
 
-TIE_TOL = 1e-9
-GRID = 41
 POINTS = ("end", "half")
+GROUP_LABELS = {"control": "controls"}
+
+
+def _group_label(group: str) -> str:
+    return GROUP_LABELS.get(group, group)
+
+
+# -- scoring --------------------------------------------------------------------------------
 
 
 @dataclass
 class Scored:
-    """One run with its regrets."""
+    """One run with its regrets (raw values when the problem has no known optimum)."""
 
     run: Run
     final: float
@@ -48,48 +62,28 @@ class Scored:
         return len(self.run.costs)
 
 
-def best_up_to(run: Run, cost_limit: float) -> float:
-    """Best value among trials whose cumulative cost is <= ``cost_limit`` (nan if none)."""
-    costs = np.asarray(run.costs, dtype=float)
-    values = np.asarray(run.values, dtype=float)
-    ok = (np.cumsum(costs) <= cost_limit + 1e-12) & np.isfinite(values)
-    return float(values[ok].min()) if ok.any() else math.nan
-
-
 def score(run: Run, problem: Problem) -> Scored:
+    offset = problem.f_star if problem.f_star is not None else 0.0
     values = np.asarray(run.values, dtype=float)
     finite = values[np.isfinite(values)]
-    final = float(finite.min()) - problem.f_star if len(finite) else math.nan
-    half = best_up_to(run, problem.budget / 2) - problem.f_star
-    # Rounding of f* (a polished float) can leave -1e-16: regrets are >= 0 by definition.
-    final, half = (max(v, 0.0) if not math.isnan(v) else v for v in (final, half))
+    final = float(finite.min()) - offset if len(finite) else math.nan
+    half = stats.best_within(run.costs, run.values, problem.budget / 2) - offset
+    if problem.f_star is not None:
+        # Rounding of f* (a polished float) can leave -1e-16: regrets are >= 0 by definition.
+        final, half = (max(v, 0.0) if not math.isnan(v) else v for v in (final, half))
     return Scored(run, final, half, float(np.sum(run.costs)))
-
-
-def curve(run: Run, problem: Problem, grid: np.ndarray) -> np.ndarray:
-    """Regret at each cumulative cost of ``grid`` (nan before the first trial), (len(grid),)."""
-    return np.array([best_up_to(run, g) - problem.f_star for g in grid])
-
-
-def _mean_se(x: Sequence[float]) -> tuple[float, float]:
-    a = np.asarray(x, dtype=float)
-    a = a[np.isfinite(a)]
-    if not len(a):
-        return math.nan, math.nan
-    se = float(a.std(ddof=1) / math.sqrt(len(a))) if len(a) > 1 else math.nan
-    return float(a.mean()), se
 
 
 def _regret(s: Scored, point: str) -> float:
     return s.final if point == "end" else s.half
 
 
-def _ranks_in_cell(values: np.ndarray) -> np.ndarray:
-    v = np.where(np.isfinite(values), values, np.inf)
-    # Values within TIE_TOL (relative to the cell's scale) tie.
-    scale = max(1.0, float(np.max(np.abs(v[np.isfinite(v)]))) if np.isfinite(v).any() else 1.0)
-    keyed = np.where(np.isfinite(v), np.round(v / (TIE_TOL * scale)), np.inf)
-    return stats.rankdata(keyed)
+# -- aggregates -----------------------------------------------------------------------------
+
+
+def scopes(problems: Sequence[Problem]) -> list[str]:
+    """The scopes of the aggregates: all problems, then each group (in order of appearance)."""
+    return ["all", *dict.fromkeys(p.group for p in problems)]
 
 
 def rank_tables(
@@ -99,7 +93,7 @@ def rank_tables(
     seeds: Sequence[int],
 ) -> tuple[dict[tuple[str, str, str], float], dict[str, int]]:
     """(problem, method, point) -> average rank over the complete seeds; problem -> number
-    of complete seeds."""
+    of complete seeds (every method ran)."""
     out: dict[tuple[str, str, str], float] = {}
     complete: dict[str, int] = {}
     for p in problems:
@@ -110,7 +104,7 @@ def rank_tables(
                 continue
             ranks = np.array(
                 [
-                    _ranks_in_cell(
+                    stats.ranks_in_cell(
                         np.array([_regret(scored[(p.name, m, s)], point) for m in methods])
                     )
                     for s in cells
@@ -127,13 +121,9 @@ def group_ranks(
     methods: Sequence[str],
 ) -> dict[tuple[str, str, str], float]:
     """(scope, method, point) -> mean over the scope's problems of the average ranks."""
-    scopes = {
-        "all": [p for p in problems],
-        "adversarial": [p for p in problems if p.group == "adversarial"],
-        "control": [p for p in problems if p.group == "control"],
-    }
     out: dict[tuple[str, str, str], float] = {}
-    for scope, members in scopes.items():
+    for scope in scopes(problems):
+        members = [p for p in problems if scope in ("all", p.group)]
         for point in POINTS:
             for m in methods:
                 vals = [
@@ -152,6 +142,7 @@ def paired_tests(
     seeds: Sequence[int],
     reference: str,
 ) -> list[dict[str, Any]]:
+    """One row per (problem, method, point): the reference against the method."""
     rows: list[dict[str, Any]] = []
     for p in problems:
         for m in methods:
@@ -165,33 +156,9 @@ def paired_tests(
                 ]
                 if not common:
                     continue
-                a = np.array([_regret(scored[(p.name, reference, s)], point) for s in common])
-                b = np.array([_regret(scored[(p.name, m, s)], point) for s in common])
-                a = np.where(np.isfinite(a), a, np.inf)
-                b = np.where(np.isfinite(b), b, np.inf)
-                with np.errstate(invalid="ignore"):
-                    d = a - b
-                d = np.where(np.isnan(d), 0.0, d)  # inf - inf: a tie
-                scale = max(
-                    1.0,
-                    float(
-                        np.max(
-                            np.abs(np.concatenate([a, b])[np.isfinite(np.concatenate([a, b]))]),
-                            initial=0.0,
-                        )
-                    ),
-                )
-                tol = TIE_TOL * scale
-                wins = int(np.sum(d < -tol))
-                losses = int(np.sum(d > tol))
-                ties = len(d) - wins - losses
-                if wins + losses == 0:
-                    pval = 1.0
-                else:
-                    dd = np.where(np.abs(d) <= tol, 0.0, d)
-                    dd = np.clip(dd, -1e300, 1e300)
-                    pval = float(stats.wilcoxon(dd, zero_method="wilcox").pvalue)
-                finite = np.isfinite(a) & np.isfinite(b)
+                a = [_regret(scored[(p.name, reference, s)], point) for s in common]
+                b = [_regret(scored[(p.name, m, s)], point) for s in common]
+                t = stats.paired(a, b)
                 rows.append(
                     {
                         "problem": p.name,
@@ -199,21 +166,26 @@ def paired_tests(
                         "point": point,
                         "reference": reference,
                         "method": m,
-                        "n": len(common),
-                        "mean_diff": float(np.mean(d[finite])) if finite.any() else math.nan,
-                        "p_value": pval,
-                        "wins": wins,
-                        "ties": ties,
-                        "losses": losses,
+                        "n": t.n,
+                        "mean_diff": t.mean_diff,
+                        "p_value": t.p_value,
+                        "wins": t.wins,
+                        "ties": t.ties,
+                        "losses": t.losses,
+                        "median_diff": t.median_diff,
+                        "w_plus": t.w_plus,
+                        "w_minus": t.w_minus,
+                        "verdict": t.verdict,
                     }
                 )
     return rows
 
 
-# -- output ---------------------------------------------------------------------------------
+# -- formatting -----------------------------------------------------------------------------
 
 
-def _fmt(x: float, digits: int = 3) -> str:
+def fmt_g(x: float | None, digits: int = 3) -> str:
+    """Significant digits (``-`` for nan)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     if x == 0:
@@ -223,7 +195,28 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def fmt(x: float, digits: int = 3) -> str:
+    """Fixed decimals (``-`` for nan)."""
+    return "-" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def pm(mean: float, se: float, digits: int = 3) -> str:
+    return f"{fmt(mean, digits)} ± {fmt(se, digits)}"
+
+
+def fmt_p(p: float) -> str:
+    if not math.isfinite(p):
+        return "-"
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     if not rows:
         path.write_text("")
         return
@@ -236,85 +229,48 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
             )
 
 
-def figure(
-    path: Path,
-    scored: dict[tuple[str, str, int], Scored],
-    problems: Sequence[Problem],
-    methods: Sequence[str],
-    seeds: Sequence[int],
-) -> list[dict[str, Any]]:
-    """Median regret vs cumulative cost per problem (PNG if matplotlib is there); the curves
-    as CSV rows (problem, method, cost, median, q25, q75)."""
-    rows: list[dict[str, Any]] = []
-    curves: dict[tuple[str, str], np.ndarray] = {}
-    for p in problems:
-        grid = np.linspace(0.0, p.budget, GRID)
-        for m in methods:
-            runs = [scored[(p.name, m, s)].run for s in seeds if (p.name, m, s) in scored]
-            if not runs:
-                continue
-            c = np.array([curve(r, p, grid) for r in runs])  # (runs, GRID)
-            c = np.where(np.isnan(c), np.inf, c)
-            med = np.median(c, axis=0)
-            with np.errstate(invalid="ignore"):
-                q25, q75 = np.quantile(c, [0.25, 0.75], axis=0)
-            curves[(p.name, m)] = med
-            for g, a, lo, hi in zip(grid, med, q25, q75, strict=True):
-                rows.append(
-                    {
-                        "problem": p.name,
-                        "method": m,
-                        "cost": float(g),
-                        "median": float(a),
-                        "q25": float(lo),
-                        "q75": float(hi),
-                    }
-                )
-    try:
-        import matplotlib
+def versions_line(total_s: float | None, extra: str = "") -> str:
+    import optuna
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return rows
-    ncols = 4
-    nrows = math.ceil(len(problems) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False)
-    cmap = plt.get_cmap("tab20")
-    styles = {"costbo": "-", "optuna": ":", "botorch": "--"}
-    for ax, p in zip(axes.flat, problems, strict=False):
-        grid = np.linspace(0.0, p.budget, GRID)
-        for j, m in enumerate(methods):
-            if (p.name, m) not in curves:
-                continue
-            med = curves[(p.name, m)]
-            y = np.where(np.isfinite(med), np.maximum(med, 1e-6), np.nan)
-            ax.plot(
-                grid,
-                y,
-                styles[resolve(m).family],
-                color=cmap(j % 20),
-                lw=1.3,
-                label=resolve(m).label,
-            )
-        ax.set_yscale("log")
-        ax.set_title(f"{p.name} ({p.group[:3]})", fontsize=9)
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("cumulative cost", fontsize=7)
-    for ax in list(axes.flat)[len(problems) :]:
-        ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", fontsize=8, ncol=2, frameon=False)
-    fig.suptitle(
-        f"median regret (clipped at 1e-6) vs cumulative cost, {len(seeds)} seeds", fontsize=10
+    import optuna_costbo
+
+    return (
+        f"optuna {optuna.__version__}, optuna_costbo {optuna_costbo.__version__}, "
+        f"numpy {np.__version__}, Python {platform.python_version()}{extra}"
+        + (f"; total wall time {total_s / 60:.1f} min." if total_s is not None else ".")
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(path, dpi=70)
-    plt.close(fig)
-    return rows
 
 
-def write_report(
+def seed_text(seeds: Sequence[int]) -> str:
+    seeds = sorted(seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})"
+    return ", ".join(map(str, seeds))
+
+
+def shorten(msg: str, n: int = 160) -> str:
+    """A message with its numbers masked, so that repeats of one message count together."""
+    msg = re.sub(r"Trial \d+", "Trial N", msg)
+    msg = re.sub(r"-?\d+\.\d+(e[-+]?\d+)?", "#", msg)
+    return msg if len(msg) <= n else msg[: n - 3] + "..."
+
+
+# -- the suite report -----------------------------------------------------------------------
+
+
+def verdict_counts(tests: list[dict[str, Any]], method: str, point: str) -> tuple[str, str]:
+    """("better/same/worse" over problems, "W/T/L" over (problem, seed) pairs)."""
+    mine = [r for r in tests if r["method"] == method and r["point"] == point]
+    better = sum(r["verdict"] == "better" for r in mine)
+    worse = sum(r["verdict"] == "worse" for r in mine)
+    same = len(mine) - better - worse
+    w = sum(r["wins"] for r in mine)
+    t = sum(r["ties"] for r in mine)
+    lo = sum(r["losses"] for r in mine)
+    return f"{better}/{same}/{worse}", f"{w}/{t}/{lo}"
+
+
+def write_suite_report(
     out: Path,
     scored: dict[tuple[str, str, int], Scored],
     problems: Sequence[Problem],
@@ -324,6 +280,7 @@ def write_report(
     *,
     skipped: dict[str, str],
     command: str,
+    preamble: Sequence[str] = (),
 ) -> Path:
     """Write report.md, the CSVs and the figure under ``out``; the Markdown path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -332,7 +289,9 @@ def write_report(
     tests = (
         paired_tests(scored, problems, methods, seeds, reference) if reference in methods else []
     )
-    label = {m: resolve(m).label for m in methods}
+    label = {m: method_label(m) for m in methods}
+    scope_list = scopes(problems)
+    groups = scope_list[1:]
 
     run_rows = []
     for p in problems:
@@ -357,7 +316,7 @@ def write_report(
                         "capped": int(sc.run.capped),
                     }
                 )
-    _write_csv(out / "runs_summary.csv", run_rows)
+    write_csv(out / "runs_summary.csv", run_rows)
 
     summary_rows = []
     for p in problems:
@@ -365,8 +324,8 @@ def write_report(
             mine = [scored[(p.name, m, s)] for s in seeds if (p.name, m, s) in scored]
             if not mine:
                 continue
-            fm, fse = _mean_se([x.final for x in mine])
-            hm, hse = _mean_se([x.half for x in mine])
+            fm, fse = stats.mean_se([x.final for x in mine])
+            hm, hse = stats.mean_se([x.half for x in mine])
             summary_rows.append(
                 {
                     "problem": p.name,
@@ -385,26 +344,27 @@ def write_report(
                     "rank_half": per_problem.get((p.name, m, "half"), math.nan),
                 }
             )
-    _write_csv(out / "problem_summary.csv", summary_rows)
-    _write_csv(
+    write_csv(out / "problem_summary.csv", summary_rows)
+    write_csv(
         out / "ranks.csv",
         [
             {"scope": scope, "point": point, "method": m, "avg_rank": grouped[(scope, m, point)]}
-            for scope in ("all", "adversarial", "control")
+            for scope in scope_list
             for point in POINTS
             for m in methods
         ],
     )
-    _write_csv(out / "wilcoxon.csv", tests)
-    curve_rows = figure(out / "regret_vs_cost.png", scored, problems, methods, seeds)
-    _write_csv(out / "curves.csv", curve_rows)
+    write_csv(out / "wilcoxon.csv", tests)
+    curve_rows = figures.suite_figure(out / "regret_vs_cost.png", scored, problems, methods, seeds)
+    write_csv(out / "curves.csv", curve_rows)
 
     md: list[str] = ["# Cost-aware BO suite: results", ""]
     n_cells = sum(complete.values())
     md += [
         f"Command: `{command}`",
         "",
-        f"{len(problems)} problems, {len(methods)} methods, seeds {_seed_text(seeds)}; "
+        *preamble,
+        f"{len(problems)} problems, {len(methods)} methods, seeds {seed_text(seeds)}; "
         f"{len(scored)} runs; ranks over {n_cells} complete (problem, seed) cells "
         f"(every method ran): {', '.join(f'{k} {v}' for k, v in complete.items())}.",
         "",
@@ -412,15 +372,16 @@ def write_report(
     if skipped:
         md += ["Skipped methods:", ""] + [f"- `{m}`: {why}" for m, why in skipped.items()] + [""]
 
+    counts = ", ".join(f"{sum(p.group == g for p in problems)} {_group_label(g)}" for g in groups)
     md += ["## Average rank (lower is better)", ""]
     md += [
         "Ranks within each (problem, seed) by regret, averaged over seeds, then over problems "
-        f"({sum(p.group == 'adversarial' for p in problems)} adversarial, "
-        f"{sum(p.group == 'control' for p in problems)} controls). 1 = best of {len(methods)}.",
+        f"({counts}). 1 = best of {len(methods)}.",
         "",
-        "| method | all, end | all, half | adversarial, end | adversarial, half "
-        "| controls, end | controls, half |",
-        "|---|---|---|---|---|---|---|",
+        "| method | "
+        + " | ".join(f"{_group_label(scope)}, {point}" for scope in scope_list for point in POINTS)
+        + " |",
+        "|---" * (1 + 2 * len(scope_list)) + "|",
     ]
     order = sorted(
         methods,
@@ -429,11 +390,7 @@ def write_report(
         ),
     )
     for m in order:
-        cells = [
-            _fmt(grouped[(scope, m, point)], 3)
-            for scope in ("all", "adversarial", "control")
-            for point in POINTS
-        ]
+        cells = [fmt_g(grouped[(scope, m, point)], 3) for scope in scope_list for point in POINTS]
         md.append(f"| {label[m]} | " + " | ".join(cells) + " |")
     md.append("")
 
@@ -445,7 +402,7 @@ def write_report(
     for p in problems:
         md.append(
             f"| {p.name} | "
-            + " | ".join(_fmt(per_problem.get((p.name, m, "end"), math.nan), 3) for m in methods)
+            + " | ".join(fmt_g(per_problem.get((p.name, m, "end"), math.nan), 3) for m in methods)
             + " |"
         )
     md.append("")
@@ -454,9 +411,11 @@ def write_report(
         md += [f"## Paired tests: `{reference}` against each method", ""]
         md += [
             "Wilcoxon signed-rank over seeds, per problem. Summary over problems: how many "
-            f"problems `{reference}` is significantly better (p < 0.05 and lower mean regret) / "
-            "not significantly different / significantly worse; total wins/ties/losses over "
-            "(problem, seed) pairs.",
+            f"problems `{reference}` is significantly better / not significantly different / "
+            "significantly worse (p < 0.05; better or worse by the signed-rank statistic, "
+            f"i.e. whether the differences where `{reference}` is lower (W-) or higher (W+) "
+            "have the larger rank sum, not by the mean difference, which a few large "
+            "differences can turn); total wins/ties/losses over (problem, seed) pairs.",
             "",
             "| method | end: better/same/worse | end: W/T/L "
             "| half: better/same/worse | half: W/T/L |",
@@ -465,22 +424,14 @@ def write_report(
         for m in methods:
             if m == reference:
                 continue
-            cells = []
-            for point in POINTS:
-                mine = [r for r in tests if r["method"] == m and r["point"] == point]
-                better = sum(r["p_value"] < 0.05 and r["mean_diff"] < 0 for r in mine)
-                worse = sum(r["p_value"] < 0.05 and r["mean_diff"] > 0 for r in mine)
-                same = len(mine) - better - worse
-                w = sum(r["wins"] for r in mine)
-                t = sum(r["ties"] for r in mine)
-                lo = sum(r["losses"] for r in mine)
-                cells += [f"{better}/{same}/{worse}", f"{w}/{t}/{lo}"]
+            cells = [c for point in POINTS for c in verdict_counts(tests, m, point)]
             md.append(f"| {label[m]} | " + " | ".join(cells) + " |")
         md.append("")
         for point in POINTS:
             md += [
                 f"### Per problem, {'end of budget' if point == 'end' else 'half budget'}: "
-                f"mean regret difference (`{reference}` minus other), p-value, W/T/L",
+                f"mean regret difference (`{reference}` minus other), p-value, W/T/L, "
+                "verdict when p < 0.05",
                 "",
                 "| problem | " + " | ".join(label[m] for m in methods if m != reference) + " |",
                 "|---" * len(methods) + "|",
@@ -501,10 +452,11 @@ def write_report(
                     if r is None:
                         cells.append("-")
                         continue
-                    star = "**" if r["p_value"] < 0.05 else ""
+                    star = "**" if r["p_value"] < stats.ALPHA else ""
+                    verdict = f" {r['verdict']}" if r["verdict"] != "same" else ""
                     cells.append(
-                        f"{star}{_fmt(r['mean_diff'], 2)} (p {_fmt(r['p_value'], 2)}){star} "
-                        f"{r['wins']}/{r['ties']}/{r['losses']}"
+                        f"{star}{fmt_g(r['mean_diff'], 2)} (p {fmt_g(r['p_value'], 2)}){star} "
+                        f"{r['wins']}/{r['ties']}/{r['losses']}{verdict}"
                     )
                 md.append(f"| {p.name} | " + " | ".join(cells) + " |")
             md.append("")
@@ -512,11 +464,11 @@ def write_report(
     md += ["## Regret per problem: mean ± SE over seeds", ""]
     md += ["![median regret vs cost](regret_vs_cost.png)", ""]
     for p in problems:
+        f_star = f"f* = {p.f_star:.6g}" if p.f_star is not None else "f* unknown (raw values)"
         md += [
             f"### {p.name} ({p.group})",
             "",
-            f"{p.description}; budget {p.budget:g}; f* = {p.f_star:.6g}; "
-            f"start-up 2(d+1) = {p.n_startup}.",
+            f"{p.description}; budget {p.budget:g}; {f_star}; start-up 2(d+1) = {p.n_startup}.",
             "",
             "| method | end regret | half-budget regret | rank end | rank half "
             "| trials (median) | s / run |",
@@ -527,9 +479,9 @@ def write_report(
                 continue
             md.append(
                 f"| {label[row['method']]} "
-                f"| {_fmt(row['final_mean'])} ± {_fmt(row['final_se'], 2)} "
-                f"| {_fmt(row['half_mean'])} ± {_fmt(row['half_se'], 2)} "
-                f"| {_fmt(row['rank_end'], 3)} | {_fmt(row['rank_half'], 3)} "
+                f"| {fmt_g(row['final_mean'])} ± {fmt_g(row['final_se'], 2)} "
+                f"| {fmt_g(row['half_mean'])} ± {fmt_g(row['half_se'], 2)} "
+                f"| {fmt_g(row['rank_end'], 3)} | {fmt_g(row['rank_half'], 3)} "
                 f"| {row['trials_median']:g} | {row['run_s_mean']:.1f} |"
             )
         md.append("")
@@ -584,8 +536,187 @@ def write_report(
     return path
 
 
-def _seed_text(seeds: Sequence[int]) -> str:
-    seeds = sorted(seeds)
-    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})"
-    return ", ".join(map(str, seeds))
+# -- the report of one problem (the paper reproductions) ------------------------------------
+
+
+SUGGEST_NOTE = (
+    "s / suggestion: wall time of the `suggest_*` calls of a trial (where Optuna calls the "
+    "sampler), mean over all trials including the start-up ones; max in brackets."
+)
+
+
+def problem_report(
+    runs: dict[str, list[Run]],
+    problem: Problem,
+    references: Sequence[str],
+    *,
+    title: str,
+    intro: list[str],
+    figure_name: str | None,
+    failed: Sequence[Run] = (),
+    suggest_note: str = SUGGEST_NOTE,
+    grid_points: int = 11,
+    digits: int = 3,
+    extra_sections: list[str] | None = None,
+    figure_band: str = "SE",
+) -> str:
+    """The Markdown report of one problem: ``runs`` is method -> runs sorted by seed.
+
+    Per-method summary, paired comparisons of each of ``references`` against every other
+    method (final best, best within half the budget), mean best-so-far on a cost grid,
+    anomalies (failed runs, trials after the budget, what was logged).
+    """
+    budget = problem.budget
+    methods = list(runs)
+    label = {m: method_label(m) for m in methods}
+    grid = np.linspace(0.0, budget, grid_points)
+    half = budget / 2.0
+
+    def final_best(r: Run) -> float:
+        finite = [v for v in r.values if math.isfinite(v)]
+        return min(finite) if finite else math.nan
+
+    finals = {m: np.array([final_best(r) for r in runs[m]]) for m in methods}
+    at_grid = {
+        m: np.array([stats.best_on_grid(r.costs, r.values, grid) for r in runs[m]])
+        for m in methods
+    }  # (S, G)
+    at_half = {
+        m: np.array([stats.best_within(r.costs, r.values, half) for r in runs[m]]) for m in methods
+    }
+    at_budget = {m: at_grid[m][:, -1] for m in methods}
+
+    out = [f"# {title}", ""]
+    for paragraph in intro:
+        out += [paragraph, ""]
+    out += ["## Per method", "", suggest_note, ""]
+    rows = []
+    for m in methods:
+        rs = runs[m]
+        n_trials = sum(len(r.costs) for r in rs)
+        sug_mean = sum(r.suggest_s for r in rs) / n_trials if n_trials else math.nan
+        sug_max = max((float(r.meta.get("suggest_max_s", math.nan)) for r in rs), default=math.nan)
+        overruns = [stats.overrun(r.costs, budget) for r in rs]
+        rows.append(
+            [
+                label[m],
+                str(len(rs)),
+                pm(*stats.mean_se(finals[m]), digits),
+                fmt(
+                    float(np.nanmedian(finals[m])) if np.any(np.isfinite(finals[m])) else math.nan,
+                    digits,
+                ),
+                pm(*stats.mean_se(at_budget[m]), digits),
+                fmt(float(np.mean([len(r.costs) for r in rs])), 1),
+                f"{sug_mean:.3f} ({sug_max:.2f})" if n_trials else "-",
+                f"{fmt(float(np.mean(overruns)), 2)} ({sum(o > 0 for o in overruns)})",
+            ]
+        )
+    out += table(
+        [
+            "method",
+            "runs",
+            "final best (mean ± SE)",
+            "median",
+            "best within budget (mean ± SE)",
+            "trials (mean)",
+            "s / suggestion",
+            "overrun mean (runs)",
+        ],
+        rows,
+    )
+
+    refs = [r for r in references if r in methods]
+    for heading, data in (
+        ("final best", finals),
+        (f"best within cost {half:g} (half the budget)", at_half),
+    ):
+        out += [
+            "",
+            f"## Paired comparison: {heading}",
+            "",
+            "Difference = reference minus the other method over the same seeds (negative: "
+            "the reference is lower); W/T/L = the reference's wins / ties / losses; p = "
+            "two-sided Wilcoxon signed-rank test (ties dropped); verdict at p < 0.05 by the "
+            "signed-rank statistic (W- against W+), not by the mean.",
+            "",
+        ]
+        rows = []
+        for k, r in enumerate(refs):
+            for m in methods:
+                if m == r or m in refs[:k]:
+                    continue  # a pair of references is shown once
+                seeds_r = {run.seed: i for i, run in enumerate(runs[r])}
+                common = [
+                    (seeds_r[run.seed], j) for j, run in enumerate(runs[m]) if run.seed in seeds_r
+                ]
+                t = stats.paired([data[r][i] for i, _ in common], [data[m][j] for _, j in common])
+                rows.append(
+                    [
+                        label[r],
+                        label[m],
+                        str(t.n),
+                        pm(t.mean_diff, t.se_diff, digits),
+                        f"{t.wins}/{t.ties}/{t.losses}",
+                        fmt_p(t.p_value),
+                        t.verdict,
+                    ]
+                )
+        out += table(
+            ["reference", "vs", "pairs", "mean difference ± SE", "W/T/L", "p", "verdict"], rows
+        )
+
+    out += [
+        "",
+        "## Mean best-so-far on a cost grid",
+        "",
+        "Best value among the trials whose cumulative cost is <= the grid point (a step "
+        f"function), averaged over seeds ({figure_band} in the figure). At cost 0 no trial has "
+        "finished.",
+        "",
+    ]
+    rows = []
+    for m in methods:
+        finite = np.isfinite(at_grid[m])
+        counts = np.sum(finite, axis=0)
+        means = np.sum(np.where(finite, at_grid[m], 0.0), axis=0) / np.maximum(counts, 1)
+        rows.append(
+            [label[m]]
+            + [
+                fmt(float(v), max(digits - 1, 2)) if c > 0 else "-"
+                for v, c in zip(means, counts, strict=True)
+            ]
+        )
+    out += table(["method"] + [f"{g:g}" for g in grid], rows)
+
+    for section in extra_sections or []:
+        out += ["", section.rstrip("\n")]
+
+    out += ["", "## Anomalies", ""]
+    notes = [f"- {method_label(r.method)} seed {r.seed}: CRASHED: {r.error}" for r in failed]
+    for m in methods:
+        for r in runs[m]:
+            where = f"{label[m]} seed {r.seed}"
+            n_after = stats.started_after_budget(r.costs, budget)
+            if n_after:
+                notes.append(f"- {where}: {n_after} trial(s) started after the budget was spent")
+            n_missing = sum(1 for v in r.values if not math.isfinite(v))
+            if n_missing:
+                notes.append(f"- {where}: {n_missing} trial(s) not COMPLETE")
+        logs: Counter[str] = Counter()
+        for r in runs[m]:
+            for msg, count in r.meta.get("log_messages", {}).items():
+                logs[shorten(msg)] += count
+        n_runs = sum(1 for r in runs[m] if r.n_warnings)
+        for msg, count in logs.most_common(5):
+            notes.append(f"- {label[m]}: logged {count}x (in {n_runs} runs): `{msg}`")
+        pyw: Counter[str] = Counter()
+        for r in runs[m]:
+            for msg, count in r.meta.get("py_warnings", {}).items():
+                pyw[shorten(msg)] += count
+        for msg, count in pyw.most_common(3):
+            notes.append(f"- {label[m]}: Python warning {count}x: `{msg}`")
+    out += notes or ["None: no crash, no trial after the budget, nothing logged."]
+    if figure_name:
+        out += ["", f"![best-so-far vs cumulative cost]({figure_name})"]
+    return "\n".join(out) + "\n"

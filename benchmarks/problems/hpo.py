@@ -52,73 +52,35 @@ variation only): MLP ``hidden`` units 1..256 (log) in ``layers`` 1..3, ``alpha``
 
 Budgets: the paper's 800 s (KNN), 15 s (DT), 15 s (RF) were sized for its machine. Ours are
 scaled so that about 30-100 evaluations fit on a 2-core machine: the mean cost of random
-configurations (``--runtime-variation``), times about 50: KNN 7 s, DT 0.75 s, RF 25 s on w2a,
-KNN 1.3 s on a1a (``BUDGETS``; ``benchmarks/README.md`` has the measurements). Re-measure on
-the machine of the full runs: ``python benchmarks/hpo.py --runtime-variation --models knn dt
-rf --n-configs 50``.
+configurations (``python -m benchmarks.runtime_variation``), times about 50: KNN 7 s, DT
+0.75 s, RF 25 s on w2a, KNN 1.3 s on a1a (``BUDGETS``; ``benchmarks/README.md`` has the
+measurements).
 
-Each run goes to its own fresh process (forkserver, one run per child), at most ``--jobs``
-(default 1) at a time: parallel runs perturb each other's timings. Runs are ordered seed by
-seed, all methods within a seed, so that slow drifts of the machine's load hit every method
-alike; a random-search control (``random``) is always run in the same session (drop it with
-``--no-control``).
+Also the live problems of ``benchmarks/cheap_trials.py`` (:func:`live_problems`): bundled or
+generated data, no download; two whose trials take about 5-60 ms and two whose trials take
+about 0.05-2 s, each with a wall-clock budget for the whole study (``clock="wall"``).
 
-Outputs (``--out``, default ``benchmarks/results``), prefix ``hpo_<problem>_<dataset>`` (with
-``_smoke`` after ``--smoke``): ``_runs.csv``, ``_run_summary.csv`` (both rewritten after every
-run; ``--resume`` continues a stopped session), ``_settings.json``, ``_params.csv`` (every
-trial's parameters), ``_quality.md`` (the report of ``reports.report`` plus the table in the
-paper's format: mean and std of the final validation error per method, with the paper's
-numbers for KNN on a1a) and ``_quality.png``. ``--runtime-variation`` writes
-``hpo_runtime_<dataset>[_smoke].csv/.md/.png`` (histograms of log10 runtime per model).
-
-    python benchmarks/hpo.py --problem dt --dataset w2a --smoke
-    python benchmarks/hpo.py --problem knn --dataset w2a --reps 50 [--methods ...] [--budget S]
-    python benchmarks/hpo.py --problem knn --dataset a1a --methods ei eipu rollout2 rollout4
-    python benchmarks/hpo.py --runtime-variation --dataset w2a [--n-configs 1000]
-    python benchmarks/hpo.py --problem dt --dataset w2a --report-only
-    python benchmarks/hpo.py --problem knn --dataset w2a --reps 50 --resume  # after a stop
-
-Data: ``benchmarks/data.py`` (OpenML, or the LIBSVM files via ``--data-dir`` /
+The experiments: ``python -m benchmarks.paper hpo ...`` (Figure 5, the a1a table),
+``python -m benchmarks.runtime_variation`` (Figure 1), ``python -m benchmarks.cheap_trials``.
+Data: :mod:`benchmarks.problems.data` (OpenML, or the LIBSVM files via ``--data-dir`` /
 ``COSTBO_DATA_DIR``).
 """
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
-import argparse
 from collections.abc import Callable
-from collections.abc import Sequence
-import csv
 from dataclasses import dataclass
 import gc
-import json
 import math
-from pathlib import Path
-import sys
 import time
 from typing import Any
 import warnings
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import data
-import figures
 import numpy as np
-import optuna
-from registry import DEFAULT_METHODS
-from registry import METHODS
-import reports
-import results_io
-import runner
-from runner import Run
-import session
-import stats
+
+from benchmarks.harness.problem import Param
+from benchmarks.harness.problem import Problem
+from benchmarks.problems.data import Dataset
 
 
 # Budgets in seconds: about 50x the mean cost (CPU time, i.e. idle wall-clock) of a random
@@ -127,36 +89,22 @@ import stats
 BUDGETS = {("knn", "w2a"): 7.0, ("dt", "w2a"): 0.75, ("rf", "w2a"): 25.0, ("knn", "a1a"): 1.3}
 PAPER_BUDGETS = {"knn": 800.0, "dt": 15.0, "rf": 15.0}
 SMOKE_BUDGETS = {"knn": 0.4, "dt": 0.05, "rf": 1.0}
-SMOKE_METHODS = ("rollout2", "random")
-SMOKE_STARTUP = 3  # so that a smoke run reaches the models (plumbing, not a result)
-DEFAULT_REPS = 50  # the paper's replications
-SAFETY_TRIALS = 2000
-CLOCKS = ("wall", "cpu")
-PRELOAD = (  # imported once by the fork server, not in every run
-    "sklearn.ensemble",
-    "sklearn.neighbors",
-    "sklearn.pipeline",
-    "sklearn.random_projection",
-    "sklearn.tree",
-    "optuna.samplers",
-)
+SAFETY_TRIALS = 2000  # far above budget / the cheapest trial
+TIMERS = ("wall", "cpu")
 METRICS = ("minkowski", "cityblock", "cosine", "euclidean", "l1", "l2", "manhattan")
-PAPER_TABLE = {"ei": 0.140, "eipu": 0.139, "rollout2": 0.137, "rollout4": 0.131}  # KNN, a1a
-PAPER_TABLE_SD = {"ei": 0.005, "eipu": 0.005, "rollout2": 0.004, "rollout4": 0.001}
-PAPER_LABELS = {"ei": "EI", "eipu": "EIpu", "rollout2": "R2", "rollout4": "R4"}
+PAPER_MODELS = ("knn", "dt", "rf")  # the paper's HPO benchmarks
 
 
 # -- search spaces and models ------------------------------------------------------------
 
 
-def _suggest_knn(trial: optuna.Trial) -> dict[str, Any]:
-    return {
-        "reduction_fraction": trial.suggest_float("reduction_fraction", 1e-6, 1.0, log=True),
-        "projection": trial.suggest_categorical("projection", ["gaussian", "sparse"]),
-        "n_neighbors": trial.suggest_int("n_neighbors", 1, 256),
-        "weights": trial.suggest_categorical("weights", ["uniform", "distance"]),
-        "metric": trial.suggest_categorical("metric", list(METRICS)),
-    }
+def split_kwargs(split_threshold: float, split_mapping: str) -> dict[str, float]:
+    """The paper's "tree split threshold" t in [0.1, 1] as scikit-learn keyword arguments."""
+    if split_mapping == "fraction":
+        return {"min_samples_split": float(split_threshold)}
+    if split_mapping == "impurity":
+        return {"min_impurity_decrease": 0.1 * float(split_threshold) ** 4}
+    raise ValueError(f"split_mapping must be 'fraction' or 'impurity', got {split_mapping!r}")
 
 
 def _build_knn(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
@@ -177,23 +125,6 @@ def _build_knn(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
     return make_pipeline(projector, knn)
 
 
-def split_kwargs(split_threshold: float, split_mapping: str) -> dict[str, float]:
-    """The paper's "tree split threshold" t in [0.1, 1] as scikit-learn keyword arguments."""
-    if split_mapping == "fraction":
-        return {"min_samples_split": float(split_threshold)}
-    if split_mapping == "impurity":
-        return {"min_impurity_decrease": 0.1 * float(split_threshold) ** 4}
-    raise ValueError(f"split_mapping must be 'fraction' or 'impurity', got {split_mapping!r}")
-
-
-def _suggest_dt(trial: optuna.Trial) -> dict[str, Any]:
-    return {
-        "max_depth": trial.suggest_int("max_depth", 1, 64),
-        "split_threshold": trial.suggest_float("split_threshold", 0.1, 1.0, log=True),
-        "feature_fraction": trial.suggest_float("feature_fraction", 1e-3, 0.5, log=True),
-    }
-
-
 def _build_dt(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
     from sklearn.tree import DecisionTreeClassifier
 
@@ -203,14 +134,6 @@ def _build_dt(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
         random_state=0,
         **split_kwargs(p["split_threshold"], split_mapping),
     )
-
-
-def _suggest_rf(trial: optuna.Trial) -> dict[str, Any]:
-    return {
-        "n_estimators": trial.suggest_int("n_estimators", 1, 256),
-        "max_depth": trial.suggest_int("max_depth", 1, 64),
-        "split_threshold": trial.suggest_float("split_threshold", 0.1, 1.0, log=True),
-    }
 
 
 def _build_rf(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
@@ -225,15 +148,6 @@ def _build_rf(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
     )
 
 
-def _suggest_mlp(trial: optuna.Trial) -> dict[str, Any]:
-    return {
-        "hidden": trial.suggest_int("hidden", 1, 256, log=True),
-        "layers": trial.suggest_int("layers", 1, 3),
-        "alpha": trial.suggest_float("alpha", 1e-6, 1.0, log=True),
-        "learning_rate_init": trial.suggest_float("learning_rate_init", 1e-5, 1e-1, log=True),
-    }
-
-
 def _build_mlp(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
     from sklearn.neural_network import MLPClassifier
 
@@ -246,14 +160,6 @@ def _build_mlp(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
     )
 
 
-def _suggest_svm(trial: optuna.Trial) -> dict[str, Any]:
-    return {
-        "C": trial.suggest_float("C", 1e-3, 1e3, log=True),
-        "gamma": trial.suggest_float("gamma", 1e-4, 10.0, log=True),
-        "kernel": trial.suggest_categorical("kernel", ["rbf", "poly", "sigmoid", "linear"]),
-    }
-
-
 def _build_svm(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
     from sklearn.svm import SVC
 
@@ -263,54 +169,92 @@ def _build_svm(p: dict[str, Any], n_features: int, split_mapping: str) -> Any:
 @dataclass(frozen=True)
 class Model:
     label: str
-    suggest: Callable[[optuna.Trial], dict[str, Any]]
+    params: tuple[Param, ...]  # in the order they are suggested
     build: Callable[[dict[str, Any], int, str], Any]
 
 
 MODELS: dict[str, Model] = {
-    "knn": Model("KNN", _suggest_knn, _build_knn),
-    "mlp": Model("MLP", _suggest_mlp, _build_mlp),
-    "svm": Model("SVM", _suggest_svm, _build_svm),
-    "dt": Model("DT", _suggest_dt, _build_dt),
-    "rf": Model("RF", _suggest_rf, _build_rf),
+    "knn": Model(
+        "KNN",
+        (
+            Param("reduction_fraction", "float", 1e-6, 1.0, log=True),
+            Param("projection", "cat", choices=("gaussian", "sparse")),
+            Param("n_neighbors", "int", 1, 256),
+            Param("weights", "cat", choices=("uniform", "distance")),
+            Param("metric", "cat", choices=METRICS),
+        ),
+        _build_knn,
+    ),
+    "mlp": Model(
+        "MLP",
+        (
+            Param("hidden", "int", 1, 256, log=True),
+            Param("layers", "int", 1, 3),
+            Param("alpha", "float", 1e-6, 1.0, log=True),
+            Param("learning_rate_init", "float", 1e-5, 1e-1, log=True),
+        ),
+        _build_mlp,
+    ),
+    "svm": Model(
+        "SVM",
+        (
+            Param("C", "float", 1e-3, 1e3, log=True),
+            Param("gamma", "float", 1e-4, 10.0, log=True),
+            Param("kernel", "cat", choices=("rbf", "poly", "sigmoid", "linear")),
+        ),
+        _build_svm,
+    ),
+    "dt": Model(
+        "DT",
+        (
+            Param("max_depth", "int", 1, 64),
+            Param("split_threshold", "float", 0.1, 1.0, log=True),
+            Param("feature_fraction", "float", 1e-3, 0.5, log=True),
+        ),
+        _build_dt,
+    ),
+    "rf": Model(
+        "RF",
+        (
+            Param("n_estimators", "int", 1, 256),
+            Param("max_depth", "int", 1, 64),
+            Param("split_threshold", "float", 0.1, 1.0, log=True),
+        ),
+        _build_rf,
+    ),
 }
-PROBLEMS = ("knn", "dt", "rf")  # the paper's HPO benchmarks
 
 
-class HpoProblem:
-    """One HPO problem on one dataset split, as ``runner.run_one`` sees it (picklable)."""
-
-    cost_fn = None  # wall-clock costs: CostRolloutSampler models log(cost) with its GP
+class HpoEvaluator:
+    """Validation error and seconds of fit + predict of one model on one dataset split
+    (picklable: the dataset travels with it to the worker processes)."""
 
     def __init__(
         self,
         model: str,
-        dataset: data.Dataset,
+        dataset: Dataset | None,
         split_mapping: str = "fraction",
-        clock: str = "wall",
-        n_startup: int | None = None,
-    ):
+        timer: str = "wall",
+    ) -> None:
         if model not in MODELS:
             raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
-        if clock not in CLOCKS:
-            raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
+        if timer not in TIMERS:
+            raise ValueError(f"timer must be one of {TIMERS}, got {timer!r}")
         split_kwargs(0.5, split_mapping)  # validates
         self.model = model
         self.dataset = dataset
         self.split_mapping = split_mapping
-        self.clock = clock
-        self.costbo_options = {} if n_startup is None else {"n_startup_trials": n_startup}
+        self.timer = timer
         self.last_times = (math.nan, math.nan)  # (wall, cpu) seconds of the latest evaluate
 
-    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
-        return MODELS[self.model].suggest(trial)
-
-    def evaluate(
+    def __call__(
         self, params: dict[str, Any], previous: dict[str, Any] | None = None
     ) -> tuple[float, float]:
         """(validation error, seconds of fit + predict: wall-clock, or CPU time of this
-        process with ``clock="cpu"``)."""
+        process with ``timer="cpu"``)."""
         d = self.dataset
+        if d is None:
+            raise RuntimeError("no dataset loaded (a problem built for --report-only)")
         estimator = MODELS[self.model].build(params, d.n_features, self.split_mapping)
         # NOTE: no garbage collection inside the timed section (a full collection of the
         # sampler's garbage would be charged to this configuration); a gc.collect() before
@@ -329,396 +273,221 @@ class HpoProblem:
                 gc.enable()
         self.last_times = (wall, cpu)
         error = float(np.mean(predicted != d.y_valid))
-        return error, max(wall if self.clock == "wall" else cpu, 1e-6)
+        return error, max(wall if self.timer == "wall" else cpu, 1e-6)
 
 
-# -- report extras -----------------------------------------------------------------------
-
-
-def paper_table(runs: dict[str, list[Run]], budget: float, problem: str, dataset: str) -> str:
-    """Mean and std (ddof=1) over replications of the best validation error within the
-    budget, one column per method, in the layout of the paper's Table 1 (EI, EIpu, R2, R4
-    first); with the paper's numbers for KNN on a1a."""
-    methods = [m for m in METHODS if m in runs]
-    order = [m for m in PAPER_LABELS if m in methods] + [
-        m for m in methods if m not in PAPER_LABELS
-    ]
-    at_budget = {
-        m: np.array([stats.best_at(r, np.array([budget]))[0] for r in runs[m]]) for m in order
-    }
-    stats_ = {m: stats.mean_sd(at_budget[m]) for m in order}
-    best = min((stats_[m][0] for m in order if math.isfinite(stats_[m][0])), default=math.nan)
-
-    def cell(m: str, k: int) -> str:
-        text = reports.fmt(stats_[m][k])
-        return f"**{text}**" if k == 0 and stats_[m][0] == best else text
-
-    header = [""] + [PAPER_LABELS.get(m, METHODS[m].label) for m in order]
-    rows = [
-        ["mean"] + [cell(m, 0) for m in order],
-        ["std"] + [cell(m, 1) for m in order],
-        ["runs"] + [str(int(np.sum(np.isfinite(at_budget[m])))) for m in order],
-    ]
-    lines = [
-        "## Final validation error in the paper's format",
-        "",
-        "Best validation error among the trials within the budget (cumulative cost <= "
-        f"{budget:g} s), mean and standard deviation (ddof=1) over the replications; lowest "
-        "mean in bold.",
-        "",
-    ]
-    if problem == "knn" and dataset == "a1a":
-        rows.append(["paper mean"] + [reports.fmt(PAPER_TABLE.get(m, math.nan)) for m in order])
-        rows.append(["paper std"] + [reports.fmt(PAPER_TABLE_SD.get(m, math.nan)) for m in order])
-        lines[3:3] = [
-            "Paper (Lee et al., UAI 2021, supplementary Table 1, KNN on OpenML a1a, budget "
-            "800 s on their machine): EI 0.140 ± 0.005, EIpu 0.139 ± 0.005, R2 0.137 ± 0.004, "
-            "R4 0.131 ± 0.001. Their data split is not given, so only the ordering and the "
-            "spreads are comparable, not the levels.",
-            "",
-        ]
-    return "\n".join(lines + reports.table(header, rows)) + "\n"
-
-
-PARAMS_FIELDS = ("method", "seed", "trial", "cost", "value", "params")
-
-
-def append_params(r: Run, path: Path) -> None:
-    """Append one run's trials (cost, value, parameters as JSON) to the params CSV."""
-    new = not path.is_file()
-    with open(path, "a", newline="") as fh:
-        writer = csv.writer(fh)
-        if new:
-            writer.writerow(PARAMS_FIELDS)
-        for i, p in enumerate(r.params):
-            writer.writerow(
-                [r.method, r.seed, i, repr(r.costs[i]), repr(r.values[i]), json.dumps(p)]
-            )
-
-
-# -- runtime variation (paper Figure 1) --------------------------------------------------
-
-
-def runtime_variation(
-    dataset: data.Dataset,
-    models: Sequence[str],
-    n_configs: int,
-    *,
-    seed: int = 0,
-    split_mapping: str = "fraction",
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """``n_configs`` random configurations per model (RandomSampler(seed)); one row each with
-    the runtime (fit + predict seconds) and validation error. Configurations are interleaved
-    across models (config i of every model, then i + 1) so that load drifts hit all alike."""
-    problems = {m: HpoProblem(m, dataset, split_mapping) for m in models}
-    studies = {
-        m: optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed)) for m in models
-    }
-    rows: list[dict[str, Any]] = []
-    start = time.perf_counter()
-    for i in range(n_configs):
-        for m in models:
-            trial = studies[m].ask()
-            params = problems[m].suggest(trial)
-            error, _ = problems[m].evaluate(params)
-            wall, cpu = problems[m].last_times
-            studies[m].tell(trial, error)
-            rows.append(
-                {
-                    "model": m,
-                    "config": i,
-                    "seconds": wall,
-                    "cpu_seconds": cpu,
-                    "error": error,
-                    "params": params,
-                }
-            )
-        if progress and (i + 1) % max(1, n_configs // 10) == 0:
-            print(f"[{i + 1}/{n_configs} configs, {time.perf_counter() - start:.0f}s]", flush=True)
-    return rows
-
-
-def runtime_report(rows: list[dict[str, Any]], dataset: data.Dataset, total_s: float) -> str:
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    n = max((r["config"] for r in rows), default=-1) + 1
-    out = [
-        f"# Runtime variation of random configurations ({dataset.name}; paper Figure 1)",
-        "",
-        f"{n} random configurations per model (Optuna RandomSampler, seed 0), runtime = "
-        f"wall-clock seconds of fit + predict (quantiles); CPU s = CPU time of the process "
-        f"over the same section, which is what the wall-clock time would be on an idle "
-        f"machine (single-threaded BLAS). {dataset.describe()}. " + reports.versions_line(total_s),
-        "",
-        "Budget guide: the HPO budgets are chosen so that about 30-100 evaluations fit; "
-        "50x the mean random-configuration cost is in the last column (model-based "
-        "methods drift towards cheaper or dearer regions, so the count varies); on a busy "
-        "machine use the CPU column.",
-        "",
-    ]
-    rows_md = []
-    for m in models:
-        s = np.array([r["seconds"] for r in rows if r["model"] == m])
-        cpu = np.array([r["cpu_seconds"] for r in rows if r["model"] == m])
-        e = np.array([r["error"] for r in rows if r["model"] == m])
-        q = np.quantile(s, [0.0, 0.1, 0.5, 0.9, 1.0])
-        rows_md.append(
-            [MODELS[m].label, str(len(s))]
-            + [f"{v:.4f}" for v in q]
-            + [
-                f"{np.mean(s):.4f}",
-                f"{np.mean(cpu):.4f}",
-                f"{q[4] / max(q[0], 1e-12):.0f}",
-                f"{np.min(e):.4f}",
-                f"{np.median(e):.4f}",
-                f"{50 * np.mean(s):.2f}",
-                f"{50 * np.mean(cpu):.2f}",
-            ]
-        )
-    out += reports.table(
-        [
-            "model",
-            "configs",
-            "min s",
-            "10% s",
-            "median s",
-            "90% s",
-            "max s",
-            "mean s",
-            "mean CPU s",
-            "max/min",
-            "best error",
-            "median error",
-            "50 x mean s",
-            "50 x mean CPU s",
-        ],
-        rows_md,
-    )
-    return "\n".join(out) + "\n"
-
-
-def runtime_figure(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    fig, axes = plt.subplots(1, len(models), figsize=(3.2 * len(models), 3.4), squeeze=False)
-    for ax, m in zip(axes[0], models, strict=True):
-        s = np.log10([r["seconds"] for r in rows if r["model"] == m])
-        ax.hist(s, bins=min(40, max(5, len(s) // 10)), color="tab:blue", alpha=0.8)
-        ax.set_title(MODELS[m].label)
-        ax.set_xlabel("log10 runtime (s)")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("configurations")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def write_runtime_csv(rows: list[dict[str, Any]], path: Path) -> None:
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("model", "config", "seconds", "cpu_seconds", "error", "params"))
-        for r in rows:
-            writer.writerow(
-                [
-                    r["model"],
-                    r["config"],
-                    repr(r["seconds"]),
-                    repr(r["cpu_seconds"]),
-                    repr(r["error"]),
-                    json.dumps(r["params"]),
-                ]
-            )
-
-
-# -- main --------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--problem", choices=PROBLEMS, default="knn")
-    parser.add_argument("--dataset", default="w2a", help="w2a (default), a1a, ...")
-    parser.add_argument("--reps", type=int, default=DEFAULT_REPS, help="seeds 0..N-1 (50)")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=None)
-    parser.add_argument(
-        "--budget", type=float, default=None, help="seconds (default: BUDGETS; smoke smaller)"
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="runs at a time (default 1; 0: in this process)"
-    )
-    parser.add_argument("--no-control", action="store_true", help="do not add random search")
-    parser.add_argument(
-        "--split-mapping",
-        choices=("fraction", "impurity"),
-        default="fraction",
-        help="split threshold -> min_samples_split fraction (default) or min_impurity_decrease",
-    )
-    parser.add_argument(
-        "--clock",
-        choices=CLOCKS,
-        default="wall",
-        help="cost = wall-clock seconds (default, the paper's) or the process's CPU seconds",
-    )
-    parser.add_argument(
-        "--n-startup",
-        type=int,
-        default=None,
-        help="CostRolloutSampler startup trials (default: its own, 2 (d + 1); smoke: 3)",
-    )
-    parser.add_argument("--smoke", action="store_true", help="1 rep, tiny budget, smoke files")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    parser.add_argument("--report-only", action="store_true", help="re-summarize saved CSVs")
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the runs already in the CSVs (same settings), run only the missing ones",
-    )
-    parser.add_argument(
-        "--runtime-variation", action="store_true", help="paper Figure 1 instead of a benchmark"
-    )
-    parser.add_argument(
-        "--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="for Figure 1"
-    )
-    parser.add_argument("--n-configs", type=int, default=1000, help="for Figure 1 (1000)")
-    data.add_data_arguments(parser)
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    smoke = "_smoke" if args.smoke else ""
-
-    if args.runtime_variation:
-        dataset = _load(args)
-        n = 3 if args.smoke else args.n_configs
-        print(f"{dataset.describe()}\n{n} random configurations of {args.models}", flush=True)
-        start = time.perf_counter()
-        rows = runtime_variation(dataset, args.models, n, split_mapping=args.split_mapping)
-        total = time.perf_counter() - start
-        prefix = args.out / f"hpo_runtime_{args.dataset}{smoke}"
-        write_runtime_csv(rows, Path(f"{prefix}.csv"))
-        png = Path(f"{prefix}.png")
-        text = runtime_report(rows, dataset, total)
-        if runtime_figure(rows, png, f"Runtime of {n} random configurations, {dataset.name}"):
-            text += f"\n![log runtime histograms]({png.name})\n"
-        Path(f"{prefix}.md").write_text(text)
-        print(text)
-        return
-
-    budget = args.budget or (
-        SMOKE_BUDGETS[args.problem] if args.smoke else default_budget(args.problem, args.dataset)
-    )
-    reps = 1 if args.smoke else args.reps
-    methods = list(args.methods or (SMOKE_METHODS if args.smoke else DEFAULT_METHODS))
-    if not args.no_control and "random" not in methods:
-        methods.append("random")  # the same-session control
-    prefix = args.out / f"hpo_{args.problem}_{args.dataset}{smoke}"
-    if args.report_only and args.budget is None:
-        budget = session.saved_budget(prefix) or budget
-
-    total_s: float | None = None
-    source = "(report only)"
-    if args.report_only:
-        runs = results_io.read_csvs(prefix)
-    else:
-        dataset = _load(args)
-        source = dataset.describe()
-        print(source, flush=True)
-        n_startup = args.n_startup or (SMOKE_STARTUP if args.smoke else None)
-        problem = HpoProblem(args.problem, dataset, args.split_mapping, args.clock, n_startup)
-        tasks = runner.order_tasks(methods, range(reps), interleave=True)
-        print(
-            f"{len(tasks)} runs, {MODELS[args.problem].label} on {args.dataset}, budget "
-            f"{budget:g} s, {args.jobs} at a time, each in its own process",
-            flush=True,
-        )
-        params_path = Path(f"{prefix}_params.csv")
-        if not args.resume:
-            params_path.unlink(missing_ok=True)
-        settings = {
-            "problem": args.problem,
-            "dataset": args.dataset,
-            "split_mapping": args.split_mapping,
-            "clock": args.clock,
-            "n_startup": n_startup,
-            "split_seed": args.split_seed,
-            "valid_fraction": args.valid_fraction,
-        }
-        runs, total_s = session.run_session(
-            tasks,
-            budget,
-            problem,
-            prefix,
-            settings=settings,
-            jobs=args.jobs,
-            resume=args.resume,
-            fresh_process=True,
-            preload=PRELOAD + (("torch",) if "gp" in methods else ()),
-            safety_trials=SAFETY_TRIALS,
-            on_run=lambda r: append_params(r, params_path),
-        )
-
-    n_reps = max(len(r) for r in runs.values())
-    png = Path(f"{prefix}_quality.png")
-    label = MODELS[args.problem].label
-    has_figure = figures.figure(
-        runs,
-        budget,
-        png,
-        suptitle=f"{label} on {args.dataset}: budget {budget:g} s, {n_reps} replications",
-        band="sd",
-        value_label="best validation error so far",
-        cost_label="cumulative cost (s of fit + predict)",
-        cost_histogram=True,
-    )
-    intro = [
-        f"{label} on {args.dataset}, validation classification error (minimize), cost = "
-        f"wall-clock seconds of fit + predict, budget {budget:g} s (paper: "
-        f"{PAPER_BUDGETS[args.problem]:g} s on its machine); {n_reps} replications per "
-        f"method (seeds 0..{n_reps - 1}), the same seeds and data split for every method, "
-        f"split threshold mapping {args.split_mapping!r}, clock {args.clock!r}. Runs ran "
-        f"{args.jobs} at a time, each in a fresh process, seed by seed. A trial starts only "
-        "while the finished trials have spent less than the budget.",
-        f"Data: {source}",
-        reports.versions_line(total_s, extra=f", jobs {args.jobs}"),
-    ]
-    text = reports.report(
-        runs,
-        budget,
-        title=f"HPO: {label} on {args.dataset} (Lee et al., UAI 2021, Figure 5)",
-        intro=intro,
-        total_s=total_s,
-        figure_name=png.name if has_figure else None,
-        figure_band="SD",
-        digits=4,
-        extra_sections=[paper_table(runs, budget, args.problem, args.dataset)],
-    )
-    Path(f"{prefix}_quality.md").write_text(text)
-    print()
-    print(text)
-
-
-def default_budget(problem: str, dataset: str) -> float:
-    """The measured budget of (problem, dataset), else the problem's w2a one (with a note)."""
-    if (problem, dataset) in BUDGETS:
-        return BUDGETS[(problem, dataset)]
+def default_budget(model: str, dataset: str) -> float:
+    """The measured budget of (model, dataset), else the model's w2a one (with a note)."""
+    if (model, dataset) in BUDGETS:
+        return BUDGETS[(model, dataset)]
     print(
-        f"note: no measured budget for {problem} on {dataset}; using its w2a budget "
-        f"{BUDGETS[(problem, 'w2a')]:g} s (measure with --runtime-variation, set --budget)"
+        f"note: no measured budget for {model} on {dataset}; using its w2a budget "
+        f"{BUDGETS[(model, 'w2a')]:g} s (measure with benchmarks.runtime_variation, set --budget)"
     )
-    return BUDGETS[(problem, "w2a")]
+    return BUDGETS[(model, "w2a")]
 
 
-def _load(args: argparse.Namespace) -> data.Dataset:
-    try:
-        return data.dataset_from_args(args.dataset, args)
-    except data.DataUnavailableError as exc:
-        raise SystemExit(f"error: {exc}") from None
+def paper_problem(
+    model: str,
+    dataset_name: str,
+    dataset: Dataset | None,
+    *,
+    budget: float,
+    split_mapping: str = "fraction",
+    timer: str = "wall",
+    n_startup: int | None = None,
+    split_seed: int = 0,
+    valid_fraction: float = 0.3,
+) -> Problem:
+    """One of the paper's HPO problems: ``hpo-<model>-<dataset>``, validation error against
+    seconds of fit + predict (reported), the paper's space for ``model``. ``dataset``: the
+    loaded split (None: a definition only, for reading cached runs)."""
+    spec = MODELS[model]
+    return Problem(
+        name=f"hpo-{model}-{dataset_name}",
+        group="hpo",
+        budget=budget,
+        evaluator=HpoEvaluator(model, dataset, split_mapping, timer),
+        params=spec.params,
+        description=(
+            f"{spec.label} on {dataset_name}, validation error; cost = {timer} seconds of "
+            "fit + predict"
+        ),
+        sampler_options={} if n_startup is None else {"n_startup_trials": n_startup},
+        settings={
+            "dataset": dataset_name,
+            "split_mapping": split_mapping,
+            "timer": timer,
+            "split_seed": split_seed,
+            "valid_fraction": valid_fraction,
+        },
+        max_trials=SAFETY_TRIALS,
+        record_params=True,
+    )
 
 
-if __name__ == "__main__":
-    main()
+# -- live problems with bundled data (cheap_trials.py) ------------------------------------
+
+
+def _digits() -> tuple[np.ndarray, ...]:
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    out: list[np.ndarray] = train_test_split(
+        X / 16.0, y, test_size=0.3, random_state=0, stratify=y
+    )
+    return tuple(out)
+
+
+def _synthetic(n: int, d: int) -> tuple[np.ndarray, ...]:
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=d // 2, flip_y=0.05, random_state=0
+    )
+    out: list[np.ndarray] = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    return tuple(out)
+
+
+def _sgd(p: dict[str, Any]) -> Any:  # 5-60 ms: passes over 1258 x 64
+    from sklearn.linear_model import SGDClassifier
+
+    return SGDClassifier(
+        loss=p["loss"],
+        penalty="elasticnet",
+        alpha=p["alpha"],
+        l1_ratio=p["l1_ratio"],
+        max_iter=p["max_iter"],
+        tol=None,
+        random_state=0,
+    )
+
+
+def _tree(p: dict[str, Any]) -> Any:  # 3-40 ms
+    from sklearn.tree import DecisionTreeClassifier
+
+    return DecisionTreeClassifier(
+        max_depth=p["max_depth"],
+        min_samples_leaf=p["min_samples_leaf"],
+        max_features=p["max_features"],
+        criterion=p["criterion"],
+        random_state=0,
+    )
+
+
+def _hgb(p: dict[str, Any]) -> Any:  # 0.05-2 s
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(
+        max_iter=p["max_iter"],
+        learning_rate=p["learning_rate"],
+        max_leaf_nodes=p["max_leaf_nodes"],
+        l2_regularization=p["l2"],
+        early_stopping=False,
+        random_state=0,
+    )
+
+
+def _mlp(p: dict[str, Any]) -> Any:  # 0.05-1.5 s
+    from sklearn.neural_network import MLPClassifier
+
+    return MLPClassifier(
+        hidden_layer_sizes=(p["hidden"],),
+        alpha=p["alpha"],
+        learning_rate_init=p["lr"],
+        max_iter=p["max_iter"],
+        random_state=0,
+    )
+
+
+class LiveEvaluator:
+    """Validation error (1 - accuracy) and the seconds of fit + score of one model."""
+
+    def __init__(self, build: Callable[[dict[str, Any]], Any], data: tuple[np.ndarray, ...]):
+        self.build = build
+        self.data = data
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        X_tr, X_va, y_tr, y_va = self.data
+        model = self.build(params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings
+            start = time.perf_counter()
+            model.fit(X_tr, y_tr)
+            value = float(1.0 - model.score(X_va, y_va))
+            seconds = time.perf_counter() - start
+        return value, seconds
+
+
+LIVE_BUDGETS = {"sgd-digits": 3.0, "tree-synth": 3.0, "hgb-synth": 10.0, "mlp-digits": 10.0}
+
+
+def live_problems(scale: float = 1.0) -> dict[str, Problem]:
+    """The cheap-trials problems, each budget (wall-clock seconds of the whole study)
+    multiplied by ``scale``; group "cheap" (trials of 5-60 ms) or "expensive" (0.05-2 s)."""
+    digits = _digits()
+    small = _synthetic(2000, 20)
+    large = _synthetic(4000, 30)
+    spaces: dict[str, tuple[str, Callable[[dict[str, Any]], Any], Any, tuple[Param, ...]]] = {
+        "sgd-digits": (
+            "cheap",
+            _sgd,
+            digits,
+            (
+                Param("loss", "cat", choices=("hinge", "log_loss", "modified_huber")),
+                Param("alpha", "float", 1e-7, 1.0, log=True),
+                Param("l1_ratio", "float", 0.0, 1.0),
+                Param("max_iter", "int", 1, 30),
+            ),
+        ),
+        "tree-synth": (
+            "cheap",
+            _tree,
+            small,
+            (
+                Param("max_depth", "int", 1, 30),
+                Param("min_samples_leaf", "int", 1, 64, log=True),
+                Param("max_features", "float", 0.05, 1.0),
+                Param("criterion", "cat", choices=("gini", "entropy")),
+            ),
+        ),
+        "hgb-synth": (
+            "expensive",
+            _hgb,
+            large,
+            (
+                Param("max_iter", "int", 10, 200),
+                Param("learning_rate", "float", 0.01, 1.0, log=True),
+                Param("max_leaf_nodes", "int", 4, 64, log=True),
+                Param("l2", "float", 1e-4, 10.0, log=True),
+            ),
+        ),
+        "mlp-digits": (
+            "expensive",
+            _mlp,
+            digits,
+            (
+                Param("hidden", "int", 8, 256, log=True),
+                Param("alpha", "float", 1e-6, 1.0, log=True),
+                Param("lr", "float", 1e-4, 1e-1, log=True),
+                Param("max_iter", "int", 5, 100, log=True),
+            ),
+        ),
+    }
+    return {
+        name: Problem(
+            name=name,
+            group=group,
+            budget=LIVE_BUDGETS[name] * scale,
+            evaluator=LiveEvaluator(build, data),
+            params=params,
+            description=f"{name}: validation error, wall-clock budget of the whole study",
+            clock="wall",
+            max_trials=100_000,
+        )
+        for name, (group, build, data, params) in spaces.items()
+    }

@@ -1,234 +1,52 @@
-"""Smoke runs of the benchmark scripts (benchmarks/) and unit tests of their data loaders.
+"""Smoke runs of the paper reproductions (benchmarks/paper.py on benchmarks/harness) and the
+problem definitions behind them.
 
-The offline data (LIBSVM files, Colorado stations) is found through ``COSTBO_DATA_DIR``, else
-``../shared/data`` beside the repository; tests that need it are skipped when it is absent.
-Each smoke run is one replication with a tiny budget and two methods; it checks that the
-script runs end to end and writes its files, not what it finds.
+Each smoke run is one seed with a tiny budget and two methods; it checks that the experiment
+runs end to end through the harness, writes its cache and its report, and reports again from
+the cache; not what it finds. Tests that need the offline data skip (with the reason) when it
+is absent (conftest.py).
 """
 
 from __future__ import annotations
 
-import csv
-import importlib
+from collections.abc import Callable
 import os
 from pathlib import Path
 import subprocess
 import sys
-import textwrap
-from typing import Any
 
 import numpy as np
+import optuna
 import pytest
 
-
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-data = importlib.import_module("data")
-
-
-def _data_dir() -> Path | None:
-    env = os.environ.get("COSTBO_DATA_DIR", "")
-    if env:
-        return Path(env)
-    shared = ROOT.parent / "shared" / "data"
-    return shared if shared.is_dir() else None
+from benchmarks import paper
+from benchmarks.harness import cache
+from benchmarks.harness.runner import Run
+from benchmarks.problems import data
+from benchmarks.problems import hpo
+from benchmarks.problems import sensors
+from benchmarks.problems.synthetic import SUITE
 
 
-DATA_DIR = _data_dir()
-NO_DATA = "offline data not found: set COSTBO_DATA_DIR to shared/data"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _need(*relative: str) -> Path:
-    if DATA_DIR is None:
-        pytest.skip(NO_DATA)
-    for rel in relative:
-        if not (DATA_DIR / rel).exists():
-            pytest.skip(f"{DATA_DIR / rel} is absent ({NO_DATA})")
-    return DATA_DIR
-
-
-def _run(args: list[str], tmp_path: Path, data_dir: Path | None = None) -> str:
-    env = dict(os.environ)
-    if data_dir is not None:
-        env["COSTBO_DATA_DIR"] = str(data_dir)
-    proc = subprocess.run(
-        [sys.executable, *args, "--out", str(tmp_path)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
-
-
-def _check_runs(prefix: Path, methods: set[str]) -> list[dict[str, Any]]:
-    with open(f"{prefix}_run_summary.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert {r["method"] for r in rows} == methods
-    for r in rows:
-        assert r["error"] == "", r
-        assert int(r["n_trials"]) >= 1
-        assert np.isfinite(float(r["final_best"]))
-    assert Path(f"{prefix}_runs.csv").stat().st_size > 0
-    assert "## Paired comparison" in Path(f"{prefix}_quality.md").read_text()
-    return rows
-
-
-# -- data loaders ------------------------------------------------------------------------
-
-
-def test_libsvm_fallback_loads_a1a() -> None:
-    root = _need("libsvm/a1a")
-    X, y, where = data.load_xy("a1a", source="libsvm", data_dir=root)
-    assert X.shape == (1605, 123)
-    assert X.dtype == np.float64
-    assert set(np.unique(X)) <= {0.0, 1.0}
-    assert np.bincount(y).tolist() == [1210, 395]  # -1 -> 0, +1 -> 1
-    assert "a1a" in where
-    # the folder holding the files works as well as its parent
-    X2, _, _ = data.load_xy("a1a", source="libsvm", data_dir=root / "libsvm")
-    np.testing.assert_array_equal(X, X2)
-
-
-def test_auto_falls_back_to_libsvm_via_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    root = _need("libsvm/a1a")
-    monkeypatch.setenv("COSTBO_DATA_DIR", str(root))
-
-    def offline(*args: Any, **kwargs: Any) -> Any:
-        raise ConnectionError("no route to openml.org")
-
-    monkeypatch.setattr(data, "load_openml", offline)
-    ds = data.load_dataset("a1a", split_seed=3)
-    assert "LIBSVM" in ds.source
-    assert len(ds.y_train) + len(ds.y_valid) == 1605
-    # stratified: both parts keep the class balance (395 / 1605 = 0.246)
-    assert abs(np.mean(ds.y_valid) - 395 / 1605) < 0.01
-    again = data.load_dataset("a1a", split_seed=3)
-    np.testing.assert_array_equal(ds.X_valid, again.X_valid)  # reproducible
-
-
-def test_missing_dataset_gives_clear_error(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.delenv("COSTBO_DATA_DIR", raising=False)
-    monkeypatch.delenv("COSTBO_OPENML_IDS", raising=False)
-    with pytest.raises(data.DataUnavailableError, match="COSTBO_DATA_DIR"):
-        data.load_xy("w2a", source="libsvm")
-    with pytest.raises(data.DataUnavailableError) as info:
-        data.load_xy("w2a", source="libsvm", data_dir=tmp_path)
-    message = str(info.value)
-    assert str(tmp_path) in message and "--data-dir" in message and "openml" in message
-    with pytest.raises(ValueError, match="w2a=123"):
-        data.parse_openml_ids("w2a:123")
-    assert data.parse_openml_ids("w2a=1, a1a=2") == {"w2a": 1, "a1a": 2}
-
-
-DESCRIPTION = """\
-<oml:data_set_description xmlns:oml="http://openml.org/openml">
-  <oml:id>{id}</oml:id>
-  <oml:name>tiny-{id}</oml:name>
-  <oml:version>1</oml:version>
-  <oml:format>{format}</oml:format>
-  <oml:url>https://invalid.invalid/data/{id}.arff</oml:url>{parquet}
-  <oml:default_target_attribute>class</oml:default_target_attribute>
-  <oml:status>active</oml:status>
-</oml:data_set_description>
-"""
-
-
-def _fake_openml_cache(root: Path, dataset_id: int, kind: str) -> tuple[np.ndarray, list[str]]:
-    """An openml cache holding one small dataset as openml stores it: description.xml plus
-    dataset.arff (``kind`` "dense" or "sparse") or dataset_<ID>.pq ("parquet")."""
-    rng = np.random.default_rng(dataset_id)
-    X = (rng.random((20, 4)) < 0.4).astype(float)
-    labels = ["neg" if row.sum() < 2 else "pos" for row in X]
-    folder = root / "org" / "openml" / "www" / "datasets" / str(dataset_id)
-    folder.mkdir(parents=True)
-    parquet = ""
-    if kind == "parquet":
-        parquet = f"\n  <oml:parquet_url>https://invalid.invalid/{dataset_id}.pq</oml:parquet_url>"
-    fmt = "Sparse_ARFF" if kind == "sparse" else "ARFF"
-    (folder / "description.xml").write_text(
-        DESCRIPTION.format(id=dataset_id, format=fmt, parquet=parquet)
-    )
-    if kind == "parquet":
-        import pandas as pd
-
-        frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(4)])
-        frame["class"] = pd.Categorical(labels, categories=["neg", "pos"])
-        frame.to_parquet(folder / f"dataset_{dataset_id}.pq")
-        return X, labels
-    lines = ["@RELATION tiny", *(f"@ATTRIBUTE f{j} NUMERIC" for j in range(4))]
-    lines += ["@ATTRIBUTE class {neg,pos}", "@DATA"]
-    for row, label in zip(X, labels, strict=True):
-        if kind == "sparse":
-            cells = [f"{j} {v:g}" for j, v in enumerate(row) if v]
-            cells.append(f"4 {label}")
-            lines.append("{" + ",".join(cells) + "}")
-        else:
-            lines.append(",".join([*(f"{v:g}" for v in row), label]))
-    (folder / "dataset.arff").write_text("\n".join(lines) + "\n")
-    return X, labels
-
-
-def _snapshot(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*")}
-
-
-@pytest.mark.parametrize("kind", ["dense", "sparse", "parquet"])
-def test_openml_cache_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
-    openml = pytest.importorskip("openml", reason="the openml package is not installed")
-    if kind == "parquet":
-        pytest.importorskip("pyarrow", reason="pyarrow is needed to write the parquet file")
-    cache = tmp_path / "data" / "openml"
-    dataset_id = 990001 + ["dense", "sparse", "parquet"].index(kind)
-    X, labels = _fake_openml_cache(cache, dataset_id, kind)
-    before = _snapshot(cache)
-    for p in cache.rglob("*"):  # read-only, as shared/ is in CI
-        p.chmod(0o555 if p.is_dir() else 0o444)
-    configured = openml.config.get_config_as_dict()["cachedir"]
-    monkeypatch.setenv("COSTBO_OPENML_IDS", f"tiny={dataset_id}")
-    monkeypatch.delenv("COSTBO_OPENML_CACHE", raising=False)
-    try:
-        # found as <data dir>/openml, with the id from COSTBO_OPENML_IDS; the description's
-        # URLs cannot resolve, so this passes only if nothing is downloaded
-        got_X, got_y, where = data.load_xy("tiny", source="openml", data_dir=tmp_path / "data")
-    finally:
-        for p in cache.rglob("*"):
-            p.chmod(0o755 if p.is_dir() else 0o644)
-    assert f"OpenML dataset {dataset_id}" in where
-    np.testing.assert_array_equal(got_X, X)
-    expected = np.array([1 if label == "pos" else 0 for label in labels])
-    np.testing.assert_array_equal(got_y, expected)
-    assert _snapshot(cache) == before  # openml wrote into a temporary copy only
-    assert openml.config.get_config_as_dict()["cachedir"] == configured
-
-
-def test_openml_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("openml", reason="the openml package is not installed")
-    monkeypatch.delenv("COSTBO_DATA_DIR", raising=False)
-    empty = tmp_path / "cache"
-    empty.mkdir()
-    # an id that is not in the (empty) cache: openml tries the server, which the test
-    # points at an address that cannot resolve, so the error comes back at once
-    import openml
-
-    monkeypatch.setattr(openml.config, "server", "https://invalid.invalid/api/v1/xml")
-    with pytest.raises(data.DataUnavailableError, match=r"OpenML \(id 990009\)"):
-        data.load_xy("tiny", source="openml", openml_id=990009, openml_cache=empty)
+def _check_cache(root: Path, problem: str, methods: set[str]) -> list[Run]:
+    runs = [cache.read_run(p) for p in sorted((root / "runs" / problem).glob("*/seed000.csv"))]
+    assert {r.method for r in runs if r is not None} == methods
+    out = []
+    for r in runs:
+        assert r is not None and r.error == "", r
+        assert r.n_trials >= 1 and np.isfinite(np.nanmin(r.values))
+        assert r.meta["fingerprint"]
+        out.append(r)
+    return out
 
 
 # -- problem definitions -----------------------------------------------------------------
 
 
 def test_hpo_models_evaluate_on_small_data() -> None:
-    import optuna
-
-    hpo = importlib.import_module("hpo")
     rng = np.random.default_rng(0)
     X = (rng.random((160, 30)) < 0.2).astype(float)
     y = (X[:, :3].sum(axis=1) > 0).astype(np.int64)
@@ -236,118 +54,143 @@ def test_hpo_models_evaluate_on_small_data() -> None:
     assert hpo.split_kwargs(0.3, "fraction") == {"min_samples_split": 0.3}
     assert hpo.split_kwargs(1.0, "impurity") == {"min_impurity_decrease": pytest.approx(0.1)}
     for model in hpo.MODELS:
-        problem = hpo.HpoProblem(model, ds)
-        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
-        params = problem.suggest(study.ask())
-        error, seconds = problem.evaluate(params, None)
+        evaluate = hpo.HpoEvaluator(model, ds)
+        trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1)).ask()
+        params = {p.name: p.suggest(trial) for p in hpo.MODELS[model].params}
+        error, seconds = evaluate(params, None)
         assert 0.0 <= error <= 1.0 and seconds > 0.0, model
-        assert problem.evaluate(params, None)[0] == error  # deterministic objective
+        assert evaluate(params, None)[0] == error  # deterministic objective
+    problem = hpo.paper_problem("knn", "toy", ds, budget=1.0)
+    assert problem.name == "hpo-knn-toy" and problem.record_params
+    # the definition, not the data, makes the fingerprint (so --report-only needs no data)
+    assert problem.fingerprint == hpo.paper_problem("knn", "toy", None, budget=1.0).fingerprint
+    assert problem.fingerprint != hpo.paper_problem("knn", "toy", ds, budget=2.0).fingerprint
 
 
-def test_sensor_cost_is_state_dependent() -> None:
-    root = _need("sensors/colorado_monthly_met/stations.csv")
-    sensors = importlib.import_module("sensors")
-    problem = sensors.SensorProblem(sensors.load_network(root))
-    assert problem.network.n == 189
-    names = problem.names()
+def test_sensor_cost_is_state_dependent(need_data: Callable[..., Path]) -> None:
+    root = need_data("sensors/colorado_monthly_met/stations.csv")
+    placement = sensors.SensorPlacement(sensors.load_network(root))
+    assert placement.network.n == 189
+    names = placement.names()
     a = dict.fromkeys(names, 0.5)
     b = {k: (0.9 if k == "u0" else v) for k, v in a.items()}
-    stations = problem.snap(a)
+    stations = placement.snap(a)
     assert len(set(stations)) == sensors.N_SENSORS  # distinct stations, even when all overlap
-    assert problem.cost(a, a) == pytest.approx(sensors.FIXED_COST)  # no move is free
-    assert problem.cost(b, a) > problem.cost(a, a)
-    assert problem.cost(b, a) == pytest.approx(problem.cost(a, b))
-    first = problem.cost(a, None)  # from the initial configuration near Denver
-    assert first == pytest.approx(sensors.FIXED_COST + problem.distance(a, None) / sensors.SPEED)
+    assert placement.cost(a, a) == pytest.approx(sensors.FIXED_COST)  # no move is free
+    assert placement.cost(b, a) > placement.cost(a, a)
+    assert placement.cost(b, a) == pytest.approx(placement.cost(a, b))
+    first = placement.cost(a, None)  # from the initial configuration near Denver
+    assert first == pytest.approx(sensors.FIXED_COST + placement.distance(a, None) / sensors.SPEED)
+    problem = sensors.sensor_problem(placement)
     value, cost = problem.evaluate(a, None)
     assert cost == first and 0.3 < value < 3.0
-    assert problem.kriging.rmse(range(problem.network.n)) < value
+    assert problem.cost_fn(b, a) == placement.cost(b, a)  # handed to CostRolloutSampler
+    assert placement.kriging.rmse(range(placement.network.n)) < value
 
 
-def test_run_session_saves_and_resumes(tmp_path: Path) -> None:
-    results_io = importlib.import_module("results_io")
-    session = importlib.import_module("session")
-    synthetic = importlib.import_module("synthetic_quality")
-    prefix = tmp_path / "s"
-    problem = synthetic.SyntheticProblem()
-    settings = {"problem": "synthetic"}
-    first, _ = session.run_session(
-        [("random", 0)], 20.0, problem, prefix, settings=settings, jobs=1
-    )
-    assert [r.seed for r in first["random"]] == [0]
-    tasks = [("random", 0), ("random", 1)]
-    both, _ = session.run_session(
-        tasks, 20.0, problem, prefix, settings=settings, jobs=0, resume=True
-    )
-    assert [r.seed for r in both["random"]] == [0, 1]
-    assert both["random"][0].costs == first["random"][0].costs  # kept, not run again
-    assert [r.seed for r in results_io.read_csvs(prefix)["random"]] == [0, 1]
-    with pytest.raises(SystemExit, match="same settings"):
-        session.run_session(tasks, 30.0, problem, prefix, settings=settings, jobs=0, resume=True)
+def test_the_paper_synthetic_problem_is_the_suites() -> None:
+    problem = SUITE["synth-printed"]
+    r = 0.7819589
+    value, cost = problem.evaluate({"x0": r, "x1": 0.0})
+    assert value == pytest.approx(-7.6625, abs=1e-4) and cost == pytest.approx(10 - 5 * r)
+    assert problem.f_star == pytest.approx(value)
 
 
 # -- smoke runs --------------------------------------------------------------------------
 
 
 def test_synthetic_smoke(tmp_path: Path) -> None:
-    _run(
-        ["benchmarks/synthetic_quality.py", "--smoke", "--methods", "rollout2", "random"], tmp_path
+    args = ["synthetic", "--smoke", "--jobs", "0", "--out", str(tmp_path)]
+    assert paper.main(args) == 0
+    runs = _check_cache(tmp_path, "synth-printed-smoke", {"rollout-paper", "random"})
+    for r in runs:
+        assert sum(r.costs[:-1]) < paper.SYNTHETIC_SMOKE_BUDGET <= sum(r.costs)
+    text = (tmp_path / "synthetic_smoke_quality.md").read_text()
+    assert "## Paired comparison" in text and "| ours rollout (paper) | Random |" in text
+    # the cache reports again, and a full-size report-only finds no smoke run in it
+    (tmp_path / "synthetic_smoke_quality.md").unlink()
+    assert paper.main([*args, "--report-only"]) == 0
+    assert "ours rollout (paper)" in (tmp_path / "synthetic_smoke_quality.md").read_text()
+    with pytest.raises(SystemExit, match="no cached runs of synth-printed"):
+        paper.main(["synthetic", "--report-only", "--out", str(tmp_path)])
+
+
+def test_hpo_smoke_in_fresh_processes(tmp_path: Path, need_data: Callable[..., Path]) -> None:
+    """The command line, each run in a fresh process (as the wall-clock runs go)."""
+    root = need_data("libsvm/w2a.reconstructed")
+    env = {**os.environ, "COSTBO_DATA_DIR": str(root)}
+    args = ["hpo", "--model", "dt", "--dataset", "w2a", "--smoke", "--source", "libsvm"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.paper", *args, "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    _check_runs(tmp_path / "synthetic_smoke", {"rollout2", "random"})
-    # the saved CSVs summarize again
-    synthetic = importlib.import_module("synthetic_quality")
-    synthetic.main(["--smoke", "--report-only", "--out", str(tmp_path)])
-    assert "rollout h=2" in (tmp_path / "synthetic_smoke_quality.md").read_text()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = _check_cache(tmp_path, "hpo-dt-w2a-smoke", {"rollout-paper", "random"})
+    for r in runs:
+        assert len(r.params) == r.n_trials and set(r.params[0]) == {
+            "max_depth",
+            "split_threshold",
+            "feature_fraction",
+        }
+        assert "LIBSVM" in r.meta["data"]
+    text = (tmp_path / "hpo_dt_w2a_smoke_quality.md").read_text()
+    assert "paper's format" in text and "Data: w2a from LIBSVM" in text
 
 
-@pytest.mark.parametrize("problem", ["knn", "dt", "rf"])
-def test_hpo_smoke(tmp_path: Path, problem: str) -> None:
-    root = _need("libsvm/w2a.reconstructed")
-    args = ["benchmarks/hpo.py", "--problem", problem, "--dataset", "w2a", "--smoke"]
-    _run([*args, "--source", "libsvm", "--methods", "rollout2"], tmp_path, root)
-    prefix = tmp_path / f"hpo_{problem}_w2a_smoke"
-    _check_runs(prefix, {"rollout2", "random"})  # random: the same-session control
-    text = Path(f"{prefix}_quality.md").read_text()
-    assert "paper's format" in text
-    assert Path(f"{prefix}_params.csv").stat().st_size > 0
+@pytest.mark.parametrize("model", ["knn", "rf"])
+def test_hpo_smoke(tmp_path: Path, need_data: Callable[..., Path], model: str) -> None:
+    root = need_data("libsvm/w2a.reconstructed")
+    args = ["hpo", "--model", model, "--smoke", "--source", "libsvm", "--data-dir", str(root)]
+    assert paper.main([*args, "--jobs", "0", "--out", str(tmp_path)]) == 0
+    _check_cache(tmp_path, f"hpo-{model}-w2a-smoke", {"rollout-paper", "random"})
+    assert (tmp_path / f"hpo_{model}_w2a_smoke_quality.md").is_file()
 
 
-def test_cheap_trials_smoke(tmp_path: Path) -> None:
-    args = ["benchmarks/cheap_trials.py", "--smoke", "--problems", "tree-synth"]
-    _run([*args, "--methods", "costbo", "random"], tmp_path)
-    with open(tmp_path / "cheap_trials_smoke_runs.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert {r["method"] for r in rows} == {"costbo", "random"}
-    for r in rows:
-        assert int(r["n_trials"]) >= 1 and 0.0 <= float(r["sampler_share"]) <= 1.0
-    assert "| sampler share |" in (tmp_path / "cheap_trials_smoke.md").read_text()
+def test_sensors_smoke(tmp_path: Path, need_data: Callable[..., Path]) -> None:
+    root = need_data("sensors/colorado_monthly_met/stations.csv")
+    args = ["sensors", "--smoke", "--jobs", "0", "--data-dir", str(root), "--out", str(tmp_path)]
+    assert paper.main(args) == 0
+    runs = _check_cache(tmp_path, "sensors-smoke", {"rollout-paper", "random"})
+    for r in runs:
+        assert sum(r.costs) >= sensors.SMOKE_BUDGET  # ran until the budget was spent
+        assert r.costs[0] > sensors.FIXED_COST  # the first trial moved from the depot
+    assert "moving cost" in (tmp_path / "sensors_smoke_quality.md").read_text()
 
 
 def test_paper_table_format() -> None:
-    hpo = importlib.import_module("hpo")
-    runner = importlib.import_module("runner")
     runs = {
-        m: [runner.Run(m, seed, costs=[1.0, 2.0], values=[0.2, v]) for seed, v in enumerate(vs)]
-        for m, vs in (("ei", [0.15, 0.13]), ("rollout4", [0.12, 0.14]), ("random", [0.2, 0.2]))
+        m: [Run("p", m, seed, costs=[1.0, 2.0], values=[0.2, v]) for seed, v in enumerate(vs)]
+        for m, vs in (
+            ("ei", [0.15, 0.13]),
+            ("rollout-paper-h4", [0.12, 0.14]),
+            ("random", [0.2, 0.2]),
+        )
     }
-    text = hpo.paper_table(runs, 3.0, "knn", "a1a")
+    text = paper.paper_table(runs, 3.0, "knn", "a1a")
     assert "EI 0.140" in text  # the paper's numbers, for KNN on a1a
     lines = [line for line in text.splitlines() if line.startswith("|")]
     assert lines[0] == "|  | EI | R4 | Random |"
     assert lines[2] == "| mean | 0.140 | **0.130** | 0.200 |"
     assert lines[3].startswith("| std | 0.014 | 0.014 | 0.000 |")
     assert lines[5] == "| paper mean | 0.140 | 0.131 | - |"
-    assert "paper mean" not in hpo.paper_table(runs, 3.0, "dt", "w2a")
+    assert "paper mean" not in paper.paper_table(runs, 3.0, "dt", "w2a")
     # a trial past the budget does not count
-    late = {"ei": [runner.Run("ei", 0, costs=[1.0, 5.0], values=[0.3, 0.1])]}
-    assert "| mean | **0.300** |" in hpo.paper_table(late, 3.0, "knn", "w2a")
+    late = {"ei": [Run("p", "ei", 0, costs=[1.0, 5.0], values=[0.3, 0.1])]}
+    assert "| mean | **0.300** |" in paper.paper_table(late, 3.0, "knn", "w2a")
 
 
-def test_hpo_runtime_variation_smoke(tmp_path: Path) -> None:
-    root = _need("libsvm/w2a.reconstructed")
-    hpo = importlib.import_module("hpo")
-    args = ["--runtime-variation", "--dataset", "w2a", "--smoke", "--models", "knn", "dt"]
-    hpo.main([*args, "--source", "libsvm", "--data-dir", str(root), "--out", str(tmp_path)])
+def test_runtime_variation_smoke(tmp_path: Path, need_data: Callable[..., Path]) -> None:
+    import csv
+
+    from benchmarks import runtime_variation
+
+    root = need_data("libsvm/w2a.reconstructed")
+    args = ["--dataset", "w2a", "--smoke", "--models", "knn", "dt", "--source", "libsvm"]
+    runtime_variation.main([*args, "--data-dir", str(root), "--out", str(tmp_path)])
     with open(tmp_path / "hpo_runtime_w2a_smoke.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert sorted({r["model"] for r in rows}) == ["dt", "knn"] and len(rows) == 6
@@ -355,33 +198,49 @@ def test_hpo_runtime_variation_smoke(tmp_path: Path) -> None:
     assert "| KNN |" in (tmp_path / "hpo_runtime_w2a_smoke.md").read_text()
 
 
-def test_sensors_smoke(tmp_path: Path) -> None:
-    root = _need("sensors/colorado_monthly_met/stations.csv")
-    _run(["benchmarks/sensors.py", "--smoke", "--jobs", "1"], tmp_path, root)
-    rows = _check_runs(tmp_path / "sensors_smoke", {"rollout2", "random"})
-    assert all(float(r["cumcost"]) >= 1.9 for r in rows)  # ran until the budget was spent
-
-
-def test_scripts_explain_missing_data(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_scripts_explain_missing_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COSTBO_DATA_DIR", raising=False)
     empty = str(tmp_path)
-    sensors = importlib.import_module("sensors")
     with pytest.raises(SystemExit, match="COSTBO_DATA_DIR"):
-        sensors.main(["--smoke", "--data-dir", empty, "--out", empty])
+        paper.main(["sensors", "--smoke", "--data-dir", empty, "--out", empty])
     with pytest.raises(SystemExit, match="COSTBO_DATA_DIR"):
         data.main(["a1a", "--source", "libsvm", "--data-dir", empty])
-    env = {k: v for k, v in os.environ.items() if k != "COSTBO_DATA_DIR"}
-    script = ["benchmarks/hpo.py", "--problem", "dt", "--smoke", "--source", "libsvm"]
-    proc = subprocess.run(
-        [sys.executable, *script, "--data-dir", empty, "--out", empty],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode != 0
-    assert "COSTBO_DATA_DIR" in proc.stderr, textwrap.shorten(proc.stderr, 500)
+    args = ["hpo", "--model", "dt", "--smoke", "--source", "libsvm", "--data-dir", empty]
+    with pytest.raises(SystemExit, match="COSTBO_DATA_DIR"):
+        paper.main([*args, "--out", empty])
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_cheap_trials_smoke(tmp_path: Path) -> None:
+    from benchmarks import cheap_trials
+
+    args = ["--smoke", "--problems", "tree-synth", "--methods", "costbo", "random"]
+    assert cheap_trials.main([*args, "--out", str(tmp_path)]) == 0
+    problem = cheap_trials.live_problems(0.1)["tree-synth"]
+    root = tmp_path / "runs" / "cheap_trials_smoke"
+    for method in ("rollout", "random"):  # "costbo" is the former name of "rollout"
+        run = cache.load_valid(root, problem, method, 0)
+        assert run is not None and run.n_trials >= 1
+        assert len(run.elapsed) == run.n_trials
+        assert 0.0 <= cheap_trials.sampler_share(run) <= 1.0
+        if run.n_trials > 1:  # the last trial started before the budget had passed
+            assert run.elapsed[-2] < problem.budget
+    ours = cache.load_valid(root, problem, "rollout", 0)
+    assert ours is not None and ours.meta["n_full"] >= 0  # the sampler's route counts
+    assert "| sampler share |" in (tmp_path / "cheap_trials_smoke.md").read_text()
+
+
+def test_scale_quality_plumbing(tmp_path: Path) -> None:
+    from benchmarks import scale_quality
+    from benchmarks.harness import package_probes
+
+    shipped = package_probes.shipped_fit_policy()
+    args = ["--seeds", "1", "--trials", "16", "--problems", "hartmann6", "--model-points", "8"]
+    assert scale_quality.main([*args, "--out", str(tmp_path)]) == 0
+    assert package_probes.shipped_fit_policy() == shipped  # the patch was undone
+    table = (tmp_path / "scale_quality_working_set.md").read_text()
+    assert "| hartmann6 | working set |" in table and "| hartmann6 | all |" in table
+    root = tmp_path / "runs" / "scale_quality_working_set" / "working-set"
+    problem = scale_quality.make_problem("hartmann6", 16)
+    run = cache.load_valid(root, problem, scale_quality.METHOD_FMT.format("eipu"), 0)
+    assert run is not None and run.n_trials == 16
