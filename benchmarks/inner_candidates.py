@@ -16,7 +16,7 @@ and reports how often each picks the reference's first action, the loss in the r
 Lambda_h when it does not (relative to the spread max - median of Lambda_h over the first
 actions, mean and worst), and the median time of one ``rollout_values`` call.
 
-    python benchmarks/inner_candidates.py [--seeds 12] [--out benchmarks/results]
+    python -m benchmarks.inner_candidates [--seeds 12] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -31,18 +31,23 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 import statistics
+import sys
 import time
 
 import numpy as np
 from scipy.stats import qmc
 
-from optuna_costbo._numerics.acquisition import ei as plain_ei
-from optuna_costbo._numerics.cost_model import FittedLogCost
-from optuna_costbo._numerics.fit import fit_gp
-from optuna_costbo._numerics.rollout import qmc_normals
-from optuna_costbo._numerics.rollout_acquisition import RolloutSettings
-from optuna_costbo._numerics.rollout_acquisition import rollout_values_on
-from optuna_costbo._numerics.rollout_acquisition import top_indices
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/inner_candidates.py
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness.package_probes import FittedLogCost
+from benchmarks.harness.package_probes import RolloutSettings
+from benchmarks.harness.package_probes import fit_gp
+from benchmarks.harness.package_probes import plain_ei
+from benchmarks.harness.package_probes import qmc_normals
+from benchmarks.harness.package_probes import rollout_values_on
+from benchmarks.harness.package_probes import top_indices
 
 
 Problem = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -147,7 +152,7 @@ def main() -> None:
             print("\n".join(lines[-len(names) :]), flush=True)
     header = (
         "# Inner candidates of the rollout\n\n"
-        f"`python benchmarks/inner_candidates.py --seeds {args.seeds}`: {args.seeds} seeds "
+        f"`python -m benchmarks.inner_candidates --seeds {args.seeds}`: {args.seeds} seeds "
         "per row; the same first actions (the 8 best of the pool by EI and by EIpu) and the "
         "same 64 QMC draws for every candidate set; remaining budget 5 x the median cost. "
         "Reference: all affordable points of a 1024-point Sobol pool. Loss: the reference's "
