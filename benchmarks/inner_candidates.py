@@ -50,7 +50,8 @@ from benchmarks.harness.package_probes import rollout_values_on
 from benchmarks.harness.package_probes import top_indices
 
 
-Problem = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+DataFn = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""(rng, n) -> points (n, D) in the unit box, values (n,), costs (n,)."""
 
 
 def synthetic(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,7 +61,7 @@ def synthetic(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray,
     return (x + 1.0) / 2.0, 10.0 * r * np.sin(2.0 * np.pi * r), 10.0 - 5.0 * r
 
 
-def styblinski(dim: int) -> Problem:
+def styblinski(dim: int) -> DataFn:
     """suggest_speed.py's test function: Styblinski-Tang-like, cost ~20x across the box."""
 
     def make(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,7 +74,7 @@ def styblinski(dim: int) -> Problem:
 
 
 def one_case(
-    make: Problem, dim: int, n: int, horizon: int, seed: int, ks: list[int]
+    make: DataFn, dim: int, n: int, horizon: int, seed: int, ks: list[int]
 ) -> dict[str, tuple[np.ndarray, float, int]]:
     """Lambda_h of the same first actions under each candidate set: name -> (values, s, |set|)."""
     rng = np.random.default_rng(seed)
@@ -117,7 +118,7 @@ def main() -> None:
     parser.add_argument("--ks", type=int, nargs="+", default=[32, 64])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    cases: list[tuple[str, Problem, int, int]] = [
+    cases: list[tuple[str, DataFn, int, int]] = [
         ("synthetic", synthetic, 2, 8),
         ("synthetic", synthetic, 2, 15),
         ("synthetic", synthetic, 2, 30),
