@@ -1,6 +1,6 @@
 """Which lengthscale prior predicts better: held-out accuracy of the objective model's fits.
 
-``optuna_costbo._numerics.gp.fit`` fits its GP by MAP with a prior on each lengthscale ``ls``.
+``optuna_costbo._numerics.fit`` fits its GP by MAP with a prior on each lengthscale ``ls``.
 This script compares, on the same data, fits under
 
 - "current": the package's prior, ``w (ls^2 + ls^-2)`` nats per dimension (Optuna's form,
@@ -11,17 +11,18 @@ This script compares, on the same data, fits under
   a reference for the same model family fitted by other code.
 
 Data: ``n`` uniform random points of the unit box and 300 held-out points, for test
-functions of D = 2 to 20, and the sensor-placement objective of ``benchmarks/sensors.py``
+functions of D = 2 to 20, the sensor-placement objective of ``benchmarks/problems/sensors.py``
 (20-D) when its data is found (``--data-dir`` or ``COSTBO_DATA_DIR``), and random subsets of
-the KNN configurations an ``hpo.py`` run evaluated (``--knn-configs``, by default
-``results/hpo_knn_w2a_params.csv``: not uniform, real errors and log wall-clock costs; held
+the KNN configurations a ``benchmarks.paper hpo`` run evaluated (``--knn-configs``, by default
+``results/hpo_knn_w2a_params.csv`` of the former harness, or the run cache
+``results/runs/hpo-knn-w2a``: not uniform, real errors and log wall-clock costs; held
 out: 300 other configurations). Reported per
 (function, n), mean over seeds: the negative log predictive density of the held-out values
 (NLPD, in units where the held-out values have standard deviation 1: lower is better), the
 Spearman rank correlation of the predicted means with the values (higher is better) and the
 RMSE divided by the values' standard deviation (1 = no better than predicting the mean).
 
-    python benchmarks/gp_prior.py [--seeds 6] [--ns 10 30 60] [--out benchmarks/results]
+    python -m benchmarks.gp_prior [--seeds 6] [--ns 10 30 60] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 from collections.abc import Callable
 from collections.abc import Iterator
-import contextlib
 import math
 from pathlib import Path
 import sys
@@ -45,8 +45,12 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import spearmanr
 
-from optuna_costbo._numerics.gp import fit as gp
-from optuna_costbo._numerics.gp.prior import LENGTHSCALE_PRIOR_WEIGHT
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/gp_prior.py
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import package_probes as probes
+from benchmarks.harness.package_probes import LENGTHSCALE_PRIOR_WEIGHT
 
 
 Function = Callable[[np.ndarray], np.ndarray]  # (m, D) in [0, 1]^D -> (m,)
@@ -102,15 +106,14 @@ def styblinski_tang(Z: np.ndarray) -> np.ndarray:
 
 
 def sensor_function(data_dir: str | None) -> Function | None:
-    """The sensor-placement RMSE of benchmarks/sensors.py as a function of the box, or None."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    try:
-        import sensors
+    """The sensor-placement RMSE of benchmarks/problems/sensors.py on the box, or None."""
+    from benchmarks.problems import sensors
 
+    try:
         network = sensors.load_network(data_dir)
     except (FileNotFoundError, OSError, ValueError):
         return None
-    problem = sensors.SensorProblem(network)
+    problem = sensors.SensorPlacement(network)
     names = problem.names()
 
     def f(Z: np.ndarray) -> np.ndarray:
@@ -122,26 +125,42 @@ def sensor_function(data_dir: str | None) -> Function | None:
 
 
 def evaluated_configurations(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The KNN configurations an HPO run evaluated (``hpo_knn_*_params.csv``), encoded as the
-    sampler encodes them: {"error": (X, validation errors), "log cost": (X, log seconds)}."""
+    """The KNN configurations an HPO run evaluated, encoded as the sampler encodes them:
+    {"error": (X, validation errors), "log cost": (X, log seconds)}. ``path``: the run cache
+    of the problem (``results/runs/hpo-knn-w2a``: every method and seed in it) or a params
+    CSV of the former harness (``hpo_knn_*_params.csv``)."""
     import csv
     import json
 
     import optuna
 
-    from optuna_costbo._sampler.space import SpaceBridge
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    import hpo
+    from benchmarks.harness import cache
+    from benchmarks.harness.package_probes import SpaceBridge
+    from benchmarks.problems import hpo
 
     trial = optuna.create_study().ask()
-    hpo.MODELS["knn"].suggest(trial)  # only to get the search space's distributions
+    for param in hpo.MODELS["knn"].params:  # only to get the search space's distributions
+        param.suggest(trial)
     bridge = SpaceBridge(trial.distributions)
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    X = bridge.encode_params([json.loads(r["params"]) for r in rows])  # (N, D)
-    values = np.array([float(r["value"]) for r in rows])  # (N,)
-    costs = np.array([float(r["cost"]) for r in rows])  # (N,)
+    rows: list[tuple[dict[str, object], float, float]] = []
+    if path.is_dir():
+        for run_file in sorted(path.glob("*/seed*.csv")):
+            run = cache.read_run(run_file)
+            if run is not None and not run.error and run.params:
+                rows += [
+                    (params, value, cost)
+                    for params, value, cost in zip(run.params, run.values, run.costs, strict=True)
+                    if np.isfinite(value)
+                ]
+    else:
+        with path.open(newline="") as f:
+            rows = [
+                (json.loads(r["params"]), float(r["value"]), float(r["cost"]))
+                for r in csv.DictReader(f)
+            ]
+    X = bridge.encode_params([r[0] for r in rows])  # (N, D)
+    values = np.array([r[1] for r in rows])  # (N,)
+    costs = np.array([r[2] for r in rows])  # (N,)
     return {"error": (X, values), "log cost": (X, np.log(costs))}
 
 
@@ -158,17 +177,12 @@ def log_normal_prior(log_params: np.ndarray) -> tuple[float, np.ndarray]:
     return value + 0.5 * float(u @ u), np.concatenate([u / scale, grad[D:]])
 
 
-CURRENT_PRIOR = gp.log_prior
+CURRENT_PRIOR = probes.log_prior
 
 
-@contextlib.contextmanager
-def prior(kind: str) -> Iterator[None]:
-    """Fit with the given prior (the fit module looks ``log_prior`` up at call time)."""
-    gp.log_prior = log_normal_prior if kind == "log-normal" else CURRENT_PRIOR
-    try:
-        yield
-    finally:
-        gp.log_prior = CURRENT_PRIOR
+def prior(kind: str) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """The negative log-prior of the fit for ``kind`` ("log-normal" or the package's)."""
+    return log_normal_prior if kind == "log-normal" else CURRENT_PRIOR
 
 
 def scores(mean: np.ndarray, sd: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -182,8 +196,7 @@ def scores(mean: np.ndarray, sd: np.ndarray, y: np.ndarray) -> tuple[float, floa
 def fit_ours(
     kind: str, X: np.ndarray, y: np.ndarray, Xt: np.ndarray, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    with prior(kind):
-        model = gp.fit_gp(X, y, rng=np.random.default_rng(seed))
+    model = probes.fit_gp(X, y, rng=np.random.default_rng(seed), prior=prior(kind))
     mean, var = model.predict(Xt)
     return mean, np.sqrt(var + model.hyper.noise_var * model.y_std**2)
 
@@ -247,7 +260,8 @@ def main() -> None:
         "--knn-configs",
         type=Path,
         default=Path(__file__).parent / "results" / "hpo_knn_w2a_params.csv",
-        help="an hpo.py KNN params CSV: fits also on random subsets of its configurations",
+        help="a KNN run cache (results/runs/hpo-knn-w2a) or params CSV: fits also on random "
+        "subsets of its configurations (default: the former harness's CSV)",
     )
     args = parser.parse_args()
 

@@ -1,8 +1,7 @@
 """Which inner candidates the rollout needs: accuracy of Lambda_h's choice against its cost.
 
 The rollout's base policy takes an argmax over a finite set of points at every simulated step
-(``optuna_costbo._numerics.acquisition.rollout_values``). Scoring cost grows with that set's
-size, so the policy keeps
+(``optuna_costbo._numerics.rollout``). Scoring cost grows with that set's size, so the policy keeps
 only the points of a Sobol pool that the current model rates best by EI and by EIpu. This script
 checks what that costs in accuracy. For fitted models on random data, with the same first actions
 and the same QMC draws, it computes Lambda_h with
@@ -17,7 +16,7 @@ and reports how often each picks the reference's first action, the loss in the r
 Lambda_h when it does not (relative to the spread max - median of Lambda_h over the first
 actions, mean and worst), and the median time of one ``rollout_values`` call.
 
-    python benchmarks/inner_candidates.py [--seeds 12] [--out benchmarks/results]
+    python -m benchmarks.inner_candidates [--seeds 12] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -32,21 +31,27 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 import statistics
+import sys
 import time
 
 import numpy as np
 from scipy.stats import qmc
 
-from optuna_costbo._numerics.acquisition.ei import ei as plain_ei
-from optuna_costbo._numerics.acquisition.rollout import RolloutSettings
-from optuna_costbo._numerics.acquisition.rollout import rollout_values_on
-from optuna_costbo._numerics.acquisition.rollout import top_indices
-from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
-from optuna_costbo._numerics.cost_model import FittedLogCost
-from optuna_costbo._numerics.gp.fit import fit_gp
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/inner_candidates.py
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness.package_probes import PAPER
+from benchmarks.harness.package_probes import FittedLogCost
+from benchmarks.harness.package_probes import fit_gp
+from benchmarks.harness.package_probes import plain_ei
+from benchmarks.harness.package_probes import qmc_normals
+from benchmarks.harness.package_probes import rollout_values_on
+from benchmarks.harness.package_probes import top_indices
 
 
-Problem = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+DataFn = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""(rng, n) -> points (n, D) in the unit box, values (n,), costs (n,)."""
 
 
 def synthetic(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,7 +61,7 @@ def synthetic(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray,
     return (x + 1.0) / 2.0, 10.0 * r * np.sin(2.0 * np.pi * r), 10.0 - 5.0 * r
 
 
-def styblinski(dim: int) -> Problem:
+def styblinski(dim: int) -> DataFn:
     """suggest_speed.py's test function: Styblinski-Tang-like, cost ~20x across the box."""
 
     def make(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,7 +74,7 @@ def styblinski(dim: int) -> Problem:
 
 
 def one_case(
-    make: Problem, dim: int, n: int, horizon: int, seed: int, ks: list[int]
+    make: DataFn, dim: int, n: int, horizon: int, seed: int, ks: list[int]
 ) -> dict[str, tuple[np.ndarray, float, int]]:
     """Lambda_h of the same first actions under each candidate set: name -> (values, s, |set|)."""
     rng = np.random.default_rng(seed)
@@ -91,7 +96,6 @@ def one_case(
     by_eipu = top_indices(ei_p / cost_p, affordable, 8)
     first = np.unique(np.vstack([pool[by_ei], pool[by_eipu]]), axis=0)
     normals = qmc_normals(64, horizon, np.random.default_rng(seed))
-    settings = RolloutSettings(horizon=horizon)
     sets = {"all 1024": np.flatnonzero(affordable), "all 256": np.flatnonzero(affordable[:256])}
     for k in ks:
         sets[f"best {k}"] = np.union1d(
@@ -101,7 +105,7 @@ def one_case(
     for name, keep in sets.items():
         start = time.perf_counter()
         values = rollout_values_on(
-            model, first, pool[keep], mean_p[keep], best, tau, normals, cost, settings
+            model, first, pool[keep], mean_p[keep], best, tau, normals, cost, horizon, PAPER
         )
         out[name] = (values, time.perf_counter() - start, len(keep))
     return out
@@ -113,7 +117,7 @@ def main() -> None:
     parser.add_argument("--ks", type=int, nargs="+", default=[32, 64])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
-    cases: list[tuple[str, Problem, int, int]] = [
+    cases: list[tuple[str, DataFn, int, int]] = [
         ("synthetic", synthetic, 2, 8),
         ("synthetic", synthetic, 2, 15),
         ("synthetic", synthetic, 2, 30),
@@ -148,7 +152,7 @@ def main() -> None:
             print("\n".join(lines[-len(names) :]), flush=True)
     header = (
         "# Inner candidates of the rollout\n\n"
-        f"`python benchmarks/inner_candidates.py --seeds {args.seeds}`: {args.seeds} seeds "
+        f"`python -m benchmarks.inner_candidates --seeds {args.seeds}`: {args.seeds} seeds "
         "per row; the same first actions (the 8 best of the pool by EI and by EIpu) and the "
         "same 64 QMC draws for every candidate set; remaining budget 5 x the median cost. "
         "Reference: all affordable points of a 1024-point Sobol pool. Loss: the reference's "

@@ -58,53 +58,27 @@ model), the paper's CMDP with a cost that depends on the state. Its quasi-random
 cut from its default 2 x (20 + 1) = 42 trials, more than the budget buys, to ``N_STARTUP`` =
 10, the startup of Optuna's TPE and GP samplers (``--n-startup``).
 
-    python benchmarks/sensors.py --smoke
-    python benchmarks/sensors.py [--reps 50] [--methods ...] [--budget 20] [--jobs 2]
-    python benchmarks/sensors.py --describe       # network, kernel, costs of random moves
-    python benchmarks/sensors.py --fit-kernel     # redo the kernel's maximum likelihood fit
-    python benchmarks/sensors.py --report-only
-    python benchmarks/sensors.py --reps 50 --resume     # after a stop: only missing runs
-
-Outputs (``--out``, default ``benchmarks/results``), prefix ``sensors`` (``sensors_smoke``
-with ``--smoke``): ``_runs.csv``, ``_run_summary.csv`` (both rewritten after every run;
-``--resume`` continues a stopped session), ``_settings.json``, ``_params.csv`` (chosen
-stations per trial), ``_quality.md``, ``_quality.png``.
+The experiment: ``python -m benchmarks.paper sensors`` (``--describe`` prints the network, the
+kernel and what random moves cost; ``--fit-kernel`` redoes the kernel's fit).
 """
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
-import argparse
 from collections.abc import Sequence
 import csv
 from dataclasses import dataclass
 import itertools
-import json
 import math
+import os
 from pathlib import Path
-import sys
 import time
 from typing import Any
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import data
-import figures
 import numpy as np
-import optuna
-from registry import DEFAULT_METHODS
-from registry import METHODS
-import reports
-import results_io
-import runner
-from runner import Run
-import session
+
+from benchmarks.harness.problem import Param
+from benchmarks.harness.problem import Problem
+from benchmarks.problems import data
 
 
 N_SENSORS = 10
@@ -116,10 +90,8 @@ FIXED_COST = 1.0 / 12.0  # years per reconfiguration
 SPEED = 2400.0  # km of Frobenius distance per year
 BUDGET = 20.0  # years (the paper's "twenty years")
 SMOKE_BUDGET = 1.9  # seed 0: 3 quasi-random trials, then one model-based one
-SMOKE_METHODS = ("rollout2", "random")
 N_STARTUP = 10  # CostRolloutSampler's quasi-random startup trials (its default: 42 here)
 SMOKE_STARTUP = 3
-DEFAULT_REPS = 50
 KM_PER_DEG_LAT = 110.57
 KM_PER_DEG_LON_EQ = 111.32
 DATA_FOLDER = "colorado_monthly_met"
@@ -143,7 +115,7 @@ class Kernel:
 
 
 # Maximum likelihood on 1978-1997 tmax anomalies of the 189 stations (every 3rd month), from
-# `python benchmarks/sensors.py --fit-kernel`.
+# `python -m benchmarks.paper sensors --fit-kernel`.
 KERNEL = Kernel(variance=5.11, length_h=1684.0, length_z=8.03, nugget=0.374)
 
 
@@ -268,8 +240,9 @@ class Kriging:
         return float(math.sqrt(np.sum(err**2) / self.n_cells))
 
 
-class SensorProblem:
-    """Sensor set selection as ``runner.run_one`` sees it (picklable)."""
+class SensorPlacement:
+    """Where the sensors are and what moving them costs; ``placement(params, previous)`` is
+    the evaluation (RMSE, cost) of :func:`sensor_problem` (picklable)."""
 
     def __init__(
         self,
@@ -279,10 +252,8 @@ class SensorProblem:
         fixed_cost: float = FIXED_COST,
         speed: float = SPEED,
         kernel: Kernel = KERNEL,
-        n_startup: int = N_STARTUP,
     ):
         self.network = network
-        self.costbo_options = {"n_startup_trials": n_startup}
         self.n_sensors = n_sensors
         self.fixed_cost = fixed_cost
         self.speed = speed
@@ -297,15 +268,8 @@ class SensorProblem:
         self._names = [f"{a}{i}" for i in range(n_sensors) for a in ("u", "v")]
         self._snap_cache: dict[tuple[float, ...], tuple[int, ...]] = {}
 
-    @property
-    def cost_fn(self) -> Any:
-        return self.cost
-
     def names(self) -> list[str]:
         return list(self._names)
-
-    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
-        return {name: trial.suggest_float(name, 0.0, 1.0) for name in self._names}
 
     def snap(self, params: dict[str, Any] | None) -> tuple[int, ...]:
         """Station indices of the sensors (the initial configuration for None)."""
@@ -343,10 +307,41 @@ class SensorProblem:
         """Years: the fixed cost plus the Frobenius distance over the speed."""
         return self.fixed_cost + self.distance(params, previous) / self.speed
 
-    def evaluate(
-        self, params: dict[str, Any], previous: dict[str, Any] | None
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
     ) -> tuple[float, float]:
         return self.kriging.rmse(self.snap(params)), self.cost(params, previous)
+
+
+def sensor_problem(
+    placement: SensorPlacement, *, budget: float = BUDGET, n_startup: int = N_STARTUP
+) -> Problem:
+    """Sensor set selection with the moving cost (the paper's CMDP with a state-dependent
+    cost): every method is charged the reported cost; ``CostRolloutSampler`` also gets it as
+    a known ``cost_fn(params, previous)`` and starts with ``n_startup`` quasi-random trials."""
+    kernel = placement.kriging.kernel
+    return Problem(
+        name="sensors",
+        group="sensors",
+        budget=budget,
+        evaluator=placement,
+        params=tuple(Param(name, "float", 0.0, 1.0) for name in placement.names()),
+        description=(
+            f"{placement.n_sensors} sensors among {placement.network.n} stations, RMSE of "
+            "kriging; cost: a fixed month plus the Frobenius distance moved"
+        ),
+        cost_fn=placement.cost,
+        sampler_options={"n_startup_trials": n_startup},
+        settings={
+            "years": list(YEARS),
+            "min_coverage": MIN_COVERAGE,
+            "fixed_cost": placement.fixed_cost,
+            "speed": placement.speed,
+            "kernel": [kernel.variance, kernel.length_h, kernel.length_z, kernel.nugget],
+            "n_stations": placement.network.n,
+        },
+        record_params=True,
+    )
 
 
 # -- kernel fit and description ----------------------------------------------------------
@@ -385,7 +380,7 @@ def fit_kernel(network: Network, every: int = 3) -> tuple[Kernel, float]:
     return Kernel(*(float(v) for v in np.exp(result.x))), float(result.fun)
 
 
-def describe(problem: SensorProblem, n: int = 200, seed: int = 0) -> str:
+def describe(problem: SensorPlacement, n: int = 200, seed: int = 0) -> str:
     """The network, the kernel, and what random configurations cost and score."""
     net = problem.network
     rng = np.random.default_rng(seed)
@@ -411,138 +406,3 @@ def describe(problem: SensorProblem, n: int = 200, seed: int = 0) -> str:
         f"predicting with all {net.n} stations: RMSE {problem.kriging.rmse(range(net.n)):.3f}",
     ]
     return "\n".join(lines)
-
-
-def append_params(r: Run, problem: SensorProblem, path: Path) -> None:
-    """Append one run's trials (cost, value, chosen station ids) to the params CSV."""
-    new = not path.is_file()
-    with open(path, "a", newline="") as fh:
-        writer = csv.writer(fh)
-        if new:
-            writer.writerow(("method", "seed", "trial", "cost", "value", "stations"))
-        for i, p in enumerate(r.params):
-            stations = [problem.network.station_ids[j] for j in problem.snap(p)]
-            writer.writerow(
-                [r.method, r.seed, i, repr(r.costs[i]), repr(r.values[i]), json.dumps(stations)]
-            )
-
-
-# -- main --------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reps", type=int, default=DEFAULT_REPS, help="seeds 0..N-1 (50)")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=None)
-    parser.add_argument("--budget", type=float, default=None, help="years (default 20)")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument(
-        "--n-startup",
-        type=int,
-        default=None,
-        help=f"CostRolloutSampler startup trials (default {N_STARTUP}; smoke {SMOKE_STARTUP})",
-    )
-    parser.add_argument("--smoke", action="store_true", help="1 rep, budget 1.9, smoke files")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    parser.add_argument("--data-dir", default=None, help=f"default: ${data.DATA_DIR_ENV}")
-    parser.add_argument("--report-only", action="store_true", help="re-summarize saved CSVs")
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the runs already in the CSVs (same settings), run only the missing ones",
-    )
-    parser.add_argument("--describe", action="store_true", help="describe the problem, exit")
-    parser.add_argument("--fit-kernel", action="store_true", help="refit the kernel, exit")
-    args = parser.parse_args(argv)
-
-    try:
-        network = load_network(args.data_dir)
-    except data.DataUnavailableError as exc:
-        raise SystemExit(f"error: {exc}") from None
-    if args.fit_kernel:
-        start = time.perf_counter()
-        kernel, nll = fit_kernel(network)
-        print(f"{kernel} (negative log likelihood {nll:.1f}, {time.perf_counter() - start:.0f} s)")
-        return
-    n_startup = args.n_startup or (SMOKE_STARTUP if args.smoke else N_STARTUP)
-    problem = SensorProblem(network, n_startup=n_startup)
-    if args.describe:
-        print(describe(problem))
-        return
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    budget = args.budget or (SMOKE_BUDGET if args.smoke else BUDGET)
-    reps = 1 if args.smoke else args.reps
-    methods = list(args.methods or (SMOKE_METHODS if args.smoke else DEFAULT_METHODS))
-    prefix = args.out / ("sensors_smoke" if args.smoke else "sensors")
-    if args.report_only and args.budget is None:
-        budget = session.saved_budget(prefix) or budget
-
-    total_s: float | None = None
-    if args.report_only:
-        runs = results_io.read_csvs(prefix)
-    else:
-        tasks = runner.order_tasks(methods, range(reps), interleave=False)
-        print(f"{network.source}\n{len(tasks)} runs, budget {budget:g} years", flush=True)
-        params_path = Path(f"{prefix}_params.csv")
-        if not args.resume:
-            params_path.unlink(missing_ok=True)
-        settings = {
-            "years": list(YEARS),
-            "min_coverage": MIN_COVERAGE,
-            "fixed_cost": FIXED_COST,
-            "speed": SPEED,
-            "kernel": [KERNEL.variance, KERNEL.length_h, KERNEL.length_z, KERNEL.nugget],
-            "n_startup": n_startup,
-        }
-        runs, total_s = session.run_session(
-            tasks,
-            budget,
-            problem,
-            prefix,
-            settings=settings,
-            jobs=args.jobs,
-            resume=args.resume,
-            on_run=lambda r: append_params(r, problem, params_path),
-        )
-
-    n_reps = max(len(r) for r in runs.values())
-    png = Path(f"{prefix}_quality.png")
-    has_figure = figures.figure(
-        runs,
-        budget,
-        png,
-        suptitle=f"Sensor set selection (Colorado tmax): budget {budget:g} years, {n_reps} reps",
-        band="sd",
-        value_label="best RMSE so far (degC)",
-        cost_label="cumulative cost (years)",
-        cost_histogram=True,
-    )
-    intro = [
-        f"Place {N_SENSORS} sensors among the stations of {network.source}; objective: RMSE "
-        "(degC) of simple kriging of every station's monthly tmax anomalies from the chosen "
-        f"ones (kernel {problem.kriging.kernel}); cost of a configuration: {FIXED_COST:.4g} "
-        f"years + Frobenius distance moved (km) / {SPEED:g} km per year, from the previous "
-        f"configuration (the 10 stations nearest to Denver before the first). Budget "
-        f"{budget:g} years; {n_reps} replications per method (seeds 0..{n_reps - 1}). "
-        "CostRolloutSampler gets the cost as a known cost_fn and starts with "
-        f"{n_startup} quasi-random trials; every method is charged the same reported cost. "
-        "See benchmarks/sensors.py for the interpretation.",
-        reports.versions_line(total_s),
-    ]
-    text = reports.report(
-        runs,
-        budget,
-        title="Sensor set selection with a moving cost (Lee et al., UAI 2021, Section 6.3)",
-        intro=intro,
-        total_s=total_s,
-        figure_name=png.name if has_figure else None,
-        figure_band="SD",
-    )
-    Path(f"{prefix}_quality.md").write_text(text)
-    print()
-    print(text)
-
-
-if __name__ == "__main__":
-    main()

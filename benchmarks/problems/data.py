@@ -31,7 +31,7 @@ input avoid sparse-only code paths, so the timings measure the models, not the f
 as int64 codes 0..k-1 in sorted order of the original labels (LIBSVM's -1/+1 -> 0/1).
 :func:`train_valid_split` makes the seeded, stratified train/validation split.
 
-    python benchmarks/data.py w2a --data-dir ../shared/data     # where it came from, shapes
+    python -m benchmarks.problems.data w2a --data-dir ../shared/data   # where it came from
 """
 
 from __future__ import annotations

@@ -1,20 +1,16 @@
-"""The suite's problems: known objective, known cost (reported by the objective), budget and
-known optimum, so runs are deterministic and cheap.
+"""Synthetic problems: known objective, known cost, budget and known optimum, so runs are
+deterministic and cheap. The cost-aware suite's 13 problems (``SUITE``) and the paper's
+synthetic problem (Lee et al. 2021, Section 5.1, Figure 4: ``synth-printed``).
 
-Every problem is a minimization over a small mixed search space (:class:`Param`). The same
-space drives Optuna's ``suggest_*`` calls (:meth:`Problem.suggest`) and the unit-box codec of
-the BoTorch references (:meth:`Problem.encode` / :meth:`Problem.decode`: floats and integers
-one column each, linearly or in log space, integers rounded on decode; categoricals one-hot,
-argmax on decode).
-
-Groups:
+Every problem is a minimization over a small space of :class:`~benchmarks.harness.problem.Param`
+whose cost is a formula of the point (:class:`~benchmarks.harness.problem.Separate`). Groups:
 
 - ``adversarial``: the optimum is expensive (the paper's motivating failure of EIpu), plus
   the paper's synthetic problem as printed (whose optimum is NOT the expensive region; kept
   because it is the paper's problem);
 - ``control``: the optimum is cheap (cost-friendly) or every point costs 1 (uniform).
 
-``python -m benchmarks.suite.problems`` prints each problem with the cost statistics of
+``python -m benchmarks.problems.synthetic`` prints each problem with the cost statistics of
 uniform random points and what its budget buys.
 """
 
@@ -24,129 +20,51 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 import functools
-import hashlib
 import math
 from typing import Any
 
 import numpy as np
 from scipy import optimize as sp_optimize
 
+from benchmarks.harness.problem import Param
+from benchmarks.harness.problem import Problem
+from benchmarks.harness.problem import Separate
 
-# -- search space ---------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter: ``kind`` "float", "int" or "cat"."""
-
-    name: str
-    kind: str
-    low: float = 0.0
-    high: float = 1.0
-    log: bool = False
-    choices: tuple[str, ...] = ()
-
-    @property
-    def width(self) -> int:
-        """Columns in the unit-box encoding."""
-        return len(self.choices) if self.kind == "cat" else 1
-
-    def to_unit(self, value: Any) -> float:
-        """Position of a float/int value in [0, 1] (log space if ``log``)."""
-        if self.log:
-            return (math.log(value) - math.log(self.low)) / (
-                math.log(self.high) - math.log(self.low)
-            )
-        return (float(value) - self.low) / (self.high - self.low)
-
-    def from_unit(self, u: float) -> Any:
-        u = min(max(float(u), 0.0), 1.0)
-        if self.log:
-            value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
-        else:
-            value = self.low + u * (self.high - self.low)
-        if self.kind == "int":
-            return int(min(max(round(value), self.low), self.high))
-        return min(max(value, self.low), self.high)
+SUITE_MAX_TRIALS = 60
+"""Trials per suite run at most: with costs spanning 1-100x a method that settles in a cheap
+region could buy hundreds of trials (GP methods then take minutes per run). Runs are
+sequential and deterministic given the seed, so a run cached under a higher cap is cut to its
+first SUITE_MAX_TRIALS trials when read (the same trials a run under this cap makes)."""
 
 
 def _floats(names: Sequence[str], low: float, high: float) -> list[Param]:
     return [Param(n, "float", low, high) for n in names]
 
 
-# -- problems -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A benchmark problem. ``objective(params) -> value``, ``cost(params) -> cost > 0``."""
-
-    name: str
-    group: str  # "adversarial" or "control"
-    params: tuple[Param, ...]
-    objective: Callable[[dict[str, Any]], float]
-    cost: Callable[[dict[str, Any]], float]
-    budget: float
-    f_star: float
-    description: str
-    version: int = 1  # bump when the definition changes: cached runs are then invalid
-
-    @property
-    def dim(self) -> int:
-        """Number of parameters (the ``d`` of the 2(d+1) start-up rule)."""
-        return len(self.params)
-
-    @property
-    def encoded_dim(self) -> int:
-        return sum(p.width for p in self.params)
-
-    @property
-    def n_startup(self) -> int:
-        return max(4, 2 * (self.dim + 1))
-
-    @property
-    def fingerprint(self) -> str:
-        """Identifies the definition in cached run files (name, budget, space, version)."""
-        text = repr((self.name, self.budget, self.params, self.f_star, self.version))
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-    def suggest(self, trial: Any) -> dict[str, Any]:
-        """Ask an Optuna trial for every parameter."""
-        out: dict[str, Any] = {}
-        for p in self.params:
-            if p.kind == "float":
-                out[p.name] = trial.suggest_float(p.name, p.low, p.high, log=p.log)
-            elif p.kind == "int":
-                out[p.name] = trial.suggest_int(p.name, int(p.low), int(p.high), log=p.log)
-            else:
-                out[p.name] = trial.suggest_categorical(p.name, list(p.choices))
-        return out
-
-    def evaluate(self, params: dict[str, Any]) -> tuple[float, float]:
-        """(value, cost)."""
-        return float(self.objective(params)), float(self.cost(params))
-
-    def encode(self, params: dict[str, Any]) -> np.ndarray:
-        """Params -> point of the unit box, shape (encoded_dim,)."""
-        cols: list[float] = []
-        for p in self.params:
-            if p.kind == "cat":
-                cols.extend(1.0 if c == params[p.name] else 0.0 for c in p.choices)
-            else:
-                cols.append(p.to_unit(params[p.name]))
-        return np.asarray(cols, dtype=float)
-
-    def decode(self, u: np.ndarray) -> dict[str, Any]:
-        """Unit-box point (encoded_dim,) -> params (ints rounded, one-hot argmax)."""
-        out: dict[str, Any] = {}
-        k = 0
-        for p in self.params:
-            if p.kind == "cat":
-                out[p.name] = p.choices[int(np.argmax(u[k : k + p.width]))]
-            else:
-                out[p.name] = p.from_unit(u[k])
-            k += p.width
-        return out
+def _problem(
+    *,
+    name: str,
+    group: str,
+    params: Sequence[Param],
+    objective: Callable[[dict[str, Any]], float],
+    cost: Callable[[dict[str, Any]], float],
+    budget: float,
+    f_star: float,
+    description: str,
+    version: int = 1,
+) -> Problem:
+    return Problem(
+        name=name,
+        group=group,
+        budget=budget,
+        evaluator=Separate(objective, cost),
+        params=tuple(params),
+        f_star=f_star,
+        description=description,
+        version=version,
+        max_trials=SUITE_MAX_TRIALS,
+    )
 
 
 # -- test functions (vectorised over the last axis: x (..., d) -> (...)) ---------------------
@@ -268,48 +186,74 @@ coordinates u (d = dimension), i.e. w is the root-mean-square distance per coord
 g falls to exp(-1/2); cost 1 + 99 g = 61 there, 14 at 2w, 1.4 at 3w."""
 
 
-def _bump(tf: TestFunction, width: float) -> Callable[[np.ndarray], float]:
-    span = tf.high - tf.low
-    centres = (tf.argmins - tf.low) / span  # (k, d)
+class _Bump:
+    """g(x) = max_k exp(-||u - u*_k||^2 / (2 d w^2)) in unit-box coordinates u (picklable)."""
 
-    def g(x: np.ndarray) -> float:
-        u = (np.asarray(x, dtype=float) - tf.low) / span
-        sq = np.sum((u - centres) ** 2, axis=-1) / tf.dim  # (k,)
-        return float(np.max(np.exp(-0.5 * sq / width**2)))
+    def __init__(self, tf: TestFunction, width: float) -> None:
+        self.low = tf.low
+        self.span = tf.high - tf.low
+        self.centres = (tf.argmins - tf.low) / self.span  # (k, d)
+        self.dim = tf.dim
+        self.width = width
 
-    return g
+    def __call__(self, x: np.ndarray) -> float:
+        u = (np.asarray(x, dtype=float) - self.low) / self.span
+        sq = np.sum((u - self.centres) ** 2, axis=-1) / self.dim  # (k,)
+        return float(np.max(np.exp(-0.5 * sq / self.width**2)))
 
 
-def _vector(names: Sequence[str]) -> Callable[[dict[str, Any]], np.ndarray]:
-    return lambda params: np.array([params[n] for n in names], dtype=float)
+class _OnVector:
+    """``fn`` of the vector of the params ``names``, as a float (picklable)."""
+
+    def __init__(self, fn: Callable[[np.ndarray], Any], names: Sequence[str]) -> None:
+        self.fn = fn
+        self.names = list(names)
+
+    def __call__(self, params: dict[str, Any]) -> float:
+        return float(self.fn(np.array([params[n] for n in self.names], dtype=float)))
+
+
+class _BumpCost:
+    """Cost ``base + scale * g(x)`` (picklable)."""
+
+    def __init__(self, bump: _Bump, names: Sequence[str], base: float, scale: float) -> None:
+        self.g = _OnVector(bump, names)
+        self.base = base
+        self.scale = scale
+
+    def __call__(self, params: dict[str, Any]) -> float:
+        return self.base + self.scale * self.g(params)
+
+
+def _unit_cost(params: dict[str, Any]) -> float:
+    return 1.0
 
 
 def function_problem(
     key: str, shape: str, budget: float, group: str, width: float = BUMP_WIDTH
 ) -> Problem:
     """A test function with cost ``shape``: "expensive" (1 + 99 g, g peaked on the minima),
-    "cheap" (100 - 99 g: the optimum is cheap) or "uniform" (1 everywhere)."""
+    "cheap" (10 - 9 g: the optimum is cheap) or "uniform" (1 everywhere)."""
     tf = FUNCTIONS[key]
     names = [f"x{i}" for i in range(tf.dim)]
     bounds = zip(names, tf.low, tf.high, strict=True)
     params = tuple(Param(n, "float", float(lo), float(hi)) for n, lo, hi in bounds)
-    vec = _vector(names)
-    g = _bump(tf, width)
+    bump = _Bump(tf, width)
     cost: Callable[[dict[str, Any]], float]
     if shape == "expensive":
-        cost = lambda p: 1.0 + 99.0 * g(vec(p))  # noqa: E731
+        cost = _BumpCost(bump, names, 1.0, 99.0)
         what = f"cost 1 + 99 g(x), g = 1 on every global minimizer, w = {width:g}"
     elif shape == "cheap":
-        cost = lambda p: 10.0 - 9.0 * g(vec(p))  # noqa: E731
+        cost = _BumpCost(bump, names, 10.0, -9.0)
         what = f"cost 10 - 9 g(x): 1 on the minimizers, ~10 far from them, w = {width:g}"
     else:
-        cost = lambda p: 1.0  # noqa: E731
+        cost = _unit_cost
         what = "cost 1 everywhere"
-    return Problem(
+    return _problem(
         name=f"{key}-{shape}",
         group=group,
         params=params,
-        objective=lambda p: float(tf.fn(vec(p))),
+        objective=_OnVector(tf.fn, names),
         cost=cost,
         budget=budget,
         f_star=tf.f_star,
@@ -331,13 +275,21 @@ def _synth_f(p: dict[str, Any]) -> float:
     return 10.0 * r * math.sin(2.0 * math.pi * r)
 
 
+def _synth_printed_cost(p: dict[str, Any]) -> float:
+    return 10.0 - 5.0 * _radius(p)
+
+
+def _synth_ring_cost(p: dict[str, Any]) -> float:
+    return 1.0 + 9.0 * math.exp(-(((_radius(p) - SYNTH_R_STAR) / 0.1) ** 2))
+
+
 def synthetic_printed() -> Problem:
-    return Problem(
+    return _problem(
         name="synth-printed",
         group="adversarial",
         params=tuple(_floats(["x0", "x1"], -1.0, 1.0)),
         objective=_synth_f,
-        cost=lambda p: 10.0 - 5.0 * _radius(p),
+        cost=_synth_printed_cost,
         budget=150.0,
         f_star=SYNTH_F_STAR,
         description=(
@@ -348,12 +300,12 @@ def synthetic_printed() -> Problem:
 
 
 def synthetic_ring() -> Problem:
-    return Problem(
+    return _problem(
         name="synth-ring",
         group="adversarial",
         params=tuple(_floats(["x0", "x1"], -1.0, 1.0)),
         objective=_synth_f,
-        cost=lambda p: 1.0 + 9.0 * math.exp(-(((_radius(p) - SYNTH_R_STAR) / 0.1) ** 2)),
+        cost=_synth_ring_cost,
         budget=150.0,
         f_star=SYNTH_F_STAR,
         description=(
@@ -407,8 +359,12 @@ def _size_f_star() -> float:
     )
 
 
+def _size_cost(p: dict[str, Any]) -> float:
+    return 10.0 ** sum(_size_positions(p))
+
+
 def size_like() -> Problem:
-    return Problem(
+    return _problem(
         name="size-expensive",
         group="adversarial",
         params=(
@@ -418,7 +374,7 @@ def size_like() -> Problem:
             Param("dropout", "float", 0.0, 1.0),
         ),
         objective=_size_f,
-        cost=lambda p: 10.0 ** sum(_size_positions(p)),
+        cost=_size_cost,
         version=2,  # 1 had a ripple term that went below f*
         budget=550.0,
         f_star=_size_f_star(),
@@ -441,8 +397,12 @@ def _mixed_f(p: dict[str, Any]) -> float:
     return float(branin(x)) / 10.0 + _MIX_OFFSET[p["cat"]] + 0.02 * (p["n"] - _MIX_N_OPT) ** 2
 
 
+def _mixed_cost(p: dict[str, Any]) -> float:
+    return _MIX_COSTMUL[p["cat"]] * (1.0 + 4.0 * (p["n"] - 1) / 9.0)
+
+
 def mixed() -> Problem:
-    return Problem(
+    return _problem(
         name="mixed-expensive",
         group="adversarial",
         params=(
@@ -452,7 +412,7 @@ def mixed() -> Problem:
             Param("cat", "cat", choices=("a", "b", "c", "d")),
         ),
         objective=_mixed_f,
-        cost=lambda p: _MIX_COSTMUL[p["cat"]] * (1.0 + 4.0 * (p["n"] - 1) / 9.0),
+        cost=_mixed_cost,
         budget=600.0,
         f_star=FUNCTIONS["branin"].f_star / 10.0,
         description=(
@@ -467,7 +427,6 @@ def _all() -> dict[str, Problem]:
     problems = [
         synthetic_printed(),
         synthetic_ring(),
-        # Branin has three minima, so three bumps: narrower, or the whole box is dear.
         # Branin has three minima, so three bumps: narrower, or the whole box is dear.
         function_problem("branin", "expensive", 900.0, "adversarial", width=0.1),
         function_problem("hartmann3", "expensive", 500.0, "adversarial"),
@@ -484,19 +443,19 @@ def _all() -> dict[str, Problem]:
     return {p.name: p for p in problems}
 
 
-PROBLEMS: dict[str, Problem] = _all()
-QUICK_PROBLEMS = tuple(PROBLEMS)
+SUITE: dict[str, Problem] = _all()
+"""The cost-aware suite, in the order of its tables."""
 
 
-def describe(n: int = 20000, seed: int = 0) -> str:
+def describe(problems: Sequence[Problem] | None = None, n: int = 20000, seed: int = 0) -> str:
     """Cost statistics of uniform random points (in the encoded box) per problem."""
     rng = np.random.default_rng(seed)
     lines = [
         f"{'problem':<22}{'group':<12}{'d':>3}{'budget':>8}{'f*':>12}"
         f"{'c min':>8}{'c mean':>8}{'c max':>8}{'B/mean':>8}"
     ]
-    for p in PROBLEMS.values():
-        costs = np.array([p.cost(p.decode(u)) for u in rng.random((n, p.encoded_dim))])
+    for p in problems if problems is not None else SUITE.values():
+        costs = np.array([p.evaluate(p.decode(u))[1] for u in rng.random((n, p.encoded_dim))])
         lines.append(
             f"{p.name:<22}{p.group:<12}{p.dim:>3}{p.budget:>8g}{p.f_star:>12.6g}"
             f"{costs.min():>8.2f}{costs.mean():>8.2f}{costs.max():>8.2f}"

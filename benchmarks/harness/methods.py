@@ -1,0 +1,201 @@
+"""The methods compared, as data: a name resolves to a :class:`Method` (family, options, label).
+
+Families:
+
+- ``ours``: ``CostRolloutSampler(budget, **options, seed=s)`` through the public API only, with
+  the problem's known ``cost_fn`` and ``sampler_options`` (e.g. ``n_startup_trials``) if it
+  has them;
+- ``optuna``: Optuna's ``GPSampler`` (``gp``), ``TPESampler`` (``tpe``), ``RandomSampler``
+  (``random``), ``seed=s`` and their defaults unless options say otherwise;
+- ``botorch``: the references of :mod:`benchmarks.harness.botorch_ref` (``logei``,
+  ``logeipu``, ``eicool``).
+
+Names:
+
+- the registered names of :data:`REGISTRY` (``rollout``, ``rollout-h4``, ``rollout-paper``,
+  ``rollout-paper-h4``, ``ei``, ``eipu``, ``ei-cool``, ``optuna-gp``, ``optuna-tpe``,
+  ``random``, ``botorch-logei``, ``botorch-logeipu``, ``botorch-eicool``);
+- ``BASE:key=value,...``: a registered name (or ``ours``) with options added or replaced,
+  e.g. ``ours:acquisition=eipu``, ``rollout:charge_sampler_time=false``,
+  ``eipu:max_sampler_share=0.05``, ``optuna-tpe:multivariate=true``. Values are read as int,
+  float, ``true``/``false``/``none`` or else text. So benchmark-only variants of the sampler
+  are a name here, never a flag in the package;
+- any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
+  new acquisition needs no change here; a name the installed package rejects is skipped
+  with its error message (:func:`unavailable`).
+
+The method's name is also its folder in the cache (see ``cache.method_dir``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    label: str
+    family: str  # "ours", "optuna", "botorch"
+    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+def _ours(name: str, label: str, **options: Any) -> Method:
+    return Method(name, label, "ours", options=tuple(options.items()))
+
+
+REGISTRY: dict[str, Method] = {
+    m.name: m
+    for m in (
+        _ours("rollout", "ours rollout h=2", acquisition="rollout", horizon=2),
+        _ours("rollout-h4", "ours rollout h=4", acquisition="rollout", horizon=4),
+        _ours("rollout-paper", "ours rollout (paper)", acquisition="rollout-paper", horizon=2),
+        _ours(
+            "rollout-paper-h4", "ours rollout (paper) h=4", acquisition="rollout-paper", horizon=4
+        ),
+        _ours("ei", "ours EI", acquisition="ei", horizon=2),
+        _ours("eipu", "ours EIpu", acquisition="eipu", horizon=2),
+        _ours("ei-cool", "ours EI-cool", acquisition="ei-cool", horizon=2),
+        Method("optuna-gp", "Optuna GP", "optuna", "gp"),
+        Method("optuna-tpe", "Optuna TPE", "optuna", "tpe"),
+        Method("random", "Random", "optuna", "random"),
+        Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
+        Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
+        Method("botorch-eicool", "BoTorch EI-cool", "botorch", "eicool"),
+    )
+}
+SUITE_METHODS = (
+    "rollout",
+    "rollout-h4",
+    "rollout-paper",
+    "ei",
+    "eipu",
+    "ei-cool",
+    "optuna-gp",
+    "optuna-tpe",
+    "random",
+    "botorch-logei",
+    "botorch-logeipu",
+    "botorch-eicool",
+)
+"""The suite's methods unless ``--methods`` says otherwise."""
+PAPER_METHODS = (
+    "rollout-paper",
+    "rollout-paper-h4",
+    "ei",
+    "eipu",
+    "ei-cool",
+    "optuna-tpe",
+    "optuna-gp",
+    "random",
+)
+"""The paper reproductions' methods: the paper's rollout (h = 2, 4), its myopic baselines and
+Optuna's samplers."""
+PAPER_REFERENCES = ("rollout-paper", "rollout-paper-h4")
+"""The methods the paper reproductions compare against every other one."""
+
+
+def parse_value(text: str) -> Any:
+    """``"4"`` -> 4, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"none"`` -> None, else the text."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_options(text: str) -> dict[str, Any]:
+    """``"acquisition=eipu,horizon=4"`` -> ``{"acquisition": "eipu", "horizon": 4}``."""
+    out: dict[str, Any] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"method options must look like key=value[,key=value]; got {item!r}")
+        out[key.strip()] = parse_value(value)
+    return out
+
+
+def resolve(name: str) -> Method:
+    """The :class:`Method` a name stands for (see the module docstring)."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    base, sep, rest = name.partition(":")
+    if sep:
+        options = parse_options(rest)
+        if base == "ours":
+            parent = Method("ours", "ours", "ours")
+        elif base in REGISTRY:
+            parent = REGISTRY[base]
+        else:
+            raise ValueError(
+                f"unknown method base {base!r} in {name!r}: use 'ours' or one of "
+                f"{sorted(REGISTRY)}"
+            )
+        merged = {**parent.kwargs, **options}
+        label = f"{parent.label} " + ", ".join(f"{k}={v}" for k, v in options.items())
+        return Method(name, label, parent.family, parent.kind, tuple(merged.items()))
+    match = re.fullmatch(r"(.+)-h(\d+)", name)
+    acq, horizon = (match.group(1), int(match.group(2))) if match else (name, 2)
+    label = f"ours {acq}" + (f" h={horizon}" if match else "")
+    return _ours(name, label, acquisition=acq, horizon=horizon)
+
+
+def label(name: str) -> str:
+    return resolve(name).label
+
+
+def make_sampler(method: Method, budget: float, seed: int, problem_options: dict[str, Any]) -> Any:
+    """The Optuna sampler of an ``ours`` or ``optuna`` method, seeded.
+
+    ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours only.
+    """
+    import optuna
+
+    if method.family == "ours":
+        from optuna_costbo import CostRolloutSampler
+
+        return CostRolloutSampler(budget, **{**problem_options, **method.kwargs}, seed=seed)
+    if method.family != "optuna":
+        raise ValueError(f"{method.name!r} is not run through an Optuna sampler")
+    cls = {
+        "gp": optuna.samplers.GPSampler,
+        "tpe": optuna.samplers.TPESampler,
+        "random": optuna.samplers.RandomSampler,
+    }[method.kind]
+    return cls(seed=seed, **method.kwargs)
+
+
+def unavailable(method: Method) -> str | None:
+    """None if the method can run here, else why not (shown, and the method is skipped)."""
+    if method.family == "ours":
+        from optuna_costbo import CostRolloutSampler
+
+        try:
+            CostRolloutSampler(1.0, **method.kwargs)
+        except (ValueError, TypeError) as exc:
+            return f"the installed optuna_costbo rejects it: {exc}"
+    elif method.family == "botorch":
+        from benchmarks.harness import botorch_ref
+
+        return botorch_ref.check_available()
+    elif method.kind == "gp":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return "Optuna's GPSampler needs torch (pip install torch==2.13.0)"
+    return None

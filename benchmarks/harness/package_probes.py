@@ -1,0 +1,161 @@
+"""Every use the benchmarks make of optuna_costbo's private modules, in one place.
+
+The harness drives the package through its public API only (``CostRolloutSampler``,
+``report_cost``). A few experiments measure its internals; they reach them through this
+module, so that when the package's modules move, the benchmarks are retargeted here and
+nowhere else. Nothing here writes a module global of the package: a variant is an argument
+(``fit_gp(prior=...)``, a strategy's ``draws``), a setting of one sampler object
+(:func:`set_fit_schedule`), or a profile read off the running code (:func:`profiled_seconds`).
+Names resolve lazily (on first use).
+
+Who uses what:
+
+- ``scale_quality.py``: :func:`set_fit_schedule` sets one sampler's ``FitSchedule``
+  (``_numerics.policy``) and :func:`shipped_fit_schedule` reads the package's;
+- ``cheap_trials.py``: :func:`effort_counts` reads ``sampler._effort.counts(study_id)`` (full
+  and quick suggestions);
+- ``gp_prior.py``: ``_numerics.gp.fit.fit_gp`` (its ``prior`` argument),
+  ``_numerics.gp.prior`` (``log_prior``, ``LENGTHSCALE_PRIOR_WEIGHT``), ``_sampler.space``
+  (``SpaceBridge``);
+- ``rollout_agreement.py``: :func:`scrambled_rollout` (the shipped ``Rollout`` strategy with
+  other QMC draws), ``_numerics.cost_model.FittedLogCost``, ``fit_gp``, ``qmc_normals``,
+  ``_numerics.search_space`` (``BoxCodec``, ``NumericParam``),
+  ``_numerics.acquisition.strategies`` (``AcquisitionContext``);
+- ``inner_candidates.py``: ``_numerics.acquisition.ei``, ``FittedLogCost``, ``fit_gp``,
+  ``qmc_normals``, ``_numerics.acquisition.rollout`` (``RATE``, ``PAPER``,
+  ``rollout_values_on``, ``top_indices``);
+- ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
+  model's time per trial, from a profile, on any version of the package) and the system attrs
+  a finished or a running trial of ``CostRolloutSampler`` carries
+  (:data:`FINISHED_SYSTEM_ATTRS`, :data:`PROPOSED_PARAMS_ATTR`, :data:`RUNNING_SYSTEM_ATTRS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import cProfile
+import dataclasses
+import importlib
+import pstats
+from types import ModuleType
+from typing import Any
+
+
+MODULES: dict[str, str] = {
+    "ei": "optuna_costbo._numerics.acquisition.ei",
+    "cost_model": "optuna_costbo._numerics.cost_model",
+    "fit": "optuna_costbo._numerics.gp.fit",
+    "policy": "optuna_costbo._numerics.policy",
+    "prior": "optuna_costbo._numerics.gp.prior",
+    "rollout_values": "optuna_costbo._numerics.acquisition.rollout_values",
+    "rollout": "optuna_costbo._numerics.acquisition.rollout",
+    "search_space": "optuna_costbo._numerics.search_space",
+    "space": "optuna_costbo._sampler.space",
+    "strategies": "optuna_costbo._numerics.acquisition.strategies",
+}
+"""Short name -> private module of the package."""
+
+NAMES: dict[str, tuple[str, str]] = {
+    "AcquisitionContext": ("strategies", "AcquisitionContext"),
+    "AcquisitionOptions": ("strategies", "AcquisitionOptions"),
+    "BoxCodec": ("search_space", "BoxCodec"),
+    "FitSchedule": ("policy", "FitSchedule"),
+    "FittedLogCost": ("cost_model", "FittedLogCost"),
+    "LENGTHSCALE_PRIOR_WEIGHT": ("prior", "LENGTHSCALE_PRIOR_WEIGHT"),
+    "NumericParam": ("search_space", "NumericParam"),
+    "PAPER": ("rollout", "PAPER"),
+    "RATE": ("rollout", "RATE"),
+    "Rollout": ("rollout", "Rollout"),
+    "SpaceBridge": ("space", "SpaceBridge"),
+    "fit_gp": ("fit", "fit_gp"),
+    "log_prior": ("prior", "log_prior"),
+    "plain_ei": ("ei", "ei"),
+    "qmc_normals": ("rollout_values", "qmc_normals"),
+    "rollout_values_on": ("rollout", "rollout_values_on"),
+    "top_indices": ("rollout", "top_indices"),
+}
+"""Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes
+import fit_gp`` imports ``optuna_costbo._numerics.gp.fit.fit_gp`` when it runs."""
+
+# The system attrs CostRolloutSampler writes on trials (the storage benchmarks pre-fill
+# studies with them, so that the sampler reads studies shaped like its own).
+FINISHED_SYSTEM_ATTRS: dict[str, Any] = {
+    "costbo:sampler_seconds": 0.123456789,
+    "costbo:cost_source": "reported",
+    "costbo:proposal_checked": True,
+}
+PROPOSED_PARAMS_ATTR = "costbo:proposed_params"
+RUNNING_SYSTEM_ATTRS: dict[str, Any] = {"costbo:proposal_checked": True}
+
+LEDGER_ROOTS = ("charge_and_sum", "ledger_from_trials")
+"""The functions that compute a ledger from a trial list, in this package and in earlier ones
+(every ledger the sampler computes goes through one of them)."""
+MODEL_ROOTS = (("policy.py", "propose"),)
+"""(file, function) of the model and acquisition of one full suggestion."""
+
+
+def module(short: str) -> ModuleType:
+    """The private module ``MODULES[short]``, imported."""
+    return importlib.import_module(MODULES[short])
+
+
+def __getattr__(name: str) -> Any:
+    if name in NAMES:
+        short, attribute = NAMES[name]
+        return getattr(module(short), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def shipped_fit_schedule() -> Any:
+    """The package's ``FitSchedule`` (what every sampler uses)."""
+    return module("policy").FitSchedule()
+
+
+def set_fit_schedule(sampler: Any, schedule: Any) -> None:
+    """Give one ``CostRolloutSampler`` another ``FitSchedule`` (its suggestions read it)."""
+    sampler._suggester.schedule = schedule
+
+
+def fit_schedule(
+    max_fit_points: int, refit_from: int, refit_growth: float, max_model_points: int
+) -> Any:
+    """A ``FitSchedule`` with these bounds."""
+    return module("policy").FitSchedule(
+        max_fit_points=max_fit_points,
+        max_model_points=max_model_points,
+        refit_from=refit_from,
+        refit_growth=refit_growth,
+    )
+
+
+def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
+    """Full and quick suggestions of a ``CostRolloutSampler`` run (cheap_trials.py's probe);
+    ``{"n_full": -1, "n_quick": -1}`` for another sampler."""
+    effort = getattr(sampler, "_effort", None)
+    if effort is None:
+        return {"n_full": -1, "n_quick": -1}
+    counts = effort.counts(study._study_id)
+    return {"n_full": int(counts["full"]), "n_quick": int(counts["quick"])}
+
+
+def scrambled_rollout(horizon: int, n_samples: int, draws: Callable[..., Any]) -> Any:
+    """The shipped ``acquisition="rollout"`` strategy with these options, drawing its QMC
+    normals from ``draws(n, h, rng)``."""
+    rollout = module("rollout")
+    options = module("strategies").AcquisitionOptions(horizon=horizon, n_samples=n_samples)
+    return dataclasses.replace(rollout.Rollout.from_options(options), draws=draws)
+
+
+def profiled_seconds(profile: cProfile.Profile) -> dict[str, float]:
+    """Seconds spent in the ledger (:data:`LEDGER_ROOTS`) and in the model
+    (:data:`MODEL_ROOTS`) in ``profile``: their cumulative times, read off the profile (so
+    every version of the package is measured alike, nothing replaced)."""
+    stats = pstats.Stats(profile)
+    ledger = model = 0.0
+    for (filename, _, function), row in stats.stats.items():  # type: ignore[attr-defined]
+        cumulative = float(row[3])
+        if function in LEDGER_ROOTS and "optuna_costbo" in filename:
+            ledger += cumulative
+        if any(filename.endswith(f) and function == fn for f, fn in MODEL_ROOTS):
+            model += cumulative
+    return {"ledger": ledger, "model": model}

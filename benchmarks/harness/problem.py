@@ -1,0 +1,267 @@
+"""The one problem type of the benchmarks: a search space, an evaluation, a budget.
+
+:class:`Problem` is what the runner needs of any benchmark, synthetic or live:
+
+- ``suggest(trial)``: define-by-run, the only place a sampler is asked; by default it asks
+  for every :class:`Param` of ``params`` in order (a conditional parameter only when its
+  parent has one of the listed values); a problem can give its own ``suggest_fn`` instead;
+- ``evaluate(params, previous) -> (value, cost)``: the value to minimize and what the trial
+  cost; ``previous`` is the previous trial's params (None before the first), for costs that
+  depend on the state (moving sensors);
+- ``budget``, and ``clock``: ``"reported"`` (the runner reports each trial's cost with
+  ``report_cost`` and a trial starts while the finished trials have spent less than the
+  budget) or ``"wall"`` (the budget is the wall clock of the whole study, sampler included;
+  nothing is reported, so ``CostRolloutSampler`` measures the trials and charges its own time);
+- ``f_star``: the known optimum (results are regrets), or None (raw values);
+- ``cost_fn``: a known cost handed to ``CostRolloutSampler`` (``cost_fn(params, previous)``),
+  and ``sampler_options``: further keyword arguments for it (``n_startup_trials``);
+- ``params``: a fixed space, also the unit-box codec of the BoTorch references
+  (:meth:`Problem.encode` / :meth:`Problem.decode`);
+- ``group``: a label for aggregated results (the suite: "adversarial", "control"), and
+  :func:`split` cuts a list of problems into a tuning and a confirmation half by group;
+- :attr:`Problem.fingerprint`: identifies the definition in the cached runs (name, budget,
+  space, f*, ``version``, ``settings``); bump ``version`` when the definition changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import dataclasses
+from dataclasses import dataclass
+from dataclasses import field
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+
+
+CLOCKS = ("reported", "wall")
+SPLITS = ("all", "tuning", "confirmation")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: ``kind`` "float", "int" or "cat".
+
+    ``condition=(parent, values)``: the parameter exists only when the parameter ``parent``
+    (earlier in the space) took one of ``values``.
+    """
+
+    name: str
+    kind: str
+    low: float = 0.0
+    high: float = 1.0
+    log: bool = False
+    choices: tuple[Any, ...] = ()
+    condition: tuple[str, tuple[Any, ...]] | None = None
+
+    @property
+    def width(self) -> int:
+        """Columns in the unit-box encoding."""
+        return len(self.choices) if self.kind == "cat" else 1
+
+    def active(self, params: Mapping[str, Any]) -> bool:
+        """Whether the parameter exists given the values chosen so far."""
+        if self.condition is None:
+            return True
+        parent, values = self.condition
+        return parent in params and params[parent] in values
+
+    def suggest(self, trial: Any) -> Any:
+        """Ask an Optuna trial for this parameter."""
+        if self.kind == "float":
+            return trial.suggest_float(self.name, self.low, self.high, log=self.log)
+        if self.kind == "int":
+            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
+        return trial.suggest_categorical(self.name, list(self.choices))
+
+    def to_unit(self, value: Any) -> float:
+        """Position of a float/int value in [0, 1] (log space if ``log``)."""
+        if self.log:
+            return (math.log(value) - math.log(self.low)) / (
+                math.log(self.high) - math.log(self.low)
+            )
+        return (float(value) - self.low) / (self.high - self.low)
+
+    def from_unit(self, u: float) -> Any:
+        u = min(max(float(u), 0.0), 1.0)
+        if self.log:
+            value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            value = self.low + u * (self.high - self.low)
+        if self.kind == "int":
+            return int(min(max(round(value), self.low), self.high))
+        return min(max(value, self.low), self.high)
+
+    def fingerprint_text(self) -> str:
+        # NOTE: the text of the suite's first Param dataclass (no condition field), so that
+        # the committed cache's fingerprints stay valid; a condition is appended when set.
+        text = (
+            f"Param(name={self.name!r}, kind={self.kind!r}, low={self.low!r}, "
+            f"high={self.high!r}, log={self.log!r}, choices={self.choices!r}"
+        )
+        if self.condition is not None:
+            text += f", condition={self.condition!r}"
+        return text + ")"
+
+
+class _Text(str):
+    """A string whose repr is itself (to rebuild a tuple's repr from element texts)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+Evaluator = Callable[[dict[str, Any], "dict[str, Any] | None"], tuple[float, float]]
+
+
+class Separate:
+    """``evaluate(params, previous)`` from an objective and a cost of the params alone."""
+
+    def __init__(
+        self,
+        objective: Callable[[dict[str, Any]], float],
+        cost: Callable[[dict[str, Any]], float],
+    ) -> None:
+        self.objective = objective
+        self.cost = cost
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        return float(self.objective(params)), float(self.cost(params))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A benchmark problem (see the module docstring)."""
+
+    name: str
+    group: str
+    budget: float
+    evaluator: Evaluator
+    params: tuple[Param, ...] = ()
+    suggest_fn: Callable[[Any], dict[str, Any]] | None = None
+    f_star: float | None = None
+    description: str = ""
+    version: int = 1
+    cost_fn: Callable[..., float] | None = None
+    sampler_options: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    max_trials: int = 1000
+    clock: str = "reported"
+    record_params: bool = False  # write every trial's params to the cached run
+
+    def __post_init__(self) -> None:
+        if self.clock not in CLOCKS:
+            raise ValueError(f"clock must be one of {CLOCKS}, got {self.clock!r}")
+        if not self.params and self.suggest_fn is None:
+            raise ValueError(f"problem {self.name!r} needs params or a suggest_fn")
+
+    @property
+    def dim(self) -> int:
+        """Number of parameters (the ``d`` of the 2(d+1) start-up rule)."""
+        return len(self.params)
+
+    @property
+    def encoded_dim(self) -> int:
+        return sum(p.width for p in self.params)
+
+    @property
+    def n_startup(self) -> int:
+        """Quasi-random start-up points of the BoTorch references: 2(d+1), at least 4."""
+        return max(4, 2 * (self.dim + 1))
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the definition in cached run files."""
+        parts: list[Any] = [
+            self.name,
+            self.budget,
+            tuple(_Text(p.fingerprint_text()) for p in self.params),
+            self.f_star,
+            self.version,
+        ]
+        # Only when set, so that the suite's first fingerprints stay what they were.
+        extra = {**self.settings}
+        if self.sampler_options:
+            extra["sampler_options"] = dict(self.sampler_options)
+        if self.clock != "reported":
+            extra["clock"] = self.clock
+        if extra:
+            parts.append(_Text(repr(sorted(extra.items()))))
+        return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:12]
+
+    def suggest(self, trial: Any) -> dict[str, Any]:
+        """Ask an Optuna trial for every (active) parameter."""
+        if self.suggest_fn is not None:
+            return self.suggest_fn(trial)
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p.active(out):
+                out[p.name] = p.suggest(trial)
+        return out
+
+    def evaluate(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        """(value to minimize, cost)."""
+        value, cost = self.evaluator(params, previous)
+        return float(value), float(cost)
+
+    def encode(self, params: Mapping[str, Any]) -> np.ndarray:
+        """Params -> point of the unit box, shape (encoded_dim,); inactive parameters 0."""
+        cols: list[float] = []
+        for p in self.params:
+            if p.name not in params:
+                cols.extend([0.0] * p.width)
+            elif p.kind == "cat":
+                cols.extend(1.0 if c == params[p.name] else 0.0 for c in p.choices)
+            else:
+                cols.append(p.to_unit(params[p.name]))
+        return np.asarray(cols, dtype=float)
+
+    def decode(self, u: np.ndarray) -> dict[str, Any]:
+        """Unit-box point (encoded_dim,) -> params (ints rounded, one-hot argmax, inactive
+        parameters left out)."""
+        out: dict[str, Any] = {}
+        k = 0
+        for p in self.params:
+            if p.active(out):
+                if p.kind == "cat":
+                    out[p.name] = p.choices[int(np.argmax(u[k : k + p.width]))]
+                else:
+                    out[p.name] = p.from_unit(u[k])
+            k += p.width
+        return out
+
+    def variant(self, suffix: str, **changes: Any) -> Problem:
+        """A copy named ``<name>-<suffix>`` with some fields changed (e.g. a smoke budget)."""
+        return dataclasses.replace(self, name=f"{self.name}-{suffix}", **changes)
+
+
+def split(problems: Sequence[Problem], which: str) -> list[Problem]:
+    """The ``"tuning"`` or ``"confirmation"`` half of ``problems`` (``"all"``: every one).
+
+    Stratified by group and deterministic: within each group, the problems are ordered by the
+    SHA-256 of their names and dealt alternately, tuning first (so a group of n gives
+    ceil(n/2) to tuning). The halves depend only on the names and groups of ``problems``;
+    adding a problem to a group can move others of that group, so freeze a split (and say so)
+    before tuning on it.
+    """
+    if which not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {which!r}")
+    if which == "all":
+        return list(problems)
+    chosen: set[str] = set()
+    for group in dict.fromkeys(p.group for p in problems):
+        members = sorted(
+            (p.name for p in problems if p.group == group),
+            key=lambda name: hashlib.sha256(name.encode()).hexdigest(),
+        )
+        start = 0 if which == "tuning" else 1
+        chosen.update(members[start::2])
+    return [p for p in problems if p.name in chosen]

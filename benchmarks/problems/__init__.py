@@ -1,0 +1,3 @@
+"""Benchmark problems, each a ``benchmarks.harness.problem.Problem``: ``synthetic`` (the suite's
+test functions and the paper's synthetic problem), ``hpo`` (live scikit-learn problems) with
+``data`` (the dataset loaders), ``sensors`` (sensor placement with a moving cost)."""

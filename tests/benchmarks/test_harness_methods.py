@@ -1,0 +1,92 @@
+"""Method names and specs of benchmarks/harness/methods.py, and the problem type."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+import sys
+
+import numpy as np
+import optuna
+import pytest
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.harness import cache
+from benchmarks.harness import methods
+from benchmarks.harness import runner
+from benchmarks.harness.problem import Param
+from benchmarks.harness.problem import Problem
+
+
+def test_registered_names_and_specs() -> None:
+    assert methods.resolve("rollout").kwargs == {"acquisition": "rollout", "horizon": 2}
+    spec = methods.resolve("ours:acquisition=eipu,horizon=4")
+    assert (spec.family, spec.kwargs) == ("ours", {"acquisition": "eipu", "horizon": 4})
+    variant = methods.resolve("rollout:charge_sampler_time=false,max_sampler_share=0.05")
+    assert variant.kwargs == {
+        "acquisition": "rollout",
+        "horizon": 2,
+        "charge_sampler_time": False,
+        "max_sampler_share": 0.05,
+    }
+    tpe = methods.resolve("optuna-tpe:multivariate=true")
+    assert (tpe.family, tpe.kind, tpe.kwargs) == ("optuna", "tpe", {"multivariate": True})
+    legacy = methods.resolve("rollout-paper-h1")
+    assert legacy.kwargs == {"acquisition": "rollout-paper", "horizon": 1}
+    with pytest.raises(ValueError, match="unknown method base"):
+        methods.resolve("nope:x=1")
+    with pytest.raises(ValueError, match="key=value"):
+        methods.resolve("ours:eipu")
+    assert cache.method_dir("ours:acquisition=eipu") == "ours_acquisition=eipu"
+
+
+def test_a_spec_reaches_the_sampler() -> None:
+    sampler = methods.make_sampler(methods.resolve("ours:acquisition=ei-cool"), 10.0, 3, {})
+    assert sampler.__class__.__name__ == "CostRolloutSampler"
+    assert "rejects" in (methods.unavailable(methods.resolve("ours:no_such_option=1")) or "")
+    tpe = methods.make_sampler(methods.resolve("optuna-tpe:n_startup_trials=3"), 1.0, 0, {})
+    assert isinstance(tpe, optuna.samplers.TPESampler)
+
+
+def _conditional_problem() -> Problem:
+    def evaluate(params: dict, previous: dict | None) -> tuple[float, float]:
+        step = 0.0 if previous is None else abs(params["x"] - previous["x"])
+        return params["x"] ** 2 + params.get("depth", 0), 1.0 + step
+
+    return Problem(
+        name="toy",
+        group="test",
+        budget=6.0,
+        evaluator=evaluate,
+        params=(
+            Param("x", "float", -1.0, 1.0),
+            Param("model", "cat", choices=("linear", "tree")),
+            Param("depth", "int", 1, 5, condition=("model", ("tree",))),
+        ),
+        record_params=True,
+    )
+
+
+def test_conditional_params_and_moving_cost() -> None:
+    problem = _conditional_problem()
+    assert problem.decode(np.array([0.5, 1.0, 0.0, 0.9])) == {"x": 0.0, "model": "linear"}
+    tree = problem.decode(np.array([1.0, 0.0, 1.0, 1.0]))
+    assert tree == {"x": 1.0, "model": "tree", "depth": 5}
+    np.testing.assert_allclose(problem.encode(tree), [1.0, 0.0, 1.0, 1.0])
+    run = runner.run_one(problem, "random", 0)
+    assert not run.error
+    assert [("depth" in p) for p in run.params] == [p["model"] == "tree" for p in run.params]
+    steps = [abs(b["x"] - a["x"]) for a, b in itertools.pairwise(run.params)]
+    np.testing.assert_allclose(run.costs, [1.0, *(1.0 + s for s in steps)])
+    assert sum(run.costs[:-1]) < problem.budget <= sum(run.costs)  # the budget rule
+
+
+def test_fingerprint_changes_with_the_definition() -> None:
+    problem = _conditional_problem()
+    assert problem.fingerprint == _conditional_problem().fingerprint
+    assert problem.variant("smoke", budget=2.0).fingerprint != problem.fingerprint
+    assert problem.variant("x").name == "toy-x"
+    other = Problem(**{**problem.__dict__, "settings": {"dataset": "a1a"}})
+    assert other.fingerprint != problem.fingerprint
