@@ -18,12 +18,12 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger import units as _units
-from optuna_costbo._ledger.costs import charged_cost
-from optuna_costbo._ledger.costs import validate_budget
-from optuna_costbo._ledger.keys import BUDGET_ATTR
-from optuna_costbo._ledger.keys import FINISHED_STATES
-from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import FINISHED_STATES
+from optuna_costbo._ledger import charged_cost
+from optuna_costbo._ledger import cost_unit as _cost_unit
+from optuna_costbo._ledger import storage_trials
+from optuna_costbo._ledger import validate_budget
 
 
 COST_AXIS_TITLE = "Cumulative Cost"
@@ -253,7 +253,7 @@ def get_cost_histories(
                 values=values,
                 best_values=best,
                 budget=budget if budget is not None else study_budget(study),
-                cost_unit=_units.cost_unit(study_trials, cost_attr, cost_unit),
+                cost_unit=_cost_unit(study_trials, cost_attr, cost_unit),
             )
         )
     return histories
