@@ -129,6 +129,7 @@ def _snapshot(root: Path) -> dict[str, int]:
 @pytest.mark.parametrize("kind", ["dense", "sparse", "parquet"])
 def test_openml_cache_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     import openml
+
     cache = tmp_path / "data" / "openml"
     dataset_id = 990001 + ["dense", "sparse", "parquet"].index(kind)
     X, labels = _fake_openml_cache(cache, dataset_id, kind)
