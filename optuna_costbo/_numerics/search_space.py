@@ -21,10 +21,24 @@ Encoding, one parameter at a time:
 ``project(z) == encode(decode(z))`` is the nearest legal point; legal points are exact fixed
 points, so a point the optimizer returns is exactly what the models see when the trial comes
 back from storage.
+
+Conditional parameters (a define-by-run space: the tree knobs of a booster asked only for tree
+boosters) are one more column or block in the same box. A parameter with a :class:`Condition`
+is active only where its categorical parent takes one of the condition's choices; where it is
+inactive, :meth:`BoxCodec.decode` gives NaN and its columns hold a fixed fill (the middle legal
+value of a numeric, a block of zeros for a categorical), so every configuration in which it
+plays no part is one point of the box. A conditional parameter without a known parent
+(``optional``) may be missing from an observation (NaN, encoded as the fill) but is always
+decoded. NOTE: this is the imputation of inactive parameters at a fixed value, with the
+activity rule read off the data (Levesque et al., "Bayesian optimization for conditional
+hyperparameter spaces", IJCNN 2017; Swersky et al., "Raiders of the lost architecture", 2014,
+give kernels for the same structure).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 import math
@@ -35,7 +49,7 @@ from scipy.stats import qmc
 from optuna_costbo._numerics.checks import is_int
 
 
-__all__ = ["BoxCodec", "CategoricalParam", "NumericParam", "Param", "rows_among"]
+__all__ = ["BoxCodec", "CategoricalParam", "Condition", "NumericParam", "Param", "rows_among"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,20 @@ class CategoricalParam:
 
 
 Param = NumericParam | CategoricalParam
+
+
+@dataclass(frozen=True)
+class Condition:
+    """When a parameter is active: its categorical parent takes one of ``choices``.
+
+    Attributes:
+        parent: Index of the parent parameter (a :class:`CategoricalParam`).
+        choices: The parent's choice indices under which the parameter is active.
+    """
+
+    parent: int
+    choices: frozenset[int]
+
 
 # NOTE(codec): tolerance, in units of steps, for deciding that ``high`` lies on the step grid.
 # Optuna snaps ``high`` onto the grid with decimal arithmetic, so e.g. low=0.1, step=0.1,
@@ -121,6 +149,24 @@ def _check_param(i: int, p: object) -> None:
         for name, value in (("low", low), ("high", high), ("step", p.step)):
             if value is not None and not float(value).is_integer():
                 raise ValueError(f"{where}: integer=True needs an integral {name}, got {value}")
+
+
+def _check_conditions(
+    params: Sequence[Param], conditions: Mapping[int, Condition], optional: Collection[int]
+) -> None:
+    n = len(params)
+    for i, cond in conditions.items():
+        where = f"conditions[{i}] = {cond!r}"
+        if not (is_int(i) and 0 <= i < n) or not (is_int(cond.parent) and 0 <= cond.parent < n):
+            raise ValueError(f"{where}: indices must lie in [0, {n - 1}]")
+        parent = params[cond.parent]
+        if cond.parent == i or not isinstance(parent, CategoricalParam):
+            raise ValueError(f"{where}: the parent must be another, categorical parameter")
+        if any(not (0 <= c < parent.n_choices) for c in cond.choices):
+            raise ValueError(f"{where}: choices must lie in [0, {parent.n_choices - 1}]")
+    for i in optional:
+        if not (is_int(i) and 0 <= i < n) or i in conditions:
+            raise ValueError(f"optional index {i!r}: must lie in [0, {n - 1}], without a parent")
 
 
 class _Numeric:
@@ -228,12 +274,22 @@ class BoxCodec:
         True
     """
 
-    def __init__(self, params: Sequence[Param]) -> None:
+    def __init__(
+        self,
+        params: Sequence[Param],
+        conditions: Mapping[int, Condition] | None = None,
+        optional: Collection[int] = (),
+    ) -> None:
         params = list(params)
         for i, p in enumerate(params):
             _check_param(i, p)
         self.params: tuple[Param, ...] = tuple(params)
         self.n_params: int = len(params)
+        self.conditions: dict[int, Condition] = dict(conditions or {})
+        """Parameter index -> when it is active (see the module docstring)."""
+        self.optional: frozenset[int] = frozenset(optional)
+        """Indices of conditional parameters without a known parent: may be missing (NaN)."""
+        _check_conditions(params, self.conditions, self.optional)
         self._numeric: list[tuple[int, _Numeric]] = []  # (param index, encoding)
         self._categorical: list[tuple[int, np.ndarray]] = []  # (param index, block columns)
         col = 0
@@ -261,6 +317,54 @@ class BoxCodec:
         """Columns of numeric parameters with a single legal value (always 0.5)."""
         self.categorical_blocks: list[np.ndarray] = [cols for _, cols in self._categorical]
         """Columns of each categorical's one-hot block, in parameter order."""
+        self._columns: dict[int, np.ndarray] = {
+            **{i: np.array([num.col]) for i, num in self._numeric},
+            **dict(self._categorical),
+        }
+        self._fill: dict[int, float] = {
+            i: float(num.encode(num.decode(np.array([0.5])))[0]) for i, num in self._numeric
+        }  # the middle legal value of each numeric
+
+    @property
+    def conditional(self) -> bool:
+        """Whether some parameter is conditional (has a :class:`Condition`)."""
+        return bool(self.conditions)
+
+    def _active(self, values: np.ndarray) -> np.ndarray:
+        """Which parameters are active in each row of internal values (n, P): (n, P) bool.
+
+        A conditional parameter is active where its parent is active and takes one of the
+        condition's choices (parents are resolved first, so chains of conditions work).
+        """
+        active = np.ones(values.shape, dtype=bool)  # (n, P)
+        for _ in range(len(self.conditions)):
+            changed = False
+            for i, cond in self.conditions.items():
+                parent = values[:, cond.parent]
+                ok = active[:, cond.parent] & np.isin(parent, list(cond.choices))
+                if not np.array_equal(ok, active[:, i]):
+                    active[:, i] = ok
+                    changed = True
+            if not changed:
+                break
+        return active
+
+    def deactivate(self, z: np.ndarray) -> np.ndarray:
+        """A copy of the box points z (n, D) with inactive parameters' columns at their fill
+        (the other columns as they are, relaxed or not)."""
+        out = np.array(z, dtype=float)
+        return self._deactivate(out) if self.conditions else out
+
+    def inactive_columns(self, z: np.ndarray) -> np.ndarray:
+        """Which columns of the box points z (n, D) belong to inactive parameters: (n, D)."""
+        z = np.atleast_2d(np.asarray(z, dtype=float))
+        mask = np.zeros(z.shape, dtype=bool)  # (n, D)
+        if not self.conditions:
+            return mask
+        active = self._active(self._decode_raw(self._check_z(z)))  # (n, P)
+        for i in self.conditions:
+            mask[:, self._columns[i]] = ~active[:, i][:, None]
+        return mask
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Encode internal values into the box.
@@ -278,13 +382,28 @@ class BoxCodec:
         values = np.asarray(values, dtype=float)
         if values.ndim != 2 or values.shape[1] != self.n_params:
             raise ValueError(f"values must have shape (n, {self.n_params}), got {values.shape}")
-        if not np.all(np.isfinite(values)):
+        missing = np.isnan(values)  # (n, P)
+        if self.conditions or self.optional:
+            allowed = np.zeros(self.n_params, dtype=bool)
+            allowed[list(self.conditions) + list(self.optional)] = True
+            if np.any(missing & ~allowed):
+                raise ValueError("values must be finite (NaN only for conditional parameters)")
+            if not np.all(np.isfinite(values) | missing):
+                raise ValueError("values must be finite")
+        elif not np.all(np.isfinite(values)):
             raise ValueError("values must be finite")
         n = values.shape[0]
         z = np.zeros((n, self.dim))  # (n, D)
         for i, num in self._numeric:
-            z[:, num.col] = num.encode(values[:, i])
+            z[:, num.col] = num.encode(np.where(missing[:, i], num.low, values[:, i]))
+            if missing[:, i].any():
+                z[missing[:, i], num.col] = self._fill[i]
         for i, cols in self._categorical:
+            if missing[:, i].any():
+                # A categorical without a value: its first choice while active (its parent
+                # just switched it on), zeros once deactivated below.
+                values = values.copy()
+                values[missing[:, i], i] = 0.0
             idx = values[:, i]
             k = np.rint(idx)
             if np.any(np.abs(idx - k) > 1e-9) or np.any(k < 0) or np.any(k >= len(cols)):
@@ -293,6 +412,20 @@ class BoxCodec:
                     f"got {idx[(np.abs(idx - k) > 1e-9) | (k < 0) | (k >= len(cols))][:3]}"
                 )
             z[np.arange(n), cols[k.astype(np.intp)]] = 1.0
+        return self._deactivate(z) if self.conditions else z
+
+    def _deactivate(self, z: np.ndarray) -> np.ndarray:
+        """``z`` (n, D) with the columns of inactive parameters at their fill (in place)."""
+        active = self._active(self._decode_raw(z))  # (n, P)
+        for i in self.conditions:
+            off = ~active[:, i]
+            if not off.any():
+                continue
+            cols = self._columns[i]
+            if i in self._fill:
+                z[np.ix_(off, cols)] = self._fill[i]
+            else:
+                z[np.ix_(off, cols)] = 0.0
         return z
 
     def decode(self, z: np.ndarray) -> np.ndarray:
@@ -304,9 +437,16 @@ class BoxCodec:
 
         Returns:
             Internal values, shape (n, P): each within its bounds and on its grid (integral for
-            integers), and a valid choice index for categoricals.
+            integers), and a valid choice index for categoricals; NaN for a conditional
+            parameter that is inactive.
         """
-        z = self._check_z(z)
+        out = self._decode_raw(self._check_z(z))  # (n, P)
+        if self.conditions:
+            out[~self._active(out)] = np.nan
+        return out
+
+    def _decode_raw(self, z: np.ndarray) -> np.ndarray:
+        """Every parameter's value at z (n, D), inactive ones included: (n, P)."""
         out = np.empty((z.shape[0], self.n_params))  # (n, P)
         for i, num in self._numeric:
             out[:, i] = num.decode(z[:, num.col])
@@ -337,7 +477,7 @@ class BoxCodec:
         v = self.decode(np.asarray(z, dtype=float).reshape(1, self.dim))[0]  # (P,)
         rows: list[np.ndarray] = []
         for i, num in self._numeric:
-            if num.step is None or num.constant:
+            if num.step is None or num.constant or np.isnan(v[i]):  # inactive: no neighbours
                 continue
             k = round((v[i] - num.low) / num.step) if v[i] != num.top else num.n_steps
             for kk in (k - 1, k + 1):
@@ -346,6 +486,8 @@ class BoxCodec:
                     row[i] = num.top if kk == num.n_steps else num.low + kk * num.step
                     rows.append(row)
         for i, cols in self._categorical:
+            if np.isnan(v[i]):
+                continue
             for c in range(len(cols)):
                 if c != v[i]:
                     row = v.copy()
@@ -398,7 +540,7 @@ class BoxCodec:
         for i, cols in self._categorical:
             k = np.minimum(np.floor(u[:, i] * len(cols)), len(cols) - 1).astype(np.intp)
             z[np.arange(n), cols[k]] = 1.0
-        return z
+        return self._deactivate(z) if self.conditions else z
 
     def _check_z(self, z: np.ndarray) -> np.ndarray:
         z = np.asarray(z, dtype=float)

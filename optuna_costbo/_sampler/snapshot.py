@@ -11,6 +11,7 @@ values, the priced finished points and their costs, the running points. It only 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
-from optuna.search_space import intersection_search_space
+from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
@@ -39,6 +40,7 @@ from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._sampler.clash import running_points
+from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
@@ -46,12 +48,72 @@ __all__ = ["Snapshot", "TrialReads", "read_snapshot"]
 
 
 class _SpaceOfStudy:
-    """The intersection search space of a study's completed trials seen so far."""
+    """The search space of a study's completed trials seen so far: every parameter whose
+    distribution is the same wherever it appears, how often each appears, and, for each
+    categorical parameter, how often each of its choices came with each other parameter (to
+    read off when a conditional parameter is asked)."""
 
     def __init__(self) -> None:
         self.scan = FinishedScan()
-        self.space: dict[str, BaseDistribution] | None = None
         self.lock = threading.Lock()
+        self.n_complete = 0
+        self.dists: dict[str, BaseDistribution | None] = {}  # None: it changed (dynamic)
+        self.present: Counter[str] = Counter()
+        self.choices: dict[str, Counter[int]] = {}  # parent -> trials per choice index
+        self.together: dict[tuple[str, str], Counter[int]] = {}  # (child, parent) -> per choice
+
+    def add(self, trial: FrozenTrial) -> None:
+        """Count one COMPLETE trial."""
+        self.n_complete += 1
+        for name, dist in trial.distributions.items():
+            known = self.dists.setdefault(name, dist)
+            if known is not None and known != dist:
+                self.dists[name] = None
+            self.present[name] += 1
+        for parent, dist in trial.distributions.items():
+            if not isinstance(dist, CategoricalDistribution):
+                continue
+            try:
+                choice = int(dist.to_internal_repr(trial.params[parent]))
+            except (ValueError, KeyError):
+                continue
+            self.choices.setdefault(parent, Counter())[choice] += 1
+            for child in trial.params:
+                if child != parent:
+                    self.together.setdefault((child, parent), Counter())[choice] += 1
+
+    def space(self) -> dict[str, BaseDistribution]:
+        """Every parameter with one distribution wherever it appears, sorted by name."""
+        return dict(sorted((n, d) for n, d in self.dists.items() if d is not None))
+
+    def activity(self, space: Mapping[str, BaseDistribution]) -> Activity:
+        """Which parameters of ``space`` are conditional, and on what.
+
+        A parameter that some completed trials lack is asked, by the data, exactly when a
+        categorical parent of ``space`` takes one of some choices: every trial with one of
+        those choices has it, no trial with another choice has it, and it never appears
+        without that parent. The first such parent (by name) is its rule; without one it is
+        optional (it may be missing).
+        """
+        rules: dict[str, tuple[str, frozenset[int]]] = {}
+        optional: set[str] = set()
+        for child in space:
+            n_child = self.present[child]
+            if n_child == self.n_complete:
+                continue
+            for parent, dist in space.items():
+                if parent == child or not isinstance(dist, CategoricalDistribution):
+                    continue
+                with_child = self.together.get((child, parent), Counter())
+                seen = self.choices.get(parent, Counter())
+                if sum(with_child.values()) != n_child:
+                    continue  # it appears without this parent
+                if all(with_child[c] in (0, seen[c]) for c in seen):
+                    rules[child] = (parent, frozenset(c for c in seen if with_child[c] > 0))
+                    break
+            else:
+                optional.add(child)
+        return Activity(rules=rules, optional=frozenset(optional))
 
 
 _spaces_lock = threading.Lock()
@@ -59,9 +121,15 @@ _spaces_lock = threading.Lock()
 
 def completed_search_space(
     study: optuna.Study, trials: Sequence[FrozenTrial]
-) -> dict[str, BaseDistribution]:
-    """``intersection_search_space`` of the COMPLETE trials of ``trials`` (the study's trial
-    list just read), updated with only the trials completed since the last call."""
+) -> tuple[dict[str, BaseDistribution], Activity]:
+    """The search space of the COMPLETE trials of ``trials`` (the study's trial list just
+    read), updated with only the trials completed since the last call, and its conditional
+    parameters.
+
+    Every parameter with one distribution wherever it appears (the union of the trials'
+    spaces, without the parameters whose range changed); a parameter that every completed
+    trial has is what Optuna's ``intersection_search_space`` gives.
+    """
     cache = per_storage(study._storage)
     if cache is not None:
         with _spaces_lock:
@@ -70,19 +138,16 @@ def completed_search_space(
             finished = entry.scan.take(trials)
             if finished is not None:
                 for t in finished:
-                    if t.state != TrialState.COMPLETE:
-                        continue
-                    if entry.space is None:
-                        entry.space = dict(t.distributions)
-                    else:
-                        entry.space = {
-                            name: dist
-                            for name, dist in entry.space.items()
-                            if t.distributions.get(name) == dist
-                        }
-                return dict(sorted((entry.space or {}).items()))
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    return intersection_search_space(complete)
+                    if t.state == TrialState.COMPLETE:
+                        entry.add(t)
+                space = entry.space()
+                return space, entry.activity(space)
+    fresh = _SpaceOfStudy()
+    for t in trials:
+        if t.state == TrialState.COMPLETE:
+            fresh.add(t)
+    space = fresh.space()
+    return space, fresh.activity(space)
 
 
 class TrialReads:
@@ -98,6 +163,7 @@ class TrialReads:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._reads: dict[int, list[FrozenTrial]] = {}
+        self._activity: dict[int, Activity] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -106,14 +172,23 @@ class TrialReads:
         self.__init__()  # type: ignore[misc]
 
     def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """The intersection search space of the completed trials, from a fresh read that the
-        trial's first :meth:`trials` returns."""
+        """The search space of the completed trials (:func:`completed_search_space`), from a
+        fresh read that the trial's first :meth:`trials` returns; its conditional parameters
+        are kept for :meth:`activity`."""
         trials = study.get_trials(deepcopy=False)
+        space, activity = completed_search_space(study, trials)
         with self._lock:
             if len(self._reads) >= self._KEEP:
                 self._reads.clear()
+                self._activity.clear()
             self._reads[trial._trial_id] = trials
-        return completed_search_space(study, trials)
+            self._activity[trial._trial_id] = activity
+        return space
+
+    def activity(self, trial: FrozenTrial) -> Activity:
+        """The conditional parameters of the space last read for ``trial`` (none if none)."""
+        with self._lock:
+            return self._activity.get(trial._trial_id, Activity())
 
     def trials(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
         """The read made for ``trial``'s search space, once; else a fresh read."""

@@ -140,7 +140,7 @@ class Suggester:
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
         """The parameters of ``trial`` in ``search_space`` (see the module docstring)."""
-        bridge = SpaceBridge(search_space)
+        bridge = SpaceBridge(search_space, self.reads.activity(trial))
         ready = self.prefetch.take(study, trial, bridge.key)
         if ready is not None:
             self.reads.discard(trial)  # read before the trials that started since
