@@ -39,7 +39,9 @@ class Method:
     name: str
     label: str
     family: str  # "ours", "optuna", "botorch"
-    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant
+    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant; ours: a probe
+    # (a function of benchmarks.harness.package_probes applied to the new sampler: a
+    # benchmark-only variant such as the independent fallback of conditional parameters)
     options: tuple[tuple[str, Any], ...] = ()
 
     @property
@@ -60,11 +62,32 @@ REGISTRY: dict[str, Method] = {
         _ours(
             "rollout-paper-h4", "ours rollout (paper) h=4", acquisition="rollout-paper", horizon=4
         ),
-        _ours("ei", "ours EI", acquisition="ei", horizon=2),
-        _ours("eipu", "ours EIpu", acquisition="eipu", horizon=2),
-        _ours("ei-cool", "ours EI-cool", acquisition="ei-cool", horizon=2),
+        _ours("ei", "ours EI", acquisition="ei"),
+        _ours("eipu", "ours EIpu", acquisition="eipu"),
+        _ours("ei-cool", "ours EI-cool", acquisition="ei-cool"),
+        Method(
+            "rollout-indep",
+            "ours rollout, conditional parameters sampled independently",
+            "ours",
+            "independent_conditionals",
+            (("acquisition", "rollout"),),
+        ),
+        Method(
+            "eipu-indep",
+            "ours EIpu, conditional parameters sampled independently",
+            "ours",
+            "independent_conditionals",
+            (("acquisition", "eipu"),),
+        ),
         Method("optuna-gp", "Optuna GP", "optuna", "gp"),
         Method("optuna-tpe", "Optuna TPE", "optuna", "tpe"),
+        Method(
+            "optuna-tpe-mg",
+            "Optuna TPE (multivariate, group)",
+            "optuna",
+            "tpe",
+            (("multivariate", True), ("group", True)),
+        ),
         Method("random", "Random", "optuna", "random"),
         Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
         Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
@@ -169,7 +192,12 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
     if method.family == "ours":
         from optuna_costbo import CostRolloutSampler
 
-        return CostRolloutSampler(budget, **{**problem_options, **method.kwargs}, seed=seed)
+        sampler = CostRolloutSampler(budget, **{**problem_options, **method.kwargs}, seed=seed)
+        if method.kind:
+            from benchmarks.harness import package_probes
+
+            getattr(package_probes, method.kind)(sampler)
+        return sampler
     if method.family != "optuna":
         raise ValueError(f"{method.name!r} is not run through an Optuna sampler")
     cls = {
