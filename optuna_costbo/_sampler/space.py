@@ -141,7 +141,7 @@ class SpaceBridge:
         key: tuple[Any, ...] = tuple(
             (n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True)
         )
-        self.key = key + (("activity", activity.key),) if self.conditional else key
+        self.key = (*key, ("activity", activity.key)) if self.conditional else key
 
     def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
         """Encode the parameters of ``trials`` (all must hold every parameter): (n, D)."""

@@ -113,31 +113,18 @@ RATE = Valuation(
 fantasies, under the study's own budget rule."""
 
 
-def _seeds(ctx: AcquisitionContext, exponents: tuple[float, ...]) -> np.ndarray:
-    """First actions from the maximizers of ``EI / c^e`` for each ``e`` (0: EI, 1: EIpu), in
-    that order: (s, D)."""
-    return np.vstack([ctx.maximize(e)[0] for e in exponents])
-
-
-def _reachable(ctx: AcquisitionContext) -> float:
-    """The budget left for the rollout: remaining, less the running trials' predicted cost."""
-    return ctx.remaining - ctx.reserved()
-
-
 @dataclass(frozen=True)
-class PaperRollout:
-    """The paper's nonmyopic CMDP rollout, as published: Lambda_h = EI plus the expected
-    improvement of rolling out EI-per-unit-cost steps and a last EI step over the remaining
-    budget (Lee et al., UAI 2021). Kept unchanged for reproduction.
+class _RolloutOptions:
+    """What the two rollouts share: the user's horizon and samples, and internal sizes.
 
     Attributes:
-        horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points).
+        horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points for the
+            paper's rollout, EI per unit cost with budget to spare for the shipped one).
         n_samples: Quasi-Monte Carlo trajectories per first action.
         screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
         draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
     """
 
-    name: ClassVar[str] = "rollout-paper"
     needs_cost: ClassVar[bool] = True
     uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
     horizon: int = 2
@@ -145,32 +132,56 @@ class PaperRollout:
     screening: Screening = Screening()
     draws: Draws = qmc_normals
 
-    @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
-        return cls(options.horizon, options.n_samples)
-
-    def choose(self, ctx: AcquisitionContext) -> Choice:
+    def _roll_out(
+        self,
+        ctx: AcquisitionContext,
+        exponents: tuple[float, ...],
+        valuation: Valuation,
+        cost_exponent: float,
+    ) -> Choice:
+        """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each ``e`` of
+        ``exponents`` (0: EI, 1: EIpu), with the budget left after the running trials."""
         assert ctx.cost is not None
+        seeds = np.vstack([ctx.maximize(e)[0] for e in exponents])  # (s, D)
         return rollout_choice(
             ctx.model,
             ctx.codec,
             ctx.rng,
             ctx.best,
-            _reachable(ctx),
-            _seeds(ctx, (0.0, 1.0)),
+            ctx.remaining - ctx.reserved(),
+            seeds,
             ctx.cost,
             horizon=self.horizon,
             n_samples=self.n_samples,
-            valuation=PAPER,
+            valuation=valuation,
             screening=self.screening,
             excluded=ctx.excluded,
             draws=self.draws,
-            cost_exponent=1.0,
+            cost_exponent=cost_exponent,
         )
 
 
 @dataclass(frozen=True)
-class Rollout:
+class PaperRollout(_RolloutOptions):
+    """The paper's nonmyopic CMDP rollout, as published: Lambda_h = EI plus the expected
+    improvement of rolling out EI-per-unit-cost steps and a last EI step over the remaining
+    budget (Lee et al., UAI 2021). Kept unchanged for reproduction.
+
+    Its fields are those of :class:`_RolloutOptions`.
+    """
+
+    name: ClassVar[str] = "rollout-paper"
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
+        return cls(options.horizon, options.n_samples)
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        return self._roll_out(ctx, (0.0, 1.0), PAPER, cost_exponent=1.0)
+
+
+@dataclass(frozen=True)
+class Rollout(_RolloutOptions):
     """The rollout, cost-aware at every budget level: the paper's trajectories, scored per
     unit of the budget they consume, with fantasies that keep the posterior's variance.
 
@@ -191,44 +202,18 @@ class Rollout:
     towards Lambda_h at the end, and the first step alone is then worth exactly EI-cool. The
     first actions start from the maximizers of EI, EIpu and EI-cool (EI / c^alpha).
 
-    Attributes:
-        horizon: Steps rolled out, h >= 1.
-        n_samples: Quasi-Monte Carlo trajectories per first action.
-        screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
-        draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
+    Its fields are those of :class:`_RolloutOptions`.
     """
 
     name: ClassVar[str] = "rollout"
-    needs_cost: ClassVar[bool] = True
-    uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
-    horizon: int = 2
-    n_samples: int = 64
-    screening: Screening = Screening()
-    draws: Draws = qmc_normals
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> Rollout:
         return cls(options.horizon, options.n_samples)
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        assert ctx.cost is not None
         alpha = cool_exponent(ctx.remaining, ctx.budget)
-        return rollout_choice(
-            ctx.model,
-            ctx.codec,
-            ctx.rng,
-            ctx.best,
-            _reachable(ctx),
-            _seeds(ctx, (0.0, 1.0, alpha)),
-            ctx.cost,
-            horizon=self.horizon,
-            n_samples=self.n_samples,
-            valuation=RATE,
-            screening=self.screening,
-            excluded=ctx.excluded,
-            draws=self.draws,
-            cost_exponent=alpha,
-        )
+        return self._roll_out(ctx, (0.0, 1.0, alpha), RATE, cost_exponent=alpha)
 
 
 def rollout_choice(
