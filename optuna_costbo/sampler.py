@@ -32,6 +32,7 @@ from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
+from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import DEFAULT_SHARE
 from optuna_costbo._sampler import ChartSchedule
 from optuna_costbo._sampler import EffortRule
@@ -344,5 +345,5 @@ class CostRolloutSampler(BaseSampler):
         """Whether the sampler's time counts against the budget of ``study``."""
         return self._charge.resolve(
             study._study_id,
-            (lambda: study.get_trials(deepcopy=False)) if trials is None else trials,
+            (lambda: root_study(study).get_trials(deepcopy=False)) if trials is None else trials,
         )

@@ -16,6 +16,7 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.gp.fit import model_subset
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
@@ -250,17 +251,34 @@ def _cost_model(
     return FittedLogCost(model), len(data.costs) if optimized else warm.cost_n
 
 
-def with_pending(model: GPModel, X_running: np.ndarray | None) -> GPModel:
-    """``model`` conditioned on its own mean at the running trials' points (r, D).
+def with_pending(
+    model: GPModel, X_running: np.ndarray | None, y_running: np.ndarray | None = None
+) -> GPModel:
+    """``model`` conditioned on the running trials' points (r, D): at what their reports say
+    of their final values (``y_running``, (r,)) where finite, else at its own mean.
 
     NOTE: trials still running are pending points: a kriging believer conditions the model
     on its own mean there (hyperparameters fixed), which takes their EI to about zero, so
-    parallel workers do not propose the same point.
+    parallel workers do not propose the same point. A running trial that has reported
+    intermediate values is conditioned on its imputed final value instead: better news.
     """
     if X_running is not None:
-        for x_r in X_running:
-            model = model.condition_on(x_r, float(model.predict(x_r[None, :])[0][0]))
+        for i, x_r in enumerate(X_running):
+            told = np.nan if y_running is None else float(y_running[i])
+            value = told if np.isfinite(told) else float(model.predict(x_r[None, :])[0][0])
+            model = model.condition_on(x_r, value)
     return model
+
+
+def _with_pruning(
+    cost: CostModel | None, fitted: GPModel, y: np.ndarray, request: ProposalRequest
+) -> CostModel | None:
+    """The cost model of full trials, or its expected cost under the study's pruning."""
+    stats = request.pruning
+    if cost is None or stats is None or stats.pruned_share <= 0.0:
+        return cost
+    threshold = float(np.quantile(y, 1.0 - stats.pruned_share))
+    return PrunedCost(cost, fitted, threshold, stats.pruned_share, stats.run_fraction)
 
 
 def build_models(
@@ -309,7 +327,9 @@ def build_models(
                 objective_n=len(y) if optimized else warm.objective_n,
                 cost_n=cost_n,
             )
-    model = with_pending(fitted, request.X_running)
+    if reuse is None or cost is not reuse.cost_model:
+        cost = _with_pruning(cost, fitted, y, request)
+    model = with_pending(fitted, request.X_running, request.y_running)
     return Models(fitted, model, cost, new_warm, X, y)
 
 

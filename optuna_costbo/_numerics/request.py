@@ -14,6 +14,7 @@ import numpy as np
 
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.curves import PruningStats
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -106,6 +107,11 @@ class ProposalRequest:
         evaluated: Encoded points of the finished and running trials, shape (k, D): never
             proposed again while another legal point has a finite acquisition value.
         schedule: How the models are fitted as the data grow.
+        y_running: What the running trials' reports say of their final values, shape (r,):
+            an imputed final value (:func:`.curves.impute_finals`) where a running trial has
+            reported, NaN where not (the model's own mean stands in, a kriging believer).
+        pruning: How the study's pruner has treated its trials; ``None`` without pruning.
+            The expected cost of a proposal then counts on it (:class:`.cost_model.PrunedCost`).
     """
 
     codec: BoxCodec
@@ -121,6 +127,8 @@ class ProposalRequest:
     deterministic: bool = False
     evaluated: np.ndarray | None = None  # (k, D)
     schedule: FitSchedule = FitSchedule()
+    y_running: np.ndarray | None = None  # (r,)
+    pruning: PruningStats | None = None
 
 
 @dataclass

@@ -34,12 +34,17 @@ from optuna_costbo._ledger.keys import INVALID_COST_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.curves import Curve
+from optuna_costbo._numerics.curves import PruningStats
+from optuna_costbo._numerics.curves import impute_finals
+from optuna_costbo._numerics.curves import run_fractions
 from optuna_costbo._numerics.policy import CostData
 from optuna_costbo._numerics.policy import FitSchedule
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._sampler.clash import running_points
+from optuna_costbo._optuna_compat import root_study
+from optuna_costbo._sampler.clash import point_of
 from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
@@ -175,7 +180,7 @@ class TrialReads:
         """The search space of the completed trials (:func:`completed_search_space`), from a
         fresh read that the trial's first :meth:`trials` returns; its conditional parameters
         are kept for :meth:`activity`."""
-        trials = study.get_trials(deepcopy=False)
+        trials = root_study(study).get_trials(deepcopy=False)
         space, activity = completed_search_space(study, trials)
         with self._lock:
             if len(self._reads) >= self._KEEP:
@@ -194,7 +199,7 @@ class TrialReads:
         """The read made for ``trial``'s search space, once; else a fresh read."""
         with self._lock:
             trials = self._reads.pop(trial._trial_id, None)
-        return trials if trials is not None else study.get_trials(deepcopy=False)
+        return trials if trials is not None else root_study(study).get_trials(deepcopy=False)
 
     def discard(self, trial: FrozenTrial) -> None:
         """Forget the read made for ``trial``: its proposal came from elsewhere (computed
@@ -208,13 +213,18 @@ class Snapshot:
     """The study as one suggestion sees it.
 
     Attributes:
-        X: Encoded points of the completed trials in the space, shape (n, D).
-        y: Their values, to minimize (negated for a maximize study), shape (n,).
+        X: Encoded points of the completed trials in the space, and of the trials a pruner
+            stopped after they reported, shape (n, D).
+        y: Their values, to minimize (negated for a maximize study): a stopped trial's final
+            value imputed from its reports, shape (n,).
         cost_data: Encoded points and costs (> 0) of the priced finished trials in the space.
         X_running: Encoded points of the other running trials in the space, (r, D), or None.
         X_evaluated: Encoded points of every finished trial in the space and of the running
             ones, (k, D): configurations not to propose again.
         previous: Parameters of the latest earlier trial (where a moving cost starts from).
+        y_running: The running trials' final values imputed from their reports, NaN where
+            a running trial has not reported, shape (r,); None if none has.
+        pruning: How the study's pruner treated its trials; None if it stopped none.
     """
 
     X: np.ndarray  # (n, D)
@@ -223,6 +233,8 @@ class Snapshot:
     X_running: np.ndarray | None  # (r, D)
     X_evaluated: np.ndarray  # (k, D)
     previous: dict[str, Any] | None
+    y_running: np.ndarray | None = None  # (r,)
+    pruning: PruningStats | None = None
 
     def request(
         self,
@@ -249,6 +261,8 @@ class Snapshot:
             evaluated=self.X_evaluated,
             deterministic=deterministic,
             schedule=schedule,
+            y_running=self.y_running,
+            pruning=self.pruning,
         )
 
 
@@ -280,8 +294,7 @@ def read_snapshot(
     encoded = bridge.encode_trials(finished)  # (f, D)
     # A trial whose reported cost was invalid counts as failed: its value stays out.
     complete = np.array([_usable(t) for t in finished], dtype=bool)  # (f,)
-    y = sign * np.array([t.value for t in finished if _usable(t)], dtype=float)  # (n,)
-
+    values = np.array([_final(t, sign) for t in finished], dtype=float)  # (f,), NaN: none
     costs = np.array(
         [
             -1.0 if t.system_attrs.get(SKIPPED_ATTR) else objective_cost(t, cost_attr)
@@ -289,6 +302,22 @@ def read_snapshot(
         ],
         dtype=float,
     )  # (f,)
+    # Trials stopped early by a pruner: their reports are evidence of their final value and
+    # their partial cost of a full trial's (see optuna_costbo._numerics.curves).
+    stopped = np.array([_stopped(t) for t in finished], dtype=bool)  # (f,)
+    complete_curves = [_curve(t, sign) for t in finished if _usable(t) and t.intermediate_values]
+    pruning = None
+    if stopped.any():
+        curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
+        values[stopped] = impute_finals(complete_curves, curves)
+        fractions = run_fractions(complete_curves, curves)  # (p,)
+        costs[stopped] = np.where(costs[stopped] >= 0.0, costs[stopped] / fractions, -1.0)
+        pruning = PruningStats(
+            pruned_share=float(stopped.sum()) / float(stopped.sum() + complete.sum()),
+            run_fraction=float(np.mean(fractions)),
+        )
+    observed = complete | stopped  # (f,)
+    y = values[observed]  # (n,)
     priced = (costs >= 0.0) & np.isfinite(costs)
     positive = costs[priced & (costs > 0.0)]
     # NOTE: a free trial (cost 0, a cached result) is cheaper than anything measured: the
@@ -296,13 +325,52 @@ def read_snapshot(
     floor = max(float(positive.min()) / 10.0, COST_FLOOR) if len(positive) else COST_FLOOR
     costs = np.where(priced, np.maximum(costs, floor), costs)
 
-    running = [p for p in running_points(trials, trial, pending) if bridge.holds_params(p)]
-    X_running = bridge.encode_params(running) if running else None  # (r, D)
+    others = [
+        t for t in trials if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
+    ]
+    points = [point_of(t, pending.get(t._trial_id)) for t in others]
+    held = [i for i, p in enumerate(points) if bridge.holds_params(p)]
+    X_running = bridge.encode_params([points[i] for i in held]) if held else None  # (r, D)
+    y_running = None
+    reported = [others[i] for i in held if others[i].intermediate_values]
+    if reported:
+        imputed = iter(impute_finals(complete_curves, [_curve(t, sign) for t in reported]))
+        y_running = np.array(
+            [next(imputed) if others[i].intermediate_values else np.nan for i in held]
+        )  # (r,)
     return Snapshot(
-        X=encoded[complete],
+        X=encoded[observed],
         y=y,
         cost_data=CostData(encoded[priced], costs[priced]),
         X_running=X_running,
         X_evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
         previous=previous_params(trials, trial),
+        y_running=y_running,
+        pruning=pruning,
+    )
+
+
+def _final(trial: FrozenTrial, sign: float) -> float:
+    """The value the objective model may use, to minimize; NaN if the trial has none."""
+    if not _usable(trial) or trial.value is None:
+        return float("nan")
+    return sign * float(trial.value)
+
+
+def _stopped(trial: FrozenTrial) -> bool:
+    """A trial its pruner stopped after it reported (its value stays out otherwise)."""
+    return (
+        trial.state == TrialState.PRUNED
+        and bool(trial.intermediate_values)
+        and INVALID_COST_ATTR not in trial.system_attrs
+        and all(np.isfinite(v) for v in trial.intermediate_values.values())
+    )
+
+
+def _curve(trial: FrozenTrial, sign: float) -> Curve:
+    """The trial's reports as a learning curve (steps, values to minimize)."""
+    steps = sorted(trial.intermediate_values)
+    return (
+        np.array(steps, dtype=float),
+        sign * np.array([trial.intermediate_values[s] for s in steps], dtype=float),
     )

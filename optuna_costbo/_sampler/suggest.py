@@ -35,6 +35,7 @@ from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.quick import quick_propose
+from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.prefetch import Prefetch
@@ -214,7 +215,7 @@ class Suggester:
         trials = (
             self.reads.trials(study, trial)
             if previous is None
-            else study.get_trials(deepcopy=False)
+            else root_study(study).get_trials(deepcopy=False)
         )
         charged = self.charges_time(study, trials)
         snap = read_snapshot(
