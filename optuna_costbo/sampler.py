@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import math
 from typing import Any
 
 import optuna
@@ -37,15 +38,19 @@ from optuna_costbo._sampler import DEFAULT_SHARE
 from optuna_costbo._sampler import ChartSchedule
 from optuna_costbo._sampler import EffortRule
 from optuna_costbo._sampler import IndependentSampling
+from optuna_costbo._sampler import StopRule
 from optuna_costbo._sampler import Suggester
 from optuna_costbo._sampler import TrialBook
 from optuna_costbo._sampler import UserCost
 from optuna_costbo._sampler import check_distinct_choices
 from optuna_costbo._sampler import check_options
 from optuna_costbo._sampler import check_single_objective
+from optuna_costbo._sampler import check_stopping
 from optuna_costbo._sampler import end_if_spent
+from optuna_costbo._sampler import record_stop
 from optuna_costbo._sampler import startup_count
 from optuna_costbo._sampler import stop
+from optuna_costbo._sampler import stop_reason
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
@@ -91,7 +96,8 @@ class CostRolloutSampler(BaseSampler):
             study.optimize(objective)  # no n_trials: returns once 2 s of trial time are spent
 
     Args:
-        budget: Total budget in cost units (seconds by default). A positive finite number.
+        budget: Total budget in cost units (seconds by default). A positive finite number, or
+            ``None`` with ``value_per_cost``: the stopping rule alone ends the study.
         acquisition: ``"rollout"`` (default: the nonmyopic CMDP rollout, which rolls out
             EI per unit cost and then EI over the remaining budget and values each point per
             unit of the budget its trajectories consume; the best average rank at the end of
@@ -152,11 +158,17 @@ class CostRolloutSampler(BaseSampler):
             Sequential runs stay deterministic for a seed, but differ from runs without it
             (the next point is chosen before the current trial's value is known). Only with
             one worker thread and no state-dependent ``cost_fn``; see docs/concepts.md.
+        value_per_cost: The objective units one cost unit is worth (your exchange rate: "an
+            error 0.001 lower is worth 10 more seconds" is ``1e-4``). With it, the study stops
+            as soon as no point's expected improvement is worth its predicted cost
+            (``max EI / c < value_per_cost``), or when the budget is spent, whichever comes
+            first; the trial that would have run is pruned and costs nothing. Checked on every
+            full suggestion; see :meth:`stop_reason` and docs/stopping.md.
     """
 
     def __init__(
         self,
-        budget: float,
+        budget: float | None,
         *,
         acquisition: str = "rollout",
         horizon: int | None = None,
@@ -173,8 +185,10 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
         cost_unit: str | None = None,
         prefetch: bool = False,
+        value_per_cost: float | None = None,
     ) -> None:
-        self._budget = validate_budget(budget)
+        check_stopping(budget, value_per_cost)
+        self._budget = math.inf if budget is None else validate_budget(budget)
         check_options(
             horizon=horizon,
             n_samples=n_samples,
@@ -212,6 +226,7 @@ class CostRolloutSampler(BaseSampler):
             effort=self._effort,
             charges_time=self._charges_time,
             prefetch=bool(prefetch),
+            stop_rule=StopRule(value_per_cost) if value_per_cost is not None else None,
         )
         self._independent = IndependentSampling(
             independent_sampler,
@@ -227,7 +242,8 @@ class CostRolloutSampler(BaseSampler):
 
     @property
     def budget(self) -> float:
-        """The total budget, in cost units."""
+        """The total budget, in cost units (``math.inf`` when a stopping rule alone ends the
+        study)."""
         return self._budget
 
     def ledger(self, study: optuna.Study) -> Ledger:
@@ -240,6 +256,11 @@ class CostRolloutSampler(BaseSampler):
         Under ask-and-tell there is no optimize loop to stop: check this before ``ask``.
         """
         return self.ledger(study).remaining
+
+    def stop_reason(self, study: optuna.Study) -> str | None:
+        """Why ``study`` stopped (its budget was spent, or the next trial was not worth its
+        cost), as stored on the study (user attr ``cost_stop_reason``); None while it runs."""
+        return stop_reason(study)
 
     def reseed_rng(self) -> None:
         self._suggester.reseed()
@@ -287,7 +308,7 @@ class CostRolloutSampler(BaseSampler):
         self._independent.sampler.before_trial(study, trial)
         self._chart.warm_imports(study)
         ledger = self.ledger(study)
-        if stored_budget(study) != self._budget:
+        if stored_budget(study) != (self._budget if math.isfinite(self._budget) else None):
             write_ledger(study, ledger)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
@@ -333,6 +354,7 @@ class CostRolloutSampler(BaseSampler):
             study, spent, self._budget, trial=trial, state=state, values=values
         )
         if spent >= self._budget:
+            record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")
             stop(study)
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)

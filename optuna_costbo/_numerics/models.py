@@ -58,7 +58,9 @@ class Models:
     X: np.ndarray  # (n, D)
     y: np.ndarray  # (n,)
 
-    def proposal(self, choice: Choice, request: ProposalRequest) -> Proposal:
+    def proposal(
+        self, choice: Choice, request: ProposalRequest, best_log_rate: float | None = None
+    ) -> Proposal:
         """The proposal of ``choice`` made with these models."""
         return Proposal(
             z=choice.z,
@@ -70,6 +72,7 @@ class Models:
             fitted=self.fitted,
             cost_data=request.cost_data,
             observed=(self.X, self.y),
+            best_log_rate=best_log_rate,
         )
 
 

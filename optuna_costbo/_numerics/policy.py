@@ -64,7 +64,9 @@ def propose(
     # thread start-up and, on a busy machine, spinning threads that made a 0.1 ms Cholesky
     # take 100 ms (measured on 2 cores). One thread is both faster and predictable.
     with _threadpools().limit(limits=1, user_api="blas"):
-        models = build_models(request, rng, needs_cost=acquisition.needs_cost, reuse=reuse)
+        # A stopping rule needs the cost model, whatever the acquisition.
+        needs_cost = acquisition.needs_cost or request.rate_needed
+        models = build_models(request, rng, needs_cost=needs_cost, reuse=reuse)
         ctx = AcquisitionContext(
             codec=request.codec,
             model=models.model,
@@ -79,4 +81,6 @@ def propose(
         )
         # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
         strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()
-        return models.proposal(strategy.choose(ctx), request)
+        choice = strategy.choose(ctx)
+        rate = ctx.best_log_rate() if request.rate_needed else None
+        return models.proposal(choice, request, rate)

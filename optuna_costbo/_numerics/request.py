@@ -112,6 +112,7 @@ class ProposalRequest:
             reported, NaN where not (the model's own mean stands in, a kriging believer).
         pruning: How the study's pruner has treated its trials; ``None`` without pruning.
             The expected cost of a proposal then counts on it (:class:`.cost_model.PrunedCost`).
+        rate_needed: Also find the largest EI per unit cost (a stopping rule reads it).
     """
 
     codec: BoxCodec
@@ -129,6 +130,7 @@ class ProposalRequest:
     schedule: FitSchedule = FitSchedule()
     y_running: np.ndarray | None = None  # (r,)
     pruning: PruningStats | None = None
+    rate_needed: bool = False
 
 
 @dataclass
@@ -144,3 +146,4 @@ class Proposal:
     fitted: GPModel | None = None  # the objective model before conditioning
     cost_data: CostData | None = None  # what the cost model was fitted to
     observed: tuple[np.ndarray, np.ndarray] | None = None  # the request's X (n, D), y (n,)
+    best_log_rate: float | None = None  # max log(EI / c), when the request asked for it

@@ -14,6 +14,7 @@ Modules, in the order one suggestion meets them:
 - :mod:`.prefetch`: the next proposal computed while a trial runs;
 - :mod:`.trial_book`: this process's records of its running trials;
 - :mod:`.study_control`: one objective, stopping the optimize loop, the end of the budget;
+- :mod:`.stopping`: stopping when the next trial is not worth its cost; why a study stopped;
 - :mod:`.chart_schedule`: when the dashboard chart is redrawn.
 
 What :mod:`optuna_costbo.sampler` uses is named here.
@@ -24,8 +25,12 @@ from optuna_costbo._sampler.effort import DEFAULT_SHARE
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.options import check_options
+from optuna_costbo._sampler.options import check_stopping
 from optuna_costbo._sampler.space import check_distinct_choices
 from optuna_costbo._sampler.startup import startup_count
+from optuna_costbo._sampler.stopping import StopRule
+from optuna_costbo._sampler.stopping import record_stop
+from optuna_costbo._sampler.stopping import stop_reason
 from optuna_costbo._sampler.study_control import check_single_objective
 from optuna_costbo._sampler.study_control import end_if_spent
 from optuna_costbo._sampler.study_control import stop
@@ -39,13 +44,17 @@ __all__ = [
     "ChartSchedule",
     "EffortRule",
     "IndependentSampling",
+    "StopRule",
     "Suggester",
     "TrialBook",
     "UserCost",
     "check_distinct_choices",
     "check_options",
     "check_single_objective",
+    "check_stopping",
     "end_if_spent",
+    "record_stop",
     "startup_count",
     "stop",
+    "stop_reason",
 ]

@@ -246,6 +246,7 @@ class Snapshot:
         warm: WarmStart | None,
         deterministic: bool,
         schedule: FitSchedule,
+        rate_needed: bool = False,
     ) -> ProposalRequest:
         """The policy's request for this suggestion (``deterministic``: the objective's)."""
         return ProposalRequest(
@@ -263,6 +264,7 @@ class Snapshot:
             schedule=schedule,
             y_running=self.y_running,
             pruning=self.pruning,
+            rate_needed=rate_needed,
         )
 
 

@@ -44,6 +44,7 @@ from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.startup import StartupDesign
 from optuna_costbo._sampler.startup import startup_count
+from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.study_control import note_budget_end
 from optuna_costbo._sampler.user_cost import UserCost
 
@@ -80,6 +81,7 @@ class Suggester:
         charges_time: ``charges_time(study, trials)``: whether the sampler's time counts in
             ``study`` (the sampler's resolved option).
         prefetch: Compute the next proposal while a trial runs.
+        stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class Suggester:
         effort: EffortRule,
         charges_time: Callable[[optuna.Study, Sequence[FrozenTrial]], bool],
         prefetch: bool,
+        stop_rule: StopRule | None = None,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition
@@ -114,6 +117,7 @@ class Suggester:
         self.budget_end_noted: set[int] = set()  # studies told the budget buys no more
         moving = user_cost is not None and user_cost.moving
         self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
+        self.stop_rule = stop_rule
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -152,6 +156,8 @@ class Suggester:
             if isinstance(outcome, Startup):
                 return self.design.params(bridge, trial.number, outcome.evaluated)
             proposal = outcome
+            if self.stop_rule is not None:
+                self.stop_rule.apply(study, trial, proposal.best_log_rate)
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
         params = self._settle_clashes(study, trial, bridge, proposal, params)
@@ -239,6 +245,7 @@ class Suggester:
             warm=self.warm.get(key),
             deterministic=self.deterministic,
             schedule=self.schedule,
+            rate_needed=self.stop_rule is not None,
         )
         sid = study._study_id
         plan = self.effort.plan(sid, len(snap.y), ledger.remaining if charged else None)

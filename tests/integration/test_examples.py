@@ -39,6 +39,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "dashboard.py": (["--budget", "0.5"], ["optuna-dashboard sqlite:///", "cost_budget"]),
     "ask_and_tell.py": (["--budget", "2"], ["trial   0:", "spent/budget:"]),
     "money_cost.py": (["--budget", "1"], ["trial   0:", "spent/budget: $"]),
+    "stopping.py": (
+        ["--value-per-cost", "0.002"],
+        ["CostRolloutSampler:", "TPE with CostAwareStopping:", "not worth its cost"],
+    ),
     "sklearn_search_cv.py": (
         ["--budget", "0.5"],
         ["best params:", "test accuracy of the refitted forest:", "spent/budget:"],

@@ -69,8 +69,11 @@ def cool_exponent(remaining: float, budget: float) -> float:
 
     NOTE: EI-cool (Lee et al., "Cost-aware Bayesian optimization", 2020): EI / c^alpha is EI
     per unit cost at the start of the budget and EI at its end. The rollout cools its rates
-    with the same exponent, and the quick route uses it too.
+    with the same exponent, and the quick route uses it too. Without a budget (an infinite
+    one: a stopping rule ends the study) it stays 1, EI per unit cost.
     """
+    if not math.isfinite(budget):
+        return 1.0
     return float(np.clip(remaining / budget, 0.0, 1.0))
 
 

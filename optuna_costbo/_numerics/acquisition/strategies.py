@@ -16,6 +16,7 @@ This module imports only numpy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 from typing import ClassVar
 from typing import Protocol
 
@@ -90,6 +91,9 @@ class AcquisitionContext:
     starts: np.ndarray  # (k, D)
     X_running: np.ndarray | None = None  # (r, D)
     evaluated: np.ndarray | None = None  # (k, D)
+    maximized: dict[float, tuple[np.ndarray, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )  # cost exponent -> the last maximize() result, for best_rate
 
     def excluded(self, Z: np.ndarray) -> np.ndarray:
         """Which rows of Z (m, D) are evaluated points: (m,) bool.
@@ -130,7 +134,7 @@ class AcquisitionContext:
                 extra = np.vstack([self.starts, self.cost.origin[None]])
             max_evals = self.cost.max_evals
         has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
-        return maximize_acquisition(
+        self.maximized[cost_exponent] = out = maximize_acquisition(
             acq.value_and_grad,
             self.codec,
             self.rng,
@@ -139,6 +143,16 @@ class AcquisitionContext:
             max_evals=max_evals,
             exclude=self.excluded if has_evaluated else None,
         )
+        return out
+
+    def best_log_rate(self) -> float | None:
+        """The largest log(EI / c) over the legal points: what the next trial's improvement
+        is worth per unit of its predicted cost; None without a cost model. A maximization
+        the strategy already made (EIpu's, the rollout's seeds) is reused."""
+        if self.cost is None:
+            return None
+        done = self.maximized.get(1.0)
+        return float(done[1]) if done is not None else float(self.maximize(1.0)[1])
 
 
 class AcquisitionStrategy(Protocol):
