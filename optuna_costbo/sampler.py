@@ -34,6 +34,7 @@ from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
 from optuna_costbo._optuna_compat import root_study
+from optuna_costbo._optuna_compat import store_constraints
 from optuna_costbo._sampler import DEFAULT_SHARE
 from optuna_costbo._sampler import ChartSchedule
 from optuna_costbo._sampler import EffortRule
@@ -164,6 +165,12 @@ class CostRolloutSampler(BaseSampler):
             (``max EI / c < value_per_cost``), or when the budget is spent, whichever comes
             first; the trial that would have run is pruned and costs nothing. Checked on every
             full suggestion; see :meth:`stop_reason` and docs/stopping.md.
+        constraints_func: Optuna's constraints: ``constraints_func(trial) -> Sequence[float]``
+            after each COMPLETE or PRUNED trial, feasible when every value is <= 0, stored as
+            Optuna's samplers store them (``study.best_trial`` respects them). A GP models
+            each constraint and every acquisition, the rollout's trajectories included, is
+            weighted by the probability of feasibility; until a trial is feasible the sampler
+            looks for feasibility. Infeasible trials are charged as any other.
     """
 
     def __init__(
@@ -186,8 +193,14 @@ class CostRolloutSampler(BaseSampler):
         cost_unit: str | None = None,
         prefetch: bool = False,
         value_per_cost: float | None = None,
+        constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
     ) -> None:
         check_stopping(budget, value_per_cost)
+        if constraints_func is not None and not callable(constraints_func):
+            raise ValueError(
+                f"constraints_func must be None or a callable, got {constraints_func!r}"
+            )
+        self._constraints_func = constraints_func
         self._budget = math.inf if budget is None else validate_budget(budget)
         check_options(
             horizon=horizon,
@@ -356,6 +369,10 @@ class CostRolloutSampler(BaseSampler):
         if spent >= self._budget:
             record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")
             stop(study)
+        if self._constraints_func is not None:
+            # After the cost and the ledger: a constraints_func that raises fails the trial
+            # (as Optuna's samplers do), but what it spent is already charged.
+            store_constraints(self._constraints_func, study, trial, state)
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)
 

@@ -9,6 +9,7 @@ in :func:`_cost_model` and reaches both routes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,9 @@ from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._numerics.feasibility import Feasibility
+from optuna_costbo._numerics.feasibility import feasible_rows
+from optuna_costbo._numerics.feasibility import fit_constraints
 from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.gp.fit import model_subset
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
@@ -49,6 +53,8 @@ class Models:
         warm: The warm start for the next suggestion.
         X: The observations' points, (n, D).
         y: Their values, infinities replaced (see :func:`finite_values`), (n,).
+        feasibility: The constraints' models, or ``None`` without constraints.
+        feasible: Which observations are feasible, (n,), or ``None`` without constraints.
     """
 
     fitted: GPModel
@@ -57,6 +63,16 @@ class Models:
     warm: WarmStart
     X: np.ndarray  # (n, D)
     y: np.ndarray  # (n,)
+    feasibility: Feasibility | None = None
+    feasible: np.ndarray | None = None  # (n,) bool, with constraints
+
+    @property
+    def best(self) -> float | None:
+        """The incumbent: the smallest value, of a feasible observation with constraints
+        (None while none is feasible)."""
+        if self.feasible is None:
+            return float(np.min(self.y))
+        return float(np.min(self.y[self.feasible])) if self.feasible.any() else None
 
     def proposal(
         self, choice: Choice, request: ProposalRequest, best_log_rate: float | None = None
@@ -333,7 +349,15 @@ def build_models(
     if reuse is None or cost is not reuse.cost_model:
         cost = _with_pruning(cost, fitted, y, request)
     model = with_pending(fitted, request.X_running, request.y_running)
-    return Models(fitted, model, cost, new_warm, X, y)
+    if request.constraints is None:
+        return Models(fitted, model, cost, new_warm, X, y)
+    feasibility = fit_constraints(
+        X, request.constraints, rng, warm.constraints, restarts=not route.quick
+    )
+    new_warm = dataclasses.replace(new_warm, constraints=feasibility.hypers)
+    return Models(
+        fitted, model, cost, new_warm, X, y, feasibility, feasible_rows(request.constraints)
+    )
 
 
 def _same_data(proposal: Proposal, X: np.ndarray, y: np.ndarray, costs: CostData | None) -> bool:

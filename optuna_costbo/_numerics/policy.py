@@ -70,7 +70,7 @@ def propose(
         ctx = AcquisitionContext(
             codec=request.codec,
             model=models.model,
-            best=float(np.min(models.y)),
+            best=models.best,
             cost=models.cost,
             rng=rng,
             remaining=request.remaining,
@@ -78,6 +78,7 @@ def propose(
             starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
             X_running=request.X_running,
             evaluated=request.evaluated,
+            feasibility=models.feasibility,
         )
         # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
         strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()

@@ -87,7 +87,7 @@ def quick_propose(
     )
     cost, y = models.cost, models.y
     alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
-    acq = LogEIPerCost(models.model, float(np.min(y)))
+    acq = LogEIPerCost(models.model, models.best, feasibility=models.feasibility)
 
     Z = candidates(request, rng, models.X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)
     values = np.asarray(acq(Z), dtype=float)  # (m,)

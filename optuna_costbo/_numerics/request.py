@@ -72,6 +72,7 @@ class WarmStart:
     n_fits: int = 0
     objective_n: int = 0
     cost_n: int = 0
+    constraints: tuple[GPHyperparams, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,9 @@ class ProposalRequest:
         pruning: How the study's pruner has treated its trials; ``None`` without pruning.
             The expected cost of a proposal then counts on it (:class:`.cost_model.PrunedCost`).
         rate_needed: Also find the largest EI per unit cost (a stopping rule reads it).
+        constraints: The observations' constraint values (feasible: all <= 0), shape (n, k),
+            NaN where not known; ``None`` without constraints. The acquisitions are then
+            weighted by the probability of feasibility (:mod:`.feasibility`).
     """
 
     codec: BoxCodec
@@ -131,6 +135,7 @@ class ProposalRequest:
     y_running: np.ndarray | None = None  # (r,)
     pruning: PruningStats | None = None
     rate_needed: bool = False
+    constraints: np.ndarray | None = None  # (n, k)
 
 
 @dataclass

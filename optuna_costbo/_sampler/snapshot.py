@@ -44,6 +44,7 @@ from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._optuna_compat import root_study
+from optuna_costbo._optuna_compat import trial_constraints
 from optuna_costbo._sampler.clash import point_of
 from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
@@ -225,6 +226,8 @@ class Snapshot:
         y_running: The running trials' final values imputed from their reports, NaN where
             a running trial has not reported, shape (r,); None if none has.
         pruning: How the study's pruner treated its trials; None if it stopped none.
+        constraints: The observed trials' constraint values (feasible: all <= 0), (n, k),
+            NaN where unknown; None in an unconstrained study.
     """
 
     X: np.ndarray  # (n, D)
@@ -235,6 +238,7 @@ class Snapshot:
     previous: dict[str, Any] | None
     y_running: np.ndarray | None = None  # (r,)
     pruning: PruningStats | None = None
+    constraints: np.ndarray | None = None  # (n, k)
 
     def request(
         self,
@@ -265,6 +269,7 @@ class Snapshot:
             y_running=self.y_running,
             pruning=self.pruning,
             rate_needed=rate_needed,
+            constraints=self.constraints,
         )
 
 
@@ -320,6 +325,7 @@ def read_snapshot(
         )
     observed = complete | stopped  # (f,)
     y = values[observed]  # (n,)
+    constraints = _constraint_matrix([t for t, o in zip(finished, observed, strict=True) if o])
     priced = (costs >= 0.0) & np.isfinite(costs)
     positive = costs[priced & (costs > 0.0)]
     # NOTE: a free trial (cost 0, a cached result) is cheaper than anything measured: the
@@ -349,7 +355,22 @@ def read_snapshot(
         previous=previous_params(trials, trial),
         y_running=y_running,
         pruning=pruning,
+        constraints=constraints,
     )
+
+
+def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:
+    """The trials' constraint values, (n, k), NaN where a trial has fewer or none; None when
+    no trial has any (an unconstrained study)."""
+    rows = [trial_constraints(t) for t in trials]
+    k = max((len(r) for r in rows if r is not None), default=0)
+    if k == 0:
+        return None
+    out = np.full((len(rows), k), np.nan)  # (n, k)
+    for i, row in enumerate(rows):
+        if row is not None:
+            out[i, : len(row)] = row
+    return out
 
 
 def _final(trial: FrozenTrial, sign: float) -> float:

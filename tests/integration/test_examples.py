@@ -39,6 +39,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "dashboard.py": (["--budget", "0.5"], ["optuna-dashboard sqlite:///", "cost_budget"]),
     "ask_and_tell.py": (["--budget", "2"], ["trial   0:", "spent/budget:"]),
     "money_cost.py": (["--budget", "1"], ["trial   0:", "spent/budget: $"]),
+    "constraints.py": (
+        ["--budget", "20", "--max-mb", "20"],
+        ["within 20 MB", "best error", "spent/budget:"],
+    ),
     "stopping.py": (
         ["--value-per-cost", "0.002"],
         ["CostRolloutSampler:", "TPE with CostAwareStopping:", "not worth its cost"],

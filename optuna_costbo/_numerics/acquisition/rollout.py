@@ -28,6 +28,7 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import local_maximize
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -142,6 +143,10 @@ class _RolloutOptions:
         """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each ``e`` of
         ``exponents`` (0: EI, 1: EIpu), with the budget left after the running trials."""
         assert ctx.cost is not None
+        if ctx.best is None:
+            # NOTE: no feasible observation yet: nothing to improve on; look for a feasible
+            # point first, the most probable per unit cost (as Optuna's GPSampler does).
+            return Choice(*ctx.maximize(cost_exponent))
         seeds = np.vstack([ctx.maximize(e)[0] for e in exponents])  # (s, D)
         return rollout_choice(
             ctx.model,
@@ -158,6 +163,7 @@ class _RolloutOptions:
             excluded=ctx.excluded,
             draws=self.draws,
             cost_exponent=cost_exponent,
+            feasibility=ctx.feasibility,
         )
 
 
@@ -232,6 +238,7 @@ def rollout_choice(
     excluded: Callable[[np.ndarray], np.ndarray] | None = None,
     cost_exponent: float = 1.0,
     draws: Draws = qmc_normals,
+    feasibility: Feasibility | None = None,
 ) -> Choice:
     """Screen first actions with Lambda_h and return the best affordable one.
 
@@ -242,6 +249,8 @@ def rollout_choice(
     :func:`.rollout_values.rollout_values`), also that of the per-unit-cost polish.
     ``draws``: the source of the standard normal draws, ``(n, h, rng) -> (n, max(h-1, 1))``
     (scrambled Sobol points; ``benchmarks/rollout_agreement.py`` gives other scramblings).
+    ``feasibility``: with constraints, every improvement counts as much as the point is likely
+    feasible (screening, trajectories, polish and the fallback).
     """
 
     def masked(Z: np.ndarray, values: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
@@ -253,7 +262,8 @@ def rollout_choice(
     pool = codec.sobol_points(screening.n_pool, seed=int(rng.integers(2**31)))  # (M, D)
     mean_p, var_p = model.predict(pool)  # (M,), (M,)
     cost_p = cost.cost(pool)  # (M,)
-    ei_p = ei(mean_p, var_p, best)  # (M,)
+    pf_p = feasibility.pf(pool) if feasibility is not None else None  # (M,)
+    ei_p = ei(mean_p, var_p, best) * (pf_p if pf_p is not None else 1.0)  # (M,)
     eipu_p = ei_p / cost_p  # (M,)
     affordable = cost_p <= tau if not valuation.last_overruns else np.full(len(pool), tau > 0.0)
     k = screening.n_shortlist
@@ -282,23 +292,17 @@ def rollout_choice(
         top_indices(eipu_p, eligible, screening.n_inner),
     )
     inner, mean_c = pool[keep], mean_p[keep]  # (M', D), (M',)
+    pf_c = pf_p[keep] if pf_p is not None else None  # (M',)
     normals = draws(n_samples, horizon, rng)
-    values = masked(
-        first,
-        rollout_values_on(
-            model,
-            first,
-            inner,
-            mean_c,
-            best,
-            tau,
-            normals,
-            cost,
-            horizon,
-            valuation,
-            cost_exponent,
-        ),
-    )
+
+    def score(actions: np.ndarray, normals: np.ndarray) -> np.ndarray:  # (B, D) -> (B,)
+        values = rollout_values_on(
+            model, actions, inner, mean_c, best, tau, normals, cost, horizon, valuation,
+            cost_exponent, feasibility=feasibility, pf_inner=pf_c,
+        )  # fmt: skip
+        return masked(actions, values)
+
+    values = score(first, normals)
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
         # Lambda_h = EI + future value) and score them again with Lambda_h, next to the
@@ -306,14 +310,21 @@ def rollout_choice(
         top = np.argsort(-values)[: screening.n_refine]
         top = top[np.isfinite(values[top])]
         polished, _ = local_maximize(
-            LogEIPerCost(model, best).value_and_grad, codec, first[top], screening.refine_radius
+            LogEIPerCost(model, best, feasibility=feasibility).value_and_grad,
+            codec,
+            first[top],
+            screening.refine_radius,
         )
         more = [first[top], polished]
         if valuation.per_unit_cost:
             # Per unit cost, the sharp part is EI per unit cost: polish by it too.
             by_cost, _ = local_maximize(
                 LogEIPerCost(
-                    model, best, cost_model=cost, cost_exponent=cost_exponent
+                    model,
+                    best,
+                    cost_model=cost,
+                    cost_exponent=cost_exponent,
+                    feasibility=feasibility,
                 ).value_and_grad,
                 codec,
                 first[top],
@@ -325,22 +336,7 @@ def rollout_choice(
             # NOTE: the finalists' values differ by less than the screening draws' error
             # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap.
             normals = draws(valuation.final_factor * n_samples, horizon, rng)
-        values2 = masked(
-            again,
-            rollout_values_on(
-                model,
-                again,
-                inner,
-                mean_c,
-                best,
-                tau,
-                normals,
-                cost,
-                horizon,
-                valuation,
-                cost_exponent,
-            ),
-        )
+        values2 = score(again, normals)
         if np.isfinite(values2).any():
             i = int(np.argmax(values2))
             return Choice(again[i], float(values2[i]))
@@ -351,6 +347,8 @@ def rollout_choice(
     cand = np.vstack([first, pool])
     mean, var = model.predict(cand)
     ei_all = ei(mean, var, best)
+    if feasibility is not None:
+        ei_all = ei_all * feasibility.pf(cand)
     cost_all = cost.cost(cand)
     near = cost_all <= _CHEAP_FACTOR * cost_all.min()
     if excluded is not None:
@@ -386,9 +384,16 @@ def rollout_values_on(
     horizon: int,
     valuation: Valuation,
     cost_exponent: float = 1.0,
+    *,
+    feasibility: Feasibility | None = None,
+    pf_inner: np.ndarray | None = None,  # (M,) the inner candidates' PF, if known
 ) -> np.ndarray:
     """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
     points = np.vstack([first, inner])  # (P, D)
+    feasible = None
+    if feasibility is not None:
+        pf_rest = pf_inner if pf_inner is not None else feasibility.pf(inner)
+        feasible = np.concatenate([feasibility.pf(first), pf_rest])  # (P,)
     B = first.shape[0]
     mean = np.concatenate([model.predict(first)[0], mean_inner])  # (P,)
     cov = model.posterior_cov(points)  # (P, P)
@@ -410,6 +415,7 @@ def rollout_values_on(
             last_overruns=valuation.last_overruns,
             best_prefix=valuation.best_prefix,
             cost_exponent=cost_exponent,
+            feasible=feasible,
         )
     rows: dict[int, np.ndarray] = {}
 
@@ -437,4 +443,5 @@ def rollout_values_on(
         last_overruns=valuation.last_overruns,
         best_prefix=valuation.best_prefix,
         cost_exponent=cost_exponent,
+        feasible=feasible,
     )

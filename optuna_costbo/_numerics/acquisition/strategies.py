@@ -25,6 +25,7 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import maximize_acquisition
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -71,7 +72,8 @@ class AcquisitionContext:
     Attributes:
         codec: The search space codec.
         model: The objective model (minimization), conditioned on the running trials.
-        best: The incumbent, the smallest observed objective value.
+        best: The incumbent, the smallest observed objective value (of a feasible one, with
+            constraints; ``None`` while none is feasible).
         cost: The cost model, or ``None`` (strategies that do not need one, or no costs yet).
         rng: Source of randomness.
         remaining: Remaining budget (budget minus spent).
@@ -79,11 +81,13 @@ class AcquisitionContext:
         starts: Points that always start a maximizer run (the best observed ones), (k, D).
         X_running: Encoded points of the other running trials, (r, D), or ``None``.
         evaluated: Encoded points that must not be proposed again, (k, D), or ``None``.
+        feasibility: The constraints' probability of feasibility, or ``None``: every
+            acquisition is weighted by it.
     """
 
     codec: BoxCodec
     model: GPModel
-    best: float
+    best: float | None
     cost: CostModel | None
     rng: np.random.Generator
     remaining: float
@@ -91,6 +95,7 @@ class AcquisitionContext:
     starts: np.ndarray  # (k, D)
     X_running: np.ndarray | None = None  # (r, D)
     evaluated: np.ndarray | None = None  # (k, D)
+    feasibility: Feasibility | None = None
     maximized: dict[float, tuple[np.ndarray, float]] = field(
         default_factory=dict, compare=False, repr=False
     )  # cost exponent -> the last maximize() result, for best_rate
@@ -122,6 +127,7 @@ class AcquisitionContext:
             self.best,
             cost_model=self.cost if uses_cost else None,
             cost_exponent=cost_exponent if uses_cost else 0.0,
+            feasibility=self.feasibility,
         )
         extra = self.starts
         max_evals = None
