@@ -22,7 +22,14 @@ Names:
   are a name here, never a flag in the package;
 - any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
   new acquisition needs no change here; a name the installed package rejects is skipped
-  with its error message (:func:`unavailable`).
+  with its error message (:func:`unavailable`);
+- ``NAME@STOPPER``: any Optuna-driven one of these with a stopping callback added to its study
+  (the stopping benchmark): ``@terminator`` (Optuna's ``Terminator``: ``RegretBoundEvaluator``
+  with the ``MedianErrorEvaluator`` paired to it, for objectives without cross-validation
+  scores), ``@emmr`` (the same with ``EMMREvaluator``), ``@cost-aware=L`` (this package's
+  ``CostAwareStopping(value_per_cost=L)``); see :func:`make_callbacks`. Ours takes a
+  ``budget`` option too (``rollout:budget=none,value_per_cost=0.01``: no budget, the rule
+  stops it).
 
 The method's name is also its folder in the cache (see ``cache.method_dir``).
 """
@@ -30,8 +37,10 @@ The method's name is also its folder in the cache (see ``cache.method_dir``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 import re
 from typing import Any
+import warnings
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class Method:
     # (a function of benchmarks.harness.package_probes applied to the new sampler: a
     # benchmark-only variant such as the independent fallback of conditional parameters)
     options: tuple[tuple[str, Any], ...] = ()
+    stopper: str = ""  # "", "terminator", "emmr", "cost-aware=L"
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -125,6 +135,26 @@ PAPER_REFERENCES = ("rollout-paper", "rollout-paper-h4")
 """The methods the paper reproductions compare against every other one."""
 
 
+STOPPERS = {
+    "terminator": "Terminator (regret bound)",
+    "emmr": "Terminator (EMMR)",
+    "cost-aware": "CostAwareStopping",
+}
+"""The stopping callbacks of ``NAME@STOPPER`` (and their labels)."""
+_STOPPED = re.compile(r"(?P<base>[^@]+)@(?P<stopper>terminator|emmr|cost-aware=[^@]+)")
+
+
+def _cost_aware_rate(stopper: str, name: str) -> float:
+    text = stopper.partition("=")[2]
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = math.nan
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"{name!r}: @cost-aware=L needs a positive number L, got {text!r}")
+    return rate
+
+
 def parse_value(text: str) -> Any:
     """``"4"`` -> 4, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"none"`` -> None, else the text."""
     low = text.strip().lower()
@@ -157,6 +187,22 @@ def resolve(name: str) -> Method:
     """The :class:`Method` a name stands for (see the module docstring)."""
     if name in REGISTRY:
         return REGISTRY[name]
+    stopped = _STOPPED.fullmatch(name)
+    if stopped:
+        base_method = resolve(stopped["base"])
+        if base_method.family == "botorch":
+            raise ValueError(f"{name!r}: the BoTorch references run no Optuna study to stop")
+        stopper = stopped["stopper"]
+        if stopper.startswith("cost-aware"):
+            _cost_aware_rate(stopper, name)
+        return Method(
+            name,
+            f"{base_method.label} + {STOPPERS[stopper.partition('=')[0]]}",
+            base_method.family,
+            base_method.kind,
+            base_method.options,
+            stopper,
+        )
     base, sep, rest = name.partition(":")
     if sep:
         options = parse_options(rest)
@@ -185,14 +231,17 @@ def label(name: str) -> str:
 def make_sampler(method: Method, budget: float, seed: int, problem_options: dict[str, Any]) -> Any:
     """The Optuna sampler of an ``ours`` or ``optuna`` method, seeded.
 
-    ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours only.
+    ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours, and
+    ``constraints_func`` of a constrained problem, for ours, GPSampler and TPE (Optuna's
+    random search has none: it ignores constraints anyway).
     """
     import optuna
 
     if method.family == "ours":
         from optuna_costbo import CostRolloutSampler
 
-        sampler = CostRolloutSampler(budget, **{**problem_options, **method.kwargs}, seed=seed)
+        kwargs = {"budget": budget, **problem_options, **method.kwargs}
+        sampler = CostRolloutSampler(**kwargs, seed=seed)
         if method.kind:
             from benchmarks.harness import package_probes
 
@@ -205,7 +254,38 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
         "tpe": optuna.samplers.TPESampler,
         "random": optuna.samplers.RandomSampler,
     }[method.kind]
-    return cls(seed=seed, **method.kwargs)
+    extra: dict[str, Any] = {}
+    if "constraints_func" in problem_options and method.kind in ("gp", "tpe"):
+        extra["constraints_func"] = problem_options["constraints_func"]
+    return cls(seed=seed, **extra, **method.kwargs)
+
+
+def make_callbacks(method: Method) -> list[Any]:
+    """The stopping callbacks of ``method`` for ``study.optimize`` (none without a stopper).
+
+    ``terminator``: ``TerminatorCallback(Terminator(RegretBoundEvaluator(),
+    MedianErrorEvaluator(RegretBoundEvaluator())))``, the combination Optuna documents for an
+    objective without cross-validation scores (its default error evaluator needs them);
+    ``emmr``: the same with ``EMMREvaluator``; both with Optuna's default ``min_n_trials``
+    (20). ``cost-aware=L``: ``CostAwareStopping(L)``.
+    """
+    if not method.stopper:
+        return []
+    kind = method.stopper.partition("=")[0]
+    if kind == "cost-aware":
+        from optuna_costbo.stopping import CostAwareStopping
+
+        return [CostAwareStopping(_cost_aware_rate(method.stopper, method.name))]
+    import optuna.terminator as term
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # deprecated in Optuna 5, still there
+        make_evaluator = term.EMMREvaluator if kind == "emmr" else term.RegretBoundEvaluator
+        terminator = term.Terminator(
+            improvement_evaluator=make_evaluator(),
+            error_evaluator=term.MedianErrorEvaluator(make_evaluator()),
+        )
+        return [term.TerminatorCallback(terminator)]
 
 
 def unavailable(method: Method) -> str | None:
@@ -214,16 +294,16 @@ def unavailable(method: Method) -> str | None:
         from optuna_costbo import CostRolloutSampler
 
         try:
-            CostRolloutSampler(1.0, **method.kwargs)
+            CostRolloutSampler(**{"budget": 1.0, **method.kwargs})
         except (ValueError, TypeError) as exc:
             return f"the installed optuna_costbo rejects it: {exc}"
     elif method.family == "botorch":
         from benchmarks.harness import botorch_ref
 
         return botorch_ref.check_available()
-    elif method.kind == "gp":
+    if method.stopper in ("terminator", "emmr") or method.kind == "gp":
         try:
             import torch  # noqa: F401
         except ImportError:
-            return "Optuna's GPSampler needs torch (pip install torch==2.13.0)"
+            return "Optuna's GPSampler and Terminator need torch (pip install torch==2.13.0)"
     return None

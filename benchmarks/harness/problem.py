@@ -19,6 +19,10 @@
   (:meth:`Problem.encode` / :meth:`Problem.decode`);
 - ``group``: a label for aggregated results (the suite: "adversarial", "control"), and
   :func:`split` cuts a list of problems into a tuning and a confirmation half by group;
+- ``constraints_fn(params)``: constraint values, feasible when all are <= 0 (Optuna's
+  ``constraints_func`` semantics; the runner stores them and every sampler that takes
+  constraints gets them); name the constraint in ``settings`` so the fingerprint tells a
+  constrained variant apart;
 - :attr:`Problem.fingerprint`: identifies the definition in the cached runs (name, budget,
   space, f*, ``version``, ``settings``); bump ``version`` when the definition changes.
 """
@@ -154,6 +158,7 @@ class Problem:
     max_trials: int = 1000
     clock: str = "reported"
     record_params: bool = False  # write every trial's params to the cached run
+    constraints_fn: Callable[[dict[str, Any]], Sequence[float]] | None = None
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

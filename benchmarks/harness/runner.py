@@ -16,6 +16,12 @@ whole ``study.optimize`` (sampler, Optuna and objective); nothing is reported, t
 stops the study once the budget has passed, and a trial counts if it finished within the
 budget (``Run.elapsed``). At most ``problem.max_trials`` trials per run; runs that hit the cap
 before the budget are flagged ``capped``.
+
+A constrained problem (``problem.constraints_fn``) stores each trial's constraint values as the
+user attr ``constraints`` and every sampler that takes one gets the same ``constraints_func``
+reading it (ours, GPSampler, TPE); an infeasible trial's value is recorded as nan (what counts
+is the best feasible value) and counted in ``Run.meta["n_infeasible"]``. A method with a
+stopper (``NAME@STOPPER``) gets its callback after the budget's (``methods.make_callbacks``).
 """
 
 from __future__ import annotations
@@ -96,6 +102,21 @@ def _source(problem: ProblemSource) -> Problem:
     return problem if isinstance(problem, Problem) else problem()
 
 
+CONSTRAINTS_ATTR = "constraints"
+"""The user attr where the runner stores a constrained problem's constraint values."""
+
+
+def constraints_of_trial(trial: Any) -> list[float]:
+    """The ``constraints_func`` every sampler gets on a constrained problem (a module-level
+    function: it pickles). A trial without values (it failed) is infeasible."""
+    return list(trial.user_attrs.get(CONSTRAINTS_ATTR, [math.inf]))
+
+
+def feasible(trial: Any) -> bool:
+    """Whether every stored constraint value is <= 0 (Optuna's rule)."""
+    return all(c <= 0.0 for c in constraints_of_trial(trial))
+
+
 def _run_optuna(
     method: methods_mod.Method,
     problem: Problem,
@@ -126,6 +147,9 @@ def _run_optuna(
         measured[trial.number] = (cost, time.perf_counter() - start, params)
         if not wall:
             report_cost(trial, cost)
+        if problem.constraints_fn is not None:
+            values = [float(c) for c in problem.constraints_fn(params)]
+            trial.set_user_attr(CONSTRAINTS_ATTR, values)
         return value
 
     def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
@@ -141,19 +165,25 @@ def _run_optuna(
     options: dict[str, Any] = dict(problem.sampler_options)
     if problem.cost_fn is not None:
         options["cost_fn"] = problem.cost_fn
+    if problem.constraints_fn is not None:
+        options["constraints_func"] = constraints_of_trial
     sampler = methods_mod.make_sampler(method, problem.budget, seed, options)
     if configure is not None:
         configure(sampler)
     study = optuna.create_study(sampler=sampler)
     start = time.perf_counter()
-    study.optimize(objective, n_trials=problem.max_trials, callbacks=[stop_at_budget])
+    callbacks = [stop_at_budget, *methods_mod.make_callbacks(method)]
+    study.optimize(objective, n_trials=problem.max_trials, callbacks=callbacks)
     run.meta["optimize_s"] = round(time.perf_counter() - start, 4)
     for trial in study.get_trials(deepcopy=False):
         cost, at, params = measured.get(
             trial.number, (float(trial.user_attrs.get("cost", math.nan)), math.nan, {})
         )
         run.costs.append(cost)
-        done = trial.state == optuna.trial.TrialState.COMPLETE
+        done = trial.state == optuna.trial.TrialState.COMPLETE and trial.value is not None
+        if done and problem.constraints_fn is not None and not feasible(trial):
+            done = False  # the best feasible value is what counts
+            run.meta["n_infeasible"] = run.meta.get("n_infeasible", 0) + 1
         run.values.append(float(trial.value) if done and trial.value is not None else math.nan)
         if wall:
             run.elapsed.append(at)
@@ -164,10 +194,12 @@ def _run_optuna(
 
 
 def _run_botorch(method: methods_mod.Method, problem: Problem, seed: int, run: Run) -> None:
-    from benchmarks.harness import botorch_ref
-
     if not problem.params or problem.suggest_fn is not None:
         raise ValueError(f"the BoTorch references need a fixed space; {problem.name} has none")
+    if problem.constraints_fn is not None:
+        raise ValueError(f"the BoTorch references take no constraints; {problem.name} has some")
+    from benchmarks.harness import botorch_ref
+
     startup = botorch_ref.sobol_startup(problem.encoded_dim, problem.n_startup, seed)
     xs: list[np.ndarray] = []
     spent = 0.0

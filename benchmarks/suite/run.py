@@ -76,9 +76,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--groups",
         nargs="+",
         default=list(SYNTHETIC_GROUPS),
-        choices=[*SYNTHETIC_GROUPS, "real"],
+        choices=[*SYNTHETIC_GROUPS, "real", "constrained"],
         help="problem groups (default: the synthetic ones); real: YAHPO Gym surrogates, which "
-        "need the benchmark environment of benchmarks/problems/README_yahpo.md",
+        "need the benchmark environment of benchmarks/problems/README_yahpo.md; constrained: "
+        "three suite problems with a constraints_func (benchmarks/problems/constrained.py)",
     )
     parser.add_argument(
         "--split",
@@ -133,6 +134,10 @@ def all_problems(groups: Sequence[str]) -> dict[str, Problem]:
         from benchmarks.problems.yahpo import real_problems
 
         out.update(real_problems())
+    if "constrained" in groups:
+        from benchmarks.problems.constrained import constrained_problems
+
+        out.update(constrained_problems())
     return out
 
 

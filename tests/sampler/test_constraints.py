@@ -118,3 +118,29 @@ def test_a_constraints_func_that_raises_fails_the_trial_but_it_is_charged() -> N
 def test_a_constraints_func_must_be_callable(bad: Any) -> None:
     with pytest.raises(ValueError, match="constraints_func must be None or a callable"):
         CostRolloutSampler(1.0, constraints_func=bad)
+
+
+@pytest.mark.skipif(
+    not hasattr(optuna.trial.Trial, "set_constraint"),
+    reason="Optuna before 5.0 has no Trial.set_constraint",
+)
+def test_constraints_set_in_the_objective_are_modelled_without_a_constraints_func() -> None:
+    # Optuna 5's way (constraints_func is deprecated there): the objective sets named
+    # constraints; the sampler reads them from the trials and steers to feasible points.
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        trial.set_constraint("diagonal", x + y - 1.0)
+        report_cost(trial, 1.0 + x)
+        return -(x + 0.6 * y)
+
+    shares = []
+    for seed in range(3):
+        sampler = CostRolloutSampler(40.0, seed=seed, acquisition="eipu", n_startup_trials=5)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective)
+        assert trial_constraints(study.trials[0]) is not None
+        assert sum(study.best_params.values()) <= 1.0
+        shares.append(np.mean([sum(t.params.values()) <= 1.0 for t in study.trials[5:]]))
+    unconstrained = [_feasible_share_and_best(False, seed)[0] for seed in range(3)]
+    assert np.mean(shares) > np.mean(unconstrained) + 0.2
