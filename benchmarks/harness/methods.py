@@ -22,7 +22,14 @@ Names:
   are a name here, never a flag in the package;
 - any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
   new acquisition needs no change here; a name the installed package rejects is skipped
-  with its error message (:func:`unavailable`).
+  with its error message (:func:`unavailable`);
+- ``NAME+PRUNER``: any of these with a pruner (the pruning benchmark, problems with steps):
+  ``+median`` (Optuna's ``MedianPruner()``, its defaults) or ``+hyperband``
+  (``HyperbandPruner(min_resource=1, max_resource=<the problem's last step>,
+  reduction_factor=3)``); ours gets it wrapped as a user writes it,
+  ``CostBudgetPruner(pruner)``, and ``+median-bare`` / ``+hyperband-bare`` give ours the bare
+  pruner; Optuna's samplers always get the bare one. Without a pruner a problem with steps
+  gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
 The method's name is also its folder in the cache (see ``cache.method_dir``).
 """
@@ -43,6 +50,7 @@ class Method:
     # (a function of benchmarks.harness.package_probes applied to the new sampler: a
     # benchmark-only variant such as the independent fallback of conditional parameters)
     options: tuple[tuple[str, Any], ...] = ()
+    pruner: str = ""  # "", "median", "hyperband", "median-bare", "hyperband-bare"
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -123,6 +131,23 @@ PAPER_METHODS = (
 Optuna's samplers."""
 PAPER_REFERENCES = ("rollout-paper", "rollout-paper-h4")
 """The methods the paper reproductions compare against every other one."""
+PRUNING_METHODS = (
+    "rollout+hyperband",
+    "rollout+median",
+    "rollout",
+    "optuna-tpe+hyperband",
+    "optuna-tpe+median",
+    "optuna-gp+median",
+    "random+hyperband",
+)
+"""The pruning benchmark's methods (issue 24): the default with Hyperband, with Median and
+without a pruner; TPE + Hyperband (the pairing Optuna's docs recommend), TPE + Median,
+GPSampler + Median, random search + Hyperband."""
+PRUNING_REFERENCES = ("rollout+hyperband", "rollout+median")
+"""The methods the pruning benchmark compares against every other one."""
+PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
+"""The pruners of ``NAME+PRUNER`` (and their labels)."""
+_PRUNED = re.compile(r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<bare>-bare)?")
 
 
 def parse_value(text: str) -> Any:
@@ -157,6 +182,21 @@ def resolve(name: str) -> Method:
     """The :class:`Method` a name stands for (see the module docstring)."""
     if name in REGISTRY:
         return REGISTRY[name]
+    pruned = _PRUNED.fullmatch(name)
+    if pruned:
+        base = resolve(pruned["base"])
+        if base.pruner:
+            raise ValueError(f"{name!r} has two pruners")
+        if base.family == "botorch":
+            raise ValueError(f"{name!r}: the BoTorch references run no Optuna study to prune")
+        bare = bool(pruned["bare"])
+        if bare and base.family != "ours":
+            raise ValueError(
+                f"{name!r}: '-bare' is for ours (Optuna's samplers always get the bare pruner)"
+            )
+        label = f"{base.label} + {PRUNERS[pruned['pruner']]}" + (" (bare)" if bare else "")
+        pruner = pruned["pruner"] + ("-bare" if bare else "")
+        return Method(name, label, base.family, base.kind, base.options, pruner)
     base, sep, rest = name.partition(":")
     if sep:
         options = parse_options(rest)
@@ -206,6 +246,46 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
         "random": optuna.samplers.RandomSampler,
     }[method.kind]
     return cls(seed=seed, **method.kwargs)
+
+
+def make_pruner(method: Method, max_step: int) -> Any:
+    """The study's pruner for ``method`` on a problem whose last step is ``max_step`` (0: a
+    problem without steps).
+
+    None (Optuna's default, never consulted: nothing is reported) for a method without a
+    pruner on a problem without steps; ``NopPruner()`` for one on a problem with steps (the
+    runner reports every step, and Optuna's implicit default would be ``MedianPruner``).
+    ``median``: ``MedianPruner()`` with Optuna's defaults (5 start-up trials, no warm-up
+    steps). ``hyperband``: ``HyperbandPruner(min_resource=1, max_resource=max_step,
+    reduction_factor=3)``. Ours gets it as ``CostBudgetPruner(pruner)`` unless ``-bare``.
+
+    NOTE(bracket view): Optuna shows a sampler only the trials of the running trial's
+    Hyperband bracket when ``study.pruner`` is a ``HyperbandPruner``
+    (``optuna.pruners._filter_study``); inside ``CostBudgetPruner`` it is not one, so ours
+    sees every trial while the wrapped pruner still prunes bracket by bracket. ``-bare``
+    keeps Optuna's bracket view.
+    """
+    import optuna
+
+    if not method.pruner:
+        return optuna.pruners.NopPruner() if max_step else None
+    kind, _, bare = method.pruner.partition("-")
+    pruner: Any
+    if kind == "median":
+        pruner = optuna.pruners.MedianPruner()
+    elif kind == "hyperband":
+        if max_step < 1:
+            raise ValueError(f"{method.name}: HyperbandPruner needs a problem with steps")
+        pruner = optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=max_step, reduction_factor=3
+        )
+    else:
+        raise ValueError(f"{method.name}: unknown pruner {method.pruner!r}")
+    if method.family == "ours" and not bare:
+        from optuna_costbo import CostBudgetPruner
+
+        pruner = CostBudgetPruner(pruner)
+    return pruner
 
 
 def unavailable(method: Method) -> str | None:

@@ -16,6 +16,17 @@ whole ``study.optimize`` (sampler, Optuna and objective); nothing is reported, t
 stops the study once the budget has passed, and a trial counts if it finished within the
 budget (``Run.elapsed``). At most ``problem.max_trials`` trials per run; runs that hit the cap
 before the budget are flagged ``capped``.
+
+Problems with steps (``problem.has_steps``; the pruning benchmark) run under the method's
+pruner (``methods.make_pruner``). The objective walks the learning curve: at each step it
+reports the cumulative cost so far (``report_cost``, so that ``CostBudgetPruner`` sees the
+trial's own cost), reports the step's value (``trial.report(value, step)``) and asks
+``trial.should_prune()``; when told to prune it raises ``optuna.TrialPruned`` with the cost
+reached already reported, so a pruned trial is charged what it spent up to the step it was
+pruned at, and stops there (a live curve trains no further). A trial that reaches the last
+step is COMPLETE with the last step's value and the full cumulative cost. ``Run.steps`` and
+``Run.states`` keep the last step each trial reached and how it ended; the budget rule is the
+same (a pruned trial's cost counts).
 """
 
 from __future__ import annotations
@@ -68,6 +79,8 @@ class Run:
     values: list[float] = field(default_factory=list)
     elapsed: list[float] = field(default_factory=list)  # wall-clock problems only
     params: list[dict[str, Any]] = field(default_factory=list)  # if the problem records them
+    steps: list[int] = field(default_factory=list)  # problems with steps: last step reached
+    states: list[str] = field(default_factory=list)  # problems with steps: "complete", ...
     run_s: float = 0.0
     cpu_s: float = 0.0
     suggest_s: float = 0.0  # total time in the method's proposals (the suggest_* calls)
@@ -128,6 +141,26 @@ def _run_optuna(
             report_cost(trial, cost)
         return value
 
+    reached: dict[int, int] = {}
+
+    def objective_with_steps(trial: optuna.Trial) -> float:
+        cost, value, step, params = 0.0, math.nan, 0, {}
+        try:  # a trial the sampler skips (TrialPruned in suggest) is charged nothing
+            begin = time.perf_counter()
+            params = problem.suggest(trial)
+            seconds = time.perf_counter() - begin
+            run.suggest_s += seconds
+            run.meta["suggest_max_s"] = max(run.meta.get("suggest_max_s", 0.0), seconds)
+            for step, value, cost in problem.evaluate_curve(params):
+                report_cost(trial, cost)  # kept up to date: CostBudgetPruner reads it
+                trial.report(value, step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned(f"pruned at step {step}")
+        finally:
+            measured[trial.number] = (cost, time.perf_counter() - start, params)
+            reached[trial.number] = step
+        return value
+
     def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         nonlocal spent
         if wall:
@@ -144,9 +177,14 @@ def _run_optuna(
     sampler = methods_mod.make_sampler(method, problem.budget, seed, options)
     if configure is not None:
         configure(sampler)
-    study = optuna.create_study(sampler=sampler)
+    pruner = methods_mod.make_pruner(method, problem.max_step)
+    study = optuna.create_study(sampler=sampler, pruner=pruner)
     start = time.perf_counter()
-    study.optimize(objective, n_trials=problem.max_trials, callbacks=[stop_at_budget])
+    study.optimize(
+        objective_with_steps if problem.has_steps else objective,
+        n_trials=problem.max_trials,
+        callbacks=[stop_at_budget],
+    )
     run.meta["optimize_s"] = round(time.perf_counter() - start, 4)
     for trial in study.get_trials(deepcopy=False):
         cost, at, params = measured.get(
@@ -159,6 +197,9 @@ def _run_optuna(
             run.elapsed.append(at)
         if problem.record_params:
             run.params.append(params)
+        if problem.has_steps:
+            run.steps.append(reached.get(trial.number, 0))
+            run.states.append(trial.state.name.lower())
     if probe is not None:
         run.meta.update(probe(sampler, study))
 
