@@ -80,7 +80,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--problems",
         nargs="+",
         default=None,
-        help="problem names (default: every one; see --list)",
+        help="problem names (default: stepped.DEFAULT_PROBLEMS, two lcbench, one rbv2_xgboost "
+        "and the live one; see --list)",
     )
     parser.add_argument(
         "--methods",
@@ -141,6 +142,42 @@ def package_ref() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return (ref or "unknown") + ("+dirty" if dirty else "")
+
+
+NEAR = 0.01
+"""Two trials are near repeats when every numeric parameter is within NEAR of the other's in
+the unit box (log scale where the parameter is) and every categorical one is equal."""
+
+
+def near_repeats(sampler: Any, study: Any) -> dict[str, Any]:
+    """The run's probe: how many trials are near repeats of an earlier trial (``NEAR``), and
+    of an earlier PRUNED one (a sampler whose model sees only COMPLETE trials can propose a
+    pruned region again and again)."""
+    import optuna
+
+    trials = study.get_trials(deepcopy=False)
+    names = sorted({k for t in trials for k in t.params})
+    units = np.full((len(trials), len(names)), np.nan)  # (n, d)
+    for i, t in enumerate(trials):
+        for j, name in enumerate(names):
+            if name not in t.params:
+                continue
+            dist, value = t.distributions[name], t.params[name]
+            if isinstance(dist, optuna.distributions.CategoricalDistribution):
+                units[i, j] = 1e6 * dist.choices.index(value)  # equal or far apart
+            else:
+                lo, hi, x = float(dist.low), float(dist.high), float(value)
+                if dist.log:
+                    lo, hi, x = math.log(lo), math.log(hi), math.log(x)
+                units[i, j] = (x - lo) / (hi - lo) if hi > lo else 0.0
+    repeats = repeats_of_pruned = 0
+    pruned = np.array([t.state == optuna.trial.TrialState.PRUNED for t in trials])  # (n,)
+    for i in range(1, len(trials)):
+        with np.errstate(invalid="ignore"):
+            close = np.all(np.abs(units[:i] - units[i]) <= NEAR, axis=1)  # (i,)
+        repeats += bool(close.any())
+        repeats_of_pruned += bool((close & pruned[:i]).any())
+    return {"near_repeats": repeats, "near_repeats_of_pruned": repeats_of_pruned}
 
 
 def cannot_run(name: str) -> str | None:
@@ -245,6 +282,10 @@ def pruning_rows(
                     if np.isfinite(startup).any()
                     else math.nan,
                     "runs_without_startup_end": int(np.sum(~np.isfinite(startup))),
+                    "near_repeats_of_pruned": float(
+                        np.mean([r.meta.get("near_repeats_of_pruned", math.nan) for r in runs])
+                    ),
+                    "spent_share": float(np.mean([sum(r.costs) / p.budget for r in runs])),
                     "capped": int(sum(r.capped for r in runs)),
                     "failed_trials": float(np.mean([r.states.count("fail") for r in runs])),
                 }
@@ -478,13 +519,15 @@ def write_report(
         "the first step and at the last step (after the whole cost was paid), the share of "
         "the spent cost that went to pruned trials, and the median trial number at which the "
         "run had 2(d+1) COMPLETE trials (where the package's start-up design ends, its "
-        "models seeing COMPLETE trials only; `never` counts the runs that did not get "
-        "there).",
+        "models seeing COMPLETE trials only; in brackets the runs that never got "
+        f"there); near repeats of a pruned trial: trials within {NEAR} of an earlier PRUNED "
+        "trial in every parameter (unit box, log scale where the parameter is); spent: the "
+        f"cost spent over the budget; capped: runs stopped at {stepped.MAX_TRIALS} trials.",
         "",
         "| problem | method | trials | complete | pruned | pruned at first step "
         "| pruned at last step | cost share of pruned | 2(d+1) complete at trial (never) "
-        "| capped |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| near repeats of a pruned trial | spent | capped |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in prune:
         startup = row["startup_trial"]
@@ -494,7 +537,8 @@ def write_report(
             f"| {row['pruned_first_step']:.1f} | {row['pruned_last_step']:.1f} "
             f"| {100 * row['cost_share_pruned']:.0f}% "
             f"| {'-' if math.isnan(startup) else f'{startup:g}'} "
-            f"({row['runs_without_startup_end']}) | {row['capped']} |"
+            f"({row['runs_without_startup_end']}) | {row['near_repeats_of_pruned']:.1f} "
+            f"| {100 * row['spent_share']:.0f}% | {row['capped']} |"
         )
     md.append("")
 
@@ -540,13 +584,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: Path = args.out or RESULTS / args.tag
     if args.list:
         for name in stepped.problem_names():
-            print(f"  {name:<36} {cannot_run(name) or ''}")
+            mark = "*" if name in stepped.DEFAULT_PROBLEMS else " "
+            print(f"{mark} {name:<36} {cannot_run(name) or ''}")
+        print("(* run by default)")
         print("methods (default):", " ".join(methods_mod.PRUNING_METHODS))
         return 0
     if args.calibrate_live is not None:
         print(f"wrote {calibrate_live(args.calibrate_live, RESULTS)}")
         return 0
-    names = list(args.problems or stepped.problem_names())
+    names = list(args.problems or stepped.DEFAULT_PROBLEMS)
     unknown = [n for n in names if n not in stepped.problem_names()]
     if unknown:
         raise SystemExit(f"unknown problems {unknown}; see --list")
@@ -575,7 +621,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         live = [stepped.ProblemFactory(p.name) for p in runnable if p.group == "live"]
         if yahpo:  # surrogate costs: deterministic, runs in this process (or --jobs workers)
             tasks = runner.order_tasks(yahpo, methods, seeds)
-            runner.run_tasks(tasks, root, resume=args.resume, jobs=args.jobs, on_run=stamp)
+            runner.run_tasks(
+                tasks, root, resume=args.resume, jobs=args.jobs, probe=near_repeats, on_run=stamp
+            )
         if live:  # measured CPU seconds: each run in a fresh process, one at a time
             tasks = runner.order_tasks(live, methods, seeds)
             runner.run_tasks(
@@ -585,6 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 jobs=1,
                 fresh_process=True,
                 preload=["sklearn.neural_network", "benchmarks.problems.stepped"],
+                probe=near_repeats,
                 on_run=stamp,
             )
 

@@ -142,7 +142,7 @@ def test_the_report_ranks_tests_and_counts_pruned_trials(tmp_path: Path) -> None
     # what the pruners did: 4 trials, 2 COMPLETE, 2 pruned (one at the first step, one at
     # the last), 20% of the cost in pruned trials; 2(d+1) = 12 COMPLETE trials never reached
     line = next(ln for ln in text.splitlines() if ln.startswith(f"| {stepped.LIVE_NAME} | ours"))
-    assert "| 4.0 | 2.0 | 2.0 (50%) | 1.0 | 1.0 | 20% | - (6) | 0 |" in line
+    assert "| 4.0 | 2.0 | 2.0 (50%) | 1.0 | 1.0 | 20% | - (6) | nan | 100% | 0 |" in line
 
 
 def test_the_command_reports_a_cache_without_running(tmp_path: Path) -> None:
@@ -201,3 +201,32 @@ def test_a_yahpo_run_with_hyperband_charges_pruned_trials_their_partial_cost() -
 
 def _params(sampler: object, study: object) -> dict:
     return {"params": [t.params for t in study.get_trials(deepcopy=False)]}  # type: ignore[attr-defined]
+
+
+def test_near_repeats_count_trials_close_to_an_earlier_pruned_one() -> None:
+    import optuna
+
+    study = optuna.create_study()
+    dists = {
+        "lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True),
+        "units": optuna.distributions.IntDistribution(1, 201),
+        "act": optuna.distributions.CategoricalDistribution(["relu", "tanh"]),
+    }
+    rows = [  # (params, state)
+        ({"lr": 1e-2, "units": 50, "act": "relu"}, optuna.trial.TrialState.PRUNED),
+        ({"lr": 1.01e-2, "units": 51, "act": "relu"}, optuna.trial.TrialState.PRUNED),  # near 0
+        ({"lr": 1.01e-2, "units": 51, "act": "tanh"}, optuna.trial.TrialState.COMPLETE),  # cat
+        ({"lr": 1.01e-2, "units": 51, "act": "tanh"}, optuna.trial.TrialState.COMPLETE),  # of 2
+        ({"lr": 2e-2, "units": 50, "act": "relu"}, optuna.trial.TrialState.COMPLETE),  # lr far
+    ]
+    for params, state in rows:
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params,
+                distributions=dists,
+                state=state,
+                value=0.0 if state == optuna.trial.TrialState.COMPLETE else None,
+            )
+        )
+    counts = pruning.near_repeats(None, study)
+    assert counts == {"near_repeats": 2, "near_repeats_of_pruned": 1}
