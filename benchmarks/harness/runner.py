@@ -178,7 +178,11 @@ def _run_optuna(
     if configure is not None:
         configure(sampler)
     pruner = methods_mod.make_pruner(method, problem.max_step)
-    study = optuna.create_study(sampler=sampler, pruner=pruner)
+    # NOTE: HyperbandPruner puts trial k in a bracket by a hash of the study's name and k;
+    # Optuna's default name is random, so a problem with steps gets a name of its own: the
+    # same brackets for a seed on every run, and for every method of that seed.
+    name = f"{problem.name}-seed{seed}" if problem.has_steps else None
+    study = optuna.create_study(sampler=sampler, pruner=pruner, study_name=name)
     start = time.perf_counter()
     study.optimize(
         objective_with_steps if problem.has_steps else objective,

@@ -177,3 +177,13 @@ def test_a_problem_with_steps_is_checked() -> None:
         problem = Problem(**{**base.__dict__, "curve_fn": bad})
         with pytest.raises(ValueError, match=match):
             list(problem.evaluate_curve({"x": 0.1}))
+
+
+def test_a_run_with_hyperband_is_reproducible() -> None:
+    # Hyperband's brackets hash the study's name: the runner names the study by problem and
+    # seed, so a repeated run prunes the same trials.
+    problem = _problem(budget=60.0)
+    first = runner.run_one(problem, "random+hyperband", 4)
+    again = runner.run_one(problem, "random+hyperband", 4)
+    assert "pruned" in first.states
+    assert (first.states, first.steps, first.costs) == (again.states, again.steps, again.costs)
