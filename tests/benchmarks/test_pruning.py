@@ -230,3 +230,45 @@ def test_near_repeats_count_trials_close_to_an_earlier_pruned_one() -> None:
         )
     counts = pruning.near_repeats(None, study)
     assert counts == {"near_repeats": 2, "near_repeats_of_pruned": 1}
+
+
+def test_the_bracket_view_of_a_bare_hyperband_pruner_and_of_a_wrapped_one() -> None:
+    """What docs/pruning.md says: a bare HyperbandPruner shows the sampler only the trials of
+    the running trial's bracket; inside CostBudgetPruner the sampler sees every trial."""
+    import optuna
+
+    from optuna_costbo import CostBudgetPruner
+
+    class Seen(optuna.samplers.RandomSampler):
+        def __init__(self) -> None:
+            super().__init__(seed=0)
+            self.seen: list[int] = []
+
+        def sample_independent(self, study, trial, name, distribution):  # type: ignore[no-untyped-def]
+            self.seen.append(len(study.get_trials(deepcopy=False)))
+            return super().sample_independent(study, trial, name, distribution)
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        for step in range(1, 10):
+            trial.report(x, step)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return x
+
+    hyperband = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
+    seen = {}
+    for kind, pruner in (
+        ("bare", optuna.pruners.HyperbandPruner(**hyperband)),
+        (
+            "wrapped",
+            CostBudgetPruner(1e9, wrapped_pruner=optuna.pruners.HyperbandPruner(**hyperband)),
+        ),
+    ):
+        sampler = Seen()
+        study = optuna.create_study(sampler=sampler, pruner=pruner, study_name="brackets")
+        study.optimize(objective, n_trials=30)
+        seen[kind] = sampler.seen
+    assert seen["wrapped"] == list(range(1, 31))  # every trial so far, itself included
+    assert all(s <= k for s, k in zip(seen["bare"], range(1, 31), strict=True))
+    assert sum(seen["bare"]) < sum(seen["wrapped"]) / 2  # three brackets share the trials
