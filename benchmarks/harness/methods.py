@@ -30,12 +30,20 @@ Names:
   ``CostAwareStopping(value_per_cost=L)``); see :func:`make_callbacks`. Ours takes a
   ``budget`` option too (``rollout:budget=none,value_per_cost=0.01``: no budget, the rule
   stops it).
+- ``NAME+PRUNER``: any of these with a pruner (the pruning benchmark, problems with steps):
+  ``+median`` (Optuna's ``MedianPruner()``, its defaults) or ``+hyperband``
+  (``HyperbandPruner(min_resource=1, max_resource=<the problem's last step>,
+  reduction_factor=3)``); ours gets it wrapped as a user writes it,
+  ``CostBudgetPruner(pruner)``, and ``+median-bare`` / ``+hyperband-bare`` give ours the bare
+  pruner; Optuna's samplers always get the bare one. Without a pruner a problem with steps
+  gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
 The method's name is also its folder in the cache (see ``cache.method_dir``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 import math
 import re
@@ -53,6 +61,7 @@ class Method:
     # benchmark-only variant such as the independent fallback of conditional parameters)
     options: tuple[tuple[str, Any], ...] = ()
     stopper: str = ""  # "", "terminator", "emmr", "cost-aware=L"
+    pruner: str = ""  # "", "median", "hyperband", "median-bare", "hyperband-bare"
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -133,6 +142,23 @@ PAPER_METHODS = (
 Optuna's samplers."""
 PAPER_REFERENCES = ("rollout-paper", "rollout-paper-h4")
 """The methods the paper reproductions compare against every other one."""
+PRUNING_METHODS = (
+    "rollout+hyperband",
+    "rollout+median",
+    "rollout",
+    "optuna-tpe+hyperband",
+    "optuna-tpe+median",
+    "optuna-gp+median",
+    "random+hyperband",
+)
+"""The pruning benchmark's methods (issue 24): the default with Hyperband, with Median and
+without a pruner; TPE + Hyperband (the pairing Optuna's docs recommend), TPE + Median,
+GPSampler + Median, random search + Hyperband."""
+PRUNING_REFERENCES = ("rollout+hyperband", "rollout+median")
+"""The methods the pruning benchmark compares against every other one."""
+PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
+"""The pruners of ``NAME+PRUNER`` (and their labels)."""
+_PRUNED = re.compile(r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<bare>-bare)?")
 
 
 STOPPERS = {
@@ -195,14 +221,25 @@ def resolve(name: str) -> Method:
         stopper = stopped["stopper"]
         if stopper.startswith("cost-aware"):
             _cost_aware_rate(stopper, name)
-        return Method(
-            name,
-            f"{base_method.label} + {STOPPERS[stopper.partition('=')[0]]}",
-            base_method.family,
-            base_method.kind,
-            base_method.options,
-            stopper,
-        )
+        if base_method.stopper:
+            raise ValueError(f"{name!r} has two stoppers")
+        label = f"{base_method.label} + {STOPPERS[stopper.partition('=')[0]]}"
+        return dataclasses.replace(base_method, name=name, label=label, stopper=stopper)
+    pruned = _PRUNED.fullmatch(name)
+    if pruned:
+        base = resolve(pruned["base"])
+        if base.pruner:
+            raise ValueError(f"{name!r} has two pruners")
+        if base.family == "botorch":
+            raise ValueError(f"{name!r}: the BoTorch references run no Optuna study to prune")
+        bare = bool(pruned["bare"])
+        if bare and base.family != "ours":
+            raise ValueError(
+                f"{name!r}: '-bare' is for ours (Optuna's samplers always get the bare pruner)"
+            )
+        label = f"{base.label} + {PRUNERS[pruned['pruner']]}" + (" (bare)" if bare else "")
+        pruner = pruned["pruner"] + ("-bare" if bare else "")
+        return dataclasses.replace(base, name=name, label=label, pruner=pruner)
     base, sep, rest = name.partition(":")
     if sep:
         options = parse_options(rest)
@@ -286,6 +323,46 @@ def make_callbacks(method: Method) -> list[Any]:
             error_evaluator=term.MedianErrorEvaluator(make_evaluator()),
         )
         return [term.TerminatorCallback(terminator)]
+
+
+def make_pruner(method: Method, max_step: int) -> Any:
+    """The study's pruner for ``method`` on a problem whose last step is ``max_step`` (0: a
+    problem without steps).
+
+    None (Optuna's default, never consulted: nothing is reported) for a method without a
+    pruner on a problem without steps; ``NopPruner()`` for one on a problem with steps (the
+    runner reports every step, and Optuna's implicit default would be ``MedianPruner``).
+    ``median``: ``MedianPruner()`` with Optuna's defaults (5 start-up trials, no warm-up
+    steps). ``hyperband``: ``HyperbandPruner(min_resource=1, max_resource=max_step,
+    reduction_factor=3)``. Ours gets it as ``CostBudgetPruner(pruner)`` unless ``-bare``.
+
+    NOTE(bracket view): Optuna shows a sampler only the trials of the running trial's
+    Hyperband bracket when ``study.pruner`` is a ``HyperbandPruner``
+    (``optuna.pruners._filter_study``); inside ``CostBudgetPruner`` it is not one, so ours
+    sees every trial while the wrapped pruner still prunes bracket by bracket. ``-bare``
+    keeps Optuna's bracket view.
+    """
+    import optuna
+
+    if not method.pruner:
+        return optuna.pruners.NopPruner() if max_step else None
+    kind, _, bare = method.pruner.partition("-")
+    pruner: Any
+    if kind == "median":
+        pruner = optuna.pruners.MedianPruner()
+    elif kind == "hyperband":
+        if max_step < 1:
+            raise ValueError(f"{method.name}: HyperbandPruner needs a problem with steps")
+        pruner = optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=max_step, reduction_factor=3
+        )
+    else:
+        raise ValueError(f"{method.name}: unknown pruner {method.pruner!r}")
+    if method.family == "ours" and not bare:
+        from optuna_costbo import CostBudgetPruner
+
+        pruner = CostBudgetPruner(pruner)
+    return pruner
 
 
 def unavailable(method: Method) -> str | None:

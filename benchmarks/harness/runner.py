@@ -22,6 +22,17 @@ user attr ``constraints`` and every sampler that takes one gets the same ``const
 reading it (ours, GPSampler, TPE); an infeasible trial's value is recorded as nan (what counts
 is the best feasible value) and counted in ``Run.meta["n_infeasible"]``. A method with a
 stopper (``NAME@STOPPER``) gets its callback after the budget's (``methods.make_callbacks``).
+
+Problems with steps (``problem.has_steps``; the pruning benchmark) run under the method's
+pruner (``methods.make_pruner``). The objective walks the learning curve: at each step it
+reports the cumulative cost so far (``report_cost``, so that ``CostBudgetPruner`` sees the
+trial's own cost), reports the step's value (``trial.report(value, step)``) and asks
+``trial.should_prune()``; when told to prune it raises ``optuna.TrialPruned`` with the cost
+reached already reported, so a pruned trial is charged what it spent up to the step it was
+pruned at, and stops there (a live curve trains no further). A trial that reaches the last
+step is COMPLETE with the last step's value and the full cumulative cost. ``Run.steps`` and
+``Run.states`` keep the last step each trial reached and how it ended; the budget rule is the
+same (a pruned trial's cost counts).
 """
 
 from __future__ import annotations
@@ -74,6 +85,8 @@ class Run:
     values: list[float] = field(default_factory=list)
     elapsed: list[float] = field(default_factory=list)  # wall-clock problems only
     params: list[dict[str, Any]] = field(default_factory=list)  # if the problem records them
+    steps: list[int] = field(default_factory=list)  # problems with steps: last step reached
+    states: list[str] = field(default_factory=list)  # problems with steps: "complete", ...
     run_s: float = 0.0
     cpu_s: float = 0.0
     suggest_s: float = 0.0  # total time in the method's proposals (the suggest_* calls)
@@ -152,6 +165,26 @@ def _run_optuna(
             trial.set_user_attr(CONSTRAINTS_ATTR, values)
         return value
 
+    reached: dict[int, int] = {}
+
+    def objective_with_steps(trial: optuna.Trial) -> float:
+        cost, value, step, params = 0.0, math.nan, 0, {}
+        try:  # a trial the sampler skips (TrialPruned in suggest) is charged nothing
+            begin = time.perf_counter()
+            params = problem.suggest(trial)
+            seconds = time.perf_counter() - begin
+            run.suggest_s += seconds
+            run.meta["suggest_max_s"] = max(run.meta.get("suggest_max_s", 0.0), seconds)
+            for step, value, cost in problem.evaluate_curve(params):
+                report_cost(trial, cost)  # kept up to date: CostBudgetPruner reads it
+                trial.report(value, step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned(f"pruned at step {step}")
+        finally:
+            measured[trial.number] = (cost, time.perf_counter() - start, params)
+            reached[trial.number] = step
+        return value
+
     def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         nonlocal spent
         if wall:
@@ -170,10 +203,19 @@ def _run_optuna(
     sampler = methods_mod.make_sampler(method, problem.budget, seed, options)
     if configure is not None:
         configure(sampler)
-    study = optuna.create_study(sampler=sampler)
+    pruner = methods_mod.make_pruner(method, problem.max_step)
+    # NOTE: HyperbandPruner puts trial k in a bracket by a hash of the study's name and k;
+    # Optuna's default name is random, so a problem with steps gets a name of its own: the
+    # same brackets for a seed on every run, and for every method of that seed.
+    name = f"{problem.name}-seed{seed}" if problem.has_steps else None
+    study = optuna.create_study(sampler=sampler, pruner=pruner, study_name=name)
     start = time.perf_counter()
     callbacks = [stop_at_budget, *methods_mod.make_callbacks(method)]
-    study.optimize(objective, n_trials=problem.max_trials, callbacks=callbacks)
+    study.optimize(
+        objective_with_steps if problem.has_steps else objective,
+        n_trials=problem.max_trials,
+        callbacks=callbacks,
+    )
     run.meta["optimize_s"] = round(time.perf_counter() - start, 4)
     for trial in study.get_trials(deepcopy=False):
         cost, at, params = measured.get(
@@ -189,6 +231,9 @@ def _run_optuna(
             run.elapsed.append(at)
         if problem.record_params:
             run.params.append(params)
+        if problem.has_steps:
+            run.steps.append(reached.get(trial.number, 0))
+            run.states.append(trial.state.name.lower())
     if probe is not None:
         run.meta.update(probe(sampler, study))
 
