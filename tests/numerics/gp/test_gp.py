@@ -35,6 +35,7 @@ from optuna_costbo._numerics.gp.fit import model_subset
 from optuna_costbo._numerics.gp.fit import neg_log_marginal_likelihood
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.kernel import matern52
+from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.gp.prior import LENGTHSCALE_PRIOR_WEIGHT
 from optuna_costbo._numerics.gp.prior import log_prior
@@ -246,6 +247,31 @@ def test_predict_without_grad_matches_with_grad() -> None:
     np.testing.assert_array_equal(mean, mean_g)
     np.testing.assert_array_equal(var, var_g)
     assert dmean.shape == (4, 2) and dvar.shape == (4, 2)
+
+
+@pytest.mark.parametrize(("n", "m"), [(10, 4), (300, 40)])
+def test_predict_mean_is_the_mean_of_predict_and_its_gradient(n: int, m: int) -> None:
+    # Small and large blocks (the kernel's distances are formed two ways, see kernel.py).
+    X, y = _toy_data(n, 3, scale=5.0)
+    model = GPModel(X, y, _hyper(3))
+    Xq = np.vstack([np.random.default_rng(1).uniform(size=(m, 3)), X[:2]])
+    mean, _, dmean, _ = model.predict(Xq, return_grad=True)
+    np.testing.assert_allclose(model.predict_mean(Xq), mean, rtol=1e-13, atol=1e-13)
+    got, grad = model.predict_mean(Xq, return_grad=True)
+    np.testing.assert_allclose(got, mean, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(grad, dmean, rtol=1e-13, atol=1e-13)
+    fd = _central_diff(lambda x: model.predict_mean(x[None, :])[0], Xq[0], 1e-6)
+    np.testing.assert_allclose(grad[0], fd, rtol=1e-5, atol=1e-7)
+
+
+def test_scaled_sq_dist_is_the_same_for_small_and_large_blocks() -> None:
+    rng = np.random.default_rng(3)
+    A, B, ls = rng.uniform(size=(200, 4)), rng.uniform(size=(30, 4)), rng.uniform(0.2, 2, 4)
+    brute = (((A[:, None, :] - B[None, :, :]) / ls) ** 2).sum(axis=2)  # (200, 30)
+    large = scaled_sq_dist(A, B, ls)  # 24000 differences: the loop over D
+    small = np.vstack([scaled_sq_dist(A[i : i + 5], B, ls) for i in range(0, 200, 5)])
+    np.testing.assert_allclose(large, brute, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(small, brute, rtol=1e-13, atol=1e-15)
 
 
 def test_posterior_cov_diagonal_and_symmetry() -> None:
