@@ -16,8 +16,8 @@ import numpy as np
 __all__ = ["matern52", "matern52_parts", "scaled_sq_dist"]
 
 # NOTE(gp): the largest (n1, n2, D) difference array formed at once; measured, one array is
-# faster than the loop over D up to a few thousand elements, slower past them.
-_BLOCK_ELEMENTS = 4096
+# faster than the loop over D from D = 4 up to several thousand elements, slower past them.
+_BLOCK_ELEMENTS = 8192
 
 
 def matern52(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:
@@ -56,14 +56,14 @@ def scaled_sq_dist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> 
     """Squared ARD distance ``sum_d ((x1_d - x2_d) / ls_d)^2``, (n1, D), (n2, D) -> (n1, n2)."""
     # NOTE(gp): Differences are formed per dimension instead of via |a|^2 + |b|^2 - 2 a.b, whose
     # cancellation loses all accuracy of r near zero (exactly where posterior variances and
-    # their gradients are most sensitive). Small blocks (an optimizer's few points against the
-    # observations) are formed in one (n1, n2, D) array, where a loop over D costs more in
-    # numpy's per-call overhead than in arithmetic; large ones loop over D in place, keeping
-    # memory at (n1, n2).
+    # their gradients are most sensitive). Small blocks in 4 or more dimensions (an
+    # optimizer's few points against the observations) are formed in one (n1, n2, D) array,
+    # where a loop over D costs more in numpy's per-call overhead than in arithmetic; others
+    # loop over D in place, keeping memory at (n1, n2).
     inv_ls = 1.0 / np.asarray(lengthscales, dtype=float)  # (D,)
     A = X1 * inv_ls  # (n1, D)
     B = X2 * inv_ls  # (n2, D)
-    if A.shape[0] * B.shape[0] * A.shape[1] <= _BLOCK_ELEMENTS:
+    if A.shape[1] >= 4 and A.shape[0] * B.shape[0] * A.shape[1] <= _BLOCK_ELEMENTS:
         diff = A[:, None, :] - B[None, :, :]  # (n1, n2, D)
         out: np.ndarray = np.einsum("ijd,ijd->ij", diff, diff)  # (n1, n2)
         return out
