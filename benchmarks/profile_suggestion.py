@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--dims", type=int, nargs="+", default=[3, 5, 10])
     parser.add_argument("--trials", type=int, nargs="+", default=[50, 200, 500, 1000])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--title", default="", help="a line written above the table")
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "profile_suggestion.md"
     )
@@ -207,6 +208,8 @@ def main() -> None:
         cells_ms = " | ".join(f"{cells[c][row]:.1f}" for c in cells)
         label = row.replace("  of which", "&nbsp;&nbsp;of which")
         lines.append(f"| {label} | {cells_ms} |")
+    if args.title:
+        lines = [args.title, "", *lines]
     table = "\n".join(lines)
     print()
     print(f"package: {Path(optuna_costbo.__file__).parent}")

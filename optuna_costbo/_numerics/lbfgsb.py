@@ -127,6 +127,7 @@ def local_maximize(
     codec: BoxCodec,
     starts: np.ndarray,  # (R, D) legal points
     radius: float,
+    max_evals: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Polish each start by L-BFGS-B within a box of half-width ``radius`` around it.
 
@@ -140,6 +141,7 @@ def local_maximize(
         codec: The search space codec.
         starts: Legal points to polish, shape (R, D).
         radius: Half-width of the trust region in the unit box, > 0.
+        max_evals: Cap on the evaluations of ``fun_and_grad`` (default: scipy's).
 
     Returns:
         The polished legal points (R, D) and their values (R,).
@@ -157,7 +159,7 @@ def local_maximize(
         return starts, values
     low = np.clip(starts[:, cols] - radius, 0.0, 1.0)  # (R, k)
     high = np.clip(starts[:, cols] + radius, 0.0, 1.0)  # (R, k)
-    Z, _ = lbfgsb_runs(fg, starts, values, cols, np.stack([low, high], axis=-1))
+    Z, _ = lbfgsb_runs(fg, starts, values, cols, np.stack([low, high], axis=-1), max_evals)
     Z = codec.project(Z)  # (R, D)
     new_values = clean(fg(Z)[0])  # (R,)
     better = new_values > values

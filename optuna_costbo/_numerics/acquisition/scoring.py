@@ -143,8 +143,11 @@ def rollout_values_on(
 
 
 # NOTE: a leader is clear of a rival when their mean difference over the blocks exceeds the
-# one-sided 99% Student-t quantile times its standard error (at least 2 blocks).
+# one-sided 99% Student-t quantile times its standard error (at least 2 blocks); a rival is as
+# good when that interval lies within 1% of the leader's value, a difference no choice turns
+# on (on the agreement states the finalists the draws flip between differ by ~0.1%).
 _CONFIDENCE = 0.99
+_SAME = 0.01
 
 
 def decide(
@@ -154,48 +157,55 @@ def decide(
     tie_key: np.ndarray,  # (F,)
 ) -> tuple[int, float]:
     """The finalist to choose and its value: finalists scored on blocks of the draws until
-    the leader is clear of every rival, and by ``tie_key`` among those it is not clear of.
+    every rival is either clearly worse than the leader or as good, and by ``tie_key`` among
+    the leader and those as good.
 
     ``normals`` is cut into ``n_blocks`` consecutive blocks (of a scrambled Sobol sequence,
     each a balanced set). After each block from the second on, the leader (the largest mean
     value over the blocks so far) is compared with every other finalist on the per-block
-    differences (common draws); scoring stops once it is clear of all of them. A finalist it
-    is still not clear of after the last block is as good as the leader within the estimate's
-    error: among those and the leader, the one with the largest ``tie_key`` (a value that
+    differences (common draws): a rival is clearly worse when the mean difference exceeds
+    the one-sided 99% Student-t quantile times its standard error, as good when the whole
+    interval lies within :data:`_SAME` of the leader's value. Scoring stops once every rival
+    is one or the other. Among the leader and the rivals as good as it (or, after the last
+    block, not yet told apart from it) the one with the largest ``tie_key`` (a value that
     does not depend on the draws, e.g. the closed-form first-step rate) is chosen, so that
     the choice does not flip with the scrambling.
 
     NOTE: the blocks of one scrambled sequence are not independent replicates; their spread
     overstates the error of the mean (the whole sequence is better balanced than its blocks),
-    so "clear" is conservative. Values of -inf (unaffordable, excluded) are never chosen
-    while a finite one exists.
+    so both verdicts are conservative. Values of -inf (unaffordable, excluded) are never
+    chosen while a finite one exists.
 
     Returns:
         ``(index, value)``: the finalist and its mean value over the blocks scored.
     """
     size = len(normals) // n_blocks
     blocks: list[np.ndarray] = []  # each (F,)
-    unclear = np.zeros(len(tie_key), dtype=bool)
+    tied = np.zeros(len(tie_key), dtype=bool)  # rivals not clearly worse than the leader
     for k in range(n_blocks):
         blocks.append(score(normals[k * size : (k + 1) * size]))
         values = np.array(blocks)  # (k+1, F)
         mean = values.mean(axis=0)  # (F,)
         lead = int(np.argmax(mean))
+        tied = np.zeros(len(mean), dtype=bool)
         if len(blocks) < 2 or not np.isfinite(mean[lead]):
             continue
         rivals = np.isfinite(mean)
         rivals[lead] = False
         diff = values[:, lead : lead + 1] - values[:, rivals]  # (k+1, r)
-        se = diff.std(axis=0, ddof=1) / np.sqrt(len(blocks))  # (r,)
-        quantile = float(student_t.ppf(_CONFIDENCE, len(blocks) - 1))
-        unclear = np.zeros(len(mean), dtype=bool)
-        unclear[rivals] = diff.mean(axis=0) <= quantile * se
-        if not unclear.any():
-            return lead, float(mean[lead])
+        gap = diff.mean(axis=0)  # (r,)
+        half = float(student_t.ppf(_CONFIDENCE, len(blocks) - 1)) * (
+            diff.std(axis=0, ddof=1) / np.sqrt(len(blocks))
+        )  # (r,) half-width of the interval
+        worse = gap > half
+        same = np.abs(gap) + half <= _SAME * abs(float(mean[lead]))
+        tied[rivals] = ~worse
+        if np.all(worse | same):
+            break
     mean = np.array(blocks).mean(axis=0)
     lead = int(np.argmax(mean))
-    if not unclear.any():
+    if not tied.any():
         return lead, float(mean[lead])
-    tied = np.flatnonzero(unclear | (np.arange(len(mean)) == lead))
-    pick = int(tied[np.argmax(tie_key[tied])])
+    candidates = np.flatnonzero(tied | (np.arange(len(mean)) == lead))
+    pick = int(candidates[np.argmax(tie_key[candidates])])
     return pick, float(mean[pick])

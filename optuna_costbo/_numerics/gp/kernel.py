@@ -47,9 +47,19 @@ def matern52_parts(r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         the unit-variance kernel and ``a = (1 + sqrt5 r) exp(-sqrt5 r)``, so that
         ``dk / d(r^2) = -5/6 a`` (finite at ``r = 0``).
     """
-    s5r = np.sqrt(5.0 * r2)
-    e = np.exp(-s5r)
-    return (1.0 + s5r + (5.0 / 3.0) * r2) * e, (1.0 + s5r) * e
+    # NOTE(gp): in place, three arrays instead of ten: on the (m, n) blocks of a screen, fresh
+    # arrays cost more in page faults than the arithmetic (measured 3x). Same operations, in
+    # the same order, as (1 + s5r + 5/3 r2) e and (1 + s5r) e.
+    s5r = np.multiply(r2, 5.0)
+    np.sqrt(s5r, out=s5r)
+    e = np.negative(s5r)
+    np.exp(e, out=e)
+    s5r += 1.0  # 1 + sqrt5 r
+    k = np.multiply(r2, 5.0 / 3.0)
+    k += s5r
+    k *= e
+    s5r *= e
+    return k, s5r
 
 
 def scaled_sq_dist(X1: np.ndarray, X2: np.ndarray, lengthscales: np.ndarray) -> np.ndarray:

@@ -56,6 +56,15 @@ def test_finalists_the_draws_cannot_tell_apart_go_to_the_tie_key() -> None:
     assert picks == {2}
 
 
+def test_finalists_as_good_as_the_leader_stop_the_scoring_early() -> None:
+    # 0 and 2 are within 0.01% of each other and the draws say so after a few blocks (their
+    # difference is steady): no more blocks are drawn, and the key decides.
+    for seed in range(4):
+        score = _Blocks([1.0, 0.5, 1.0 + 1e-4], noise=0.0005, seed=seed)
+        i, _ = decide(score, _NORMALS, 8, tie_key=np.array([0.1, 5.0, 0.3]))
+        assert i == 2 and score.calls < 8
+
+
 def test_decide_never_chooses_minus_inf_and_handles_one_block() -> None:
     score = _Blocks([-np.inf, 0.3], noise=0.0)
     assert decide(score, _NORMALS, 1, tie_key=np.array([1.0, 0.0]))[0] == 1
