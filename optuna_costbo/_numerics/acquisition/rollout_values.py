@@ -63,8 +63,10 @@ def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -
 
 def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """a (B, N or 1, P), idx (B, N) -> (B, N): a[b, i, idx[b, i]] with broadcasting on N."""
-    a = np.broadcast_to(a, (*idx.shape, a.shape[-1]))
-    out: np.ndarray = np.take_along_axis(a, idx[..., None], axis=-1)[..., 0]
+    B, N = idx.shape
+    rows = np.arange(B)[:, None]  # (B, 1)
+    cols = np.arange(N)[None, :] if a.shape[1] != 1 else 0  # (1, N) or the one column
+    out: np.ndarray = a[rows, cols, idx]
     return out
 
 

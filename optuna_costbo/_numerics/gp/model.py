@@ -61,6 +61,7 @@ _JITTER_STEPS = 11
 # of a constant objective (e.g. np.std([0.1] * 10) ~ 1e-17 != 0); standardizing by it would blow
 # rounding errors up to O(1) values.
 _CONSTANT_Y_RTOL = 64.0 * float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 def cholesky_jittered(K: np.ndarray, scale: float) -> tuple[np.ndarray, float]:
@@ -102,7 +103,7 @@ def validate_X(X: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} must be a 2-D array of shape (n, D) with D >= 1, got {X.shape}.")
     if dim is not None and X.shape[1] != dim:
         raise ValueError(f"{name} must have {dim} columns, got shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
+    if not np.isfinite(X).all():
         raise ValueError(
             f"{name} contains NaN or infinite values; filter non-finite points before calling."
         )
@@ -315,16 +316,19 @@ class GPModel:
         mean_z = self.hyper.mean + Kq @ self._alpha  # (m,)
         var_z, clipped = self._latent_var(V)  # (m,)
         mean = self.y_mean + self.y_std * mean_z  # (m,)
-        var = np.maximum(self.y_std**2 * var_z, np.finfo(np.float64).tiny)  # (m,)
+        var = np.maximum(self.y_std**2 * var_z, _TINY)  # (m,)
         if not return_grad:
             return mean, var
-        # d var / d x_d: as the mean's, with W = -2 G (K^-1 k)^T in place of G alpha^T.
+        # The mean's and the variance's gradients in one pass (see _mean_grad): with
+        # W = G alpha^T for the mean and W = -2 G (K^-1 k)^T for the variance.
         G = (-5.0 / 3.0) * self.hyper.signal_var * a  # (m, n)
-        Wv = -2.0 * G * self._solve(V, trans=1).T  # (m, n)
+        W = np.empty((2, *G.shape))  # (2, m, n)
+        np.multiply(G, self._alpha[None, :], out=W[0])
+        np.multiply(-2.0 * G, self._solve(V, trans=1).T, out=W[1])
         inv_ls2 = 1.0 / (self.hyper.lengthscales * self.hyper.lengthscales)  # (D,)
-        dvar_z = (Xq * Wv.sum(axis=1)[:, None] - Wv @ self.X) * inv_ls2  # (m, D)
-        dvar_z[clipped] = 0.0
-        return mean, var, self.y_std * self._mean_grad(Xq, a), self.y_std**2 * dvar_z
+        d = (Xq[None] * W.sum(axis=2)[..., None] - W @ self.X) * inv_ls2  # (2, m, D)
+        d[1][clipped] = 0.0
+        return mean, var, self.y_std * d[0], self.y_std**2 * d[1]
 
     @overload
     def predict_mean(self, Xq: np.ndarray, return_grad: Literal[False] = ...) -> np.ndarray: ...
