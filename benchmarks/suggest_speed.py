@@ -1,15 +1,17 @@
 """Median suggestion time of CostRolloutSampler against Optuna's GPSampler, side by side.
 
-For each dimension D and number of completed trials n, both samplers get the same n trials
-(random points of a cost-varying test function, added with ``add_trial``), then make
+For each dimension D and number of completed trials n, every sampler gets the same n trials
+(random points of a cost-varying test function, added with ``add_trial``), then makes
 one cold suggestion (a fresh sampler: a new worker or a resumed study) and then ``--repeats``
 consecutive suggestions, each told its value before the next, as in a real run: warm starts
-from earlier fits are used the way each sampler normally uses them. Reported: the median (and
-mean) seconds of one warm ``ask`` plus all ``suggest_*`` calls, and the cold one.
+from earlier fits are used the way each sampler normally uses them. The samplers take turns,
+one suggestion each, so that a change of the machine's load falls on all of them alike.
+Reported: the median (and mean) seconds of one warm ``ask`` plus all ``suggest_*`` calls, and
+the cold one.
 Single-threaded: BLAS and torch are limited to one thread before they load.
 
     pip install torch==2.13.0     # for GPSampler
-    python benchmarks/suggest_speed.py [--dims 2 5 10] [--trials 25 50 100 200] [--repeats 7]
+    python benchmarks/suggest_speed.py [--dims 2 5 10] [--trials 25 50 100 200 500 1000]
 
 ``--clock cpu`` times CPU seconds of this process instead of wall-clock seconds (for a machine
 shared with other work). ``--baseline DIR`` also times the package found in ``DIR`` (another
@@ -123,19 +125,25 @@ def samplers() -> dict[str, Callable[[], optuna.samplers.BaseSampler]]:
 
 def _cell(
     makers: dict[str, Callable[[], optuna.samplers.BaseSampler]], dim: int, n: int, repeats: int
-) -> dict[str, tuple[float, float]]:
+) -> dict[str, tuple[float, float, float]]:
     """(median, mean, first) seconds per suggestion of each sampler on one (D, n) cell.
 
     The first suggestion of a fresh sampler is cold (no warm start: a new process joining or
-    resuming the study); median and mean are over the ``repeats`` warm ones after it.
+    resuming the study); median and mean are over the ``repeats`` warm ones after it. The
+    samplers take turns, one suggestion each, so that a change of the machine's load during
+    the cell falls on all of them alike.
     """
-    medians = {}
-    for name, make in makers.items():
-        study = make_study(make(), dim, n, seed=dim * 1000 + n)
-        first = time_suggestions(study, dim, 1)[0]
-        times = time_suggestions(study, dim, repeats)
-        medians[name] = (statistics.median(times), statistics.fmean(times), first)
-    return medians
+    studies = {
+        name: make_study(make(), dim, n, seed=dim * 1000 + n) for name, make in makers.items()
+    }
+    first = {name: time_suggestions(study, dim, 1)[0] for name, study in studies.items()}
+    times: dict[str, list[float]] = {name: [] for name in studies}
+    for _ in range(repeats):
+        for name, study in studies.items():
+            times[name] += time_suggestions(study, dim, 1)
+    return {
+        name: (statistics.median(t), statistics.fmean(t), first[name]) for name, t in times.items()
+    }
 
 
 def _child(
@@ -200,7 +208,7 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10])
-    parser.add_argument("--trials", type=int, nargs="+", default=[25, 50, 100, 200])
+    parser.add_argument("--trials", type=int, nargs="+", default=[25, 50, 100, 200, 500, 1000])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument(
@@ -242,26 +250,51 @@ def main() -> None:
             cells = "  ".join(f"{k}: {v[0] * 1e3:7.1f} ms" for k, v in medians.items())
             print(f"D={dim:<3} n={n:<4} {cells}", flush=True)
 
-    names = list(makers)
-    header = "| D | n | " + " | ".join(f"{k} median (mean) ms, warm" for k in names)
-    ref = "optuna GPSampler"
-    if ref in names:
-        header += " | " + " | ".join(f"{k} / GPSampler" for k in names if k != ref)
-    lines = [header + " |", "|" + "---|" * header.count("|")]
-    for dim, n, med in rows:
-        cells = [f"{med[k][0] * 1e3:.1f} ({med[k][1] * 1e3:.1f})" for k in names]
-        if ref in names:
-            cells += [f"{med[k][0] / med[ref][0]:.2f}" for k in names if k != ref]
-        lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
-    lines += ["", "Cold first suggestion of a fresh sampler (no warm start), seconds:", ""]
-    lines += ["| D | n | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 2)]
-    for dim, n, med in rows:
-        lines.append(f"| {dim} | {n} | " + " | ".join(f"{med[k][2]:.2f}" for k in names) + " |")
-    table = "\n".join(lines)
+    table = report(rows, list(makers), args)
     print()
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "suggest_speed.md").write_text(table + "\n")
+    (args.out / "suggest_speed.md").write_text(table)
+
+
+def report(
+    rows: list[tuple[int, int, dict[str, tuple[float, float, float]]]],
+    names: list[str],
+    args: argparse.Namespace,
+) -> str:
+    """The result file: the command, then one section per table (warm times, their ratios to
+    GPSampler and to EIpu, cold first suggestions), each under a heading of its own."""
+    command = " ".join(["python benchmarks/suggest_speed.py", *sys.argv[1:]])
+    clock = "CPU" if _CPU_CLOCK else "wall-clock"
+    lines = [
+        f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, each"
+        " cell in one run of the samplers side by side.",
+        "",
+        "## Warm suggestion, median (mean) ms",
+        "",
+        "| D | n | " + " | ".join(names) + " |",
+        "|" + "---|" * (len(names) + 2),
+    ]
+    for dim, n, med in rows:
+        cells = [f"{med[k][0] * 1e3:.1f} ({med[k][1] * 1e3:.1f})" for k in names]
+        lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
+    ratios = []  # (numerator, denominator) sampler names
+    for ref in ("optuna GPSampler", "costbo EIpu"):
+        if ref in names:
+            ratios += [(k, ref) for k in names if k not in (ref, "optuna GPSampler")]
+    if ratios:
+        lines += ["", "## Ratios of the warm medians", ""]
+        short = {"optuna GPSampler": "GPSampler", "costbo EIpu": "EIpu"}
+        header = " | ".join(f"{k} / {short[r]}" for k, r in ratios)
+        lines += ["| D | n | " + header + " |", "|" + "---|" * (len(ratios) + 2)]
+        for dim, n, med in rows:
+            cells = [f"{med[k][0] / med[r][0]:.2f}" for k, r in ratios]
+            lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
+    lines += ["", "## Cold first suggestion of a fresh sampler, seconds", ""]
+    lines += ["| D | n | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 2)]
+    for dim, n, med in rows:
+        lines.append(f"| {dim} | {n} | " + " | ".join(f"{med[k][2]:.2f}" for k in names) + " |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

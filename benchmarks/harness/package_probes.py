@@ -25,8 +25,8 @@ Who uses what:
   ``_numerics.search_space`` (``BoxCodec``, ``NumericParam``),
   ``_numerics.acquisition.strategies`` (``AcquisitionContext``);
 - ``inner_candidates.py``: ``_numerics.acquisition.ei``, ``FittedLogCost``, ``fit_gp``,
-  ``qmc_normals``, ``_numerics.acquisition.rollout`` (``RATE``, ``PAPER``,
-  ``rollout_values_on``, ``top_indices``);
+  ``qmc_normals``, ``_numerics.acquisition.scoring`` (``RATE``, ``PAPER``,
+  ``rollout_values_on``), ``_numerics.acquisition.rollout`` (``top_indices``);
 - ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
   model's time per trial, from a profile, on any version of the package) and the system attrs
   a finished or a running trial of ``CostRolloutSampler`` carries
@@ -52,6 +52,7 @@ MODULES: dict[str, str] = {
     "prior": "optuna_costbo._numerics.gp.prior",
     "rollout_values": "optuna_costbo._numerics.acquisition.rollout_values",
     "rollout": "optuna_costbo._numerics.acquisition.rollout",
+    "scoring": "optuna_costbo._numerics.acquisition.scoring",
     "search_space": "optuna_costbo._numerics.search_space",
     "space": "optuna_costbo._sampler.space",
     "strategies": "optuna_costbo._numerics.acquisition.strategies",
@@ -66,15 +67,15 @@ NAMES: dict[str, tuple[str, str]] = {
     "FittedLogCost": ("cost_model", "FittedLogCost"),
     "LENGTHSCALE_PRIOR_WEIGHT": ("prior", "LENGTHSCALE_PRIOR_WEIGHT"),
     "NumericParam": ("search_space", "NumericParam"),
-    "PAPER": ("rollout", "PAPER"),
-    "RATE": ("rollout", "RATE"),
+    "PAPER": ("scoring", "PAPER"),
+    "RATE": ("scoring", "RATE"),
     "Rollout": ("rollout", "Rollout"),
     "SpaceBridge": ("space", "SpaceBridge"),
     "fit_gp": ("fit", "fit_gp"),
     "log_prior": ("prior", "log_prior"),
     "plain_ei": ("ei", "ei"),
     "qmc_normals": ("rollout_values", "qmc_normals"),
-    "rollout_values_on": ("rollout", "rollout_values_on"),
+    "rollout_values_on": ("scoring", "rollout_values_on"),
     "top_indices": ("rollout", "top_indices"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes

@@ -68,9 +68,12 @@ class CostModel(Protocol):
     @property
     def max_evals(self) -> int | None: ...
 
-    def predict(self, Xq: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
-        """Posterior of log(cost): ``(mean (m,), var (m,))``, plus ``(dmean (m, D), dvar (m, D))``
-        if ``return_grad``."""
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:
+        """Predicted log(cost) (the posterior mean of a model of it), ``Z (m, D) -> (m,)``."""
+        ...
+
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`log_cost` (m,) and its gradient with respect to Z (m, D)."""
         ...
 
     def cost(self, Z: np.ndarray) -> np.ndarray:
@@ -92,11 +95,15 @@ class FittedLogCost:
     def __init__(self, model: GPModel) -> None:
         self.model = model
 
-    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
-        return self.model.predict(Xq, return_grad)
+    # NOTE: the posterior mean alone, without the variance's triangular solves.
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        return self.model.predict_mean(Z)
+
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.model.predict_mean(Z, True)  # (m,), (m, D)
 
     def cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-        out: np.ndarray = np.exp(self.model.predict(Z)[0])
+        out: np.ndarray = np.exp(self.model.predict_mean(Z))
         return out
 
 
@@ -115,8 +122,8 @@ _JUMP_SLOPE = 50.0
 class KnownCost:
     """A cost function the user knows, in place of a fitted cost model.
 
-    As a model of log(cost) it has zero variance and forward finite-difference gradients (the
-    user's function has no gradient).
+    As a model of log(cost) it has forward finite-difference gradients (the user's function
+    has no gradient).
 
     Attributes:
         fn: Cost of evaluating each point next, from the current state (for a
@@ -142,28 +149,26 @@ class KnownCost:
         out: np.ndarray = np.asarray(self.fn(Z), dtype=float)
         return out
 
-    def _log(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        """log(cost), the cost floored at COST_FLOOR."""
         out: np.ndarray = np.log(np.maximum(self.cost(Z), COST_FLOOR))
         return out
 
-    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
-        mean = self._log(Xq)  # (m,)
-        var = np.zeros_like(mean)
-        if not return_grad:
-            return mean, var
-        m, D = Xq.shape
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log(cost) (m,) and its forward-difference gradient (m, D)."""
+        mean = self.log_cost(Z)  # (m,)
+        m, D = Z.shape
         # NOTE: forward differences: D calls of the user's function per point, not 2D (the
         # value at the point is known). A difference steeper than _JUMP_SLOPE is a step of a
         # piecewise-constant cost (integer, stepped or snapped parameters) caught between the
         # two points; it counts as 0, the derivative almost everywhere.
-        step = np.where(Xq + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)  # (m, D), inside the box
-        shifted = np.repeat(Xq[:, None, :], D, axis=1)  # (m, D, D)
+        step = np.where(Z + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)  # (m, D), inside the box
+        shifted = np.repeat(Z[:, None, :], D, axis=1)  # (m, D, D)
         diag = np.arange(D)
         shifted[:, diag, diag] += step
-        vals = self._log(shifted.reshape(m * D, D)).reshape(m, D)
+        vals = self.log_cost(shifted.reshape(m * D, D)).reshape(m, D)
         dmean = (vals - mean[:, None]) / step  # (m, D)
-        dmean = np.where(np.abs(dmean) > _JUMP_SLOPE, 0.0, dmean)
-        return mean, var, dmean, np.zeros_like(dmean)
+        return mean, np.where(np.abs(dmean) > _JUMP_SLOPE, 0.0, dmean)
 
 
 @dataclass(frozen=True)
@@ -225,14 +230,15 @@ class PrunedCost:
         factor = 1.0 - saved * P  # (m,)
         return np.log(factor), -saved * dP / factor[:, None]
 
-    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
-        """The base model's posterior of log cost, shifted by ``log(1 - P (1 - f))`` (its
-        variance is the base model's)."""
-        base = self.base.predict(Xq, return_grad)
-        shift = self._log_factor(Xq, return_grad)
-        if not return_grad:
-            return base[0] + shift[0], base[1]
-        return base[0] + shift[0], base[1], base[2] + shift[1], base[3]
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        """The base model's log cost, shifted by ``log(1 - P (1 - f))``."""
+        out: np.ndarray = self.base.log_cost(Z) + self._log_factor(Z, False)[0]
+        return out
+
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        log_c, dlog_c = self.base.log_cost_and_grad(Z)  # (m,), (m, D)
+        shift, dshift = self._log_factor(Z, True)
+        return log_c + shift, dlog_c + dshift
 
     def cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
         out: np.ndarray = np.maximum(

@@ -369,9 +369,14 @@ def rows_among(Z: np.ndarray, points: np.ndarray) -> np.ndarray:
     Legal points are exact fixed points of the codec, so a configuration that a trial already
     has encodes to exactly the same bytes; exact comparison is the codec's resolution.
     """
+    Z = np.ascontiguousarray(Z, dtype=float)  # (m, D)
+    points = np.ascontiguousarray(points, dtype=float)  # (k, D)
     if len(Z) == 0 or len(points) == 0:
         return np.zeros(len(Z), dtype=bool)
-    seen = {row.tobytes() for row in np.ascontiguousarray(points, dtype=float)}
-    return np.array(
-        [row.tobytes() in seen for row in np.ascontiguousarray(Z, dtype=float)], dtype=bool
-    )
+    if Z.shape[1] == 0:
+        return np.ones(len(Z), dtype=bool)
+    # NOTE(codec): each row viewed as one opaque value of its bytes (so -0.0 != 0.0, as
+    # bytes), compared by numpy's sort-based set membership instead of a Python loop.
+    row = np.dtype((np.void, Z.dtype.itemsize * Z.shape[1]))
+    out: np.ndarray = np.isin(Z.view(row).ravel(), points.view(row).ravel())
+    return out

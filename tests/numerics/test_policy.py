@@ -187,16 +187,18 @@ def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     # Declared evaluated, that point must give way to the next best one.
     from optuna_costbo._numerics.acquisition.rollout import PAPER
     from optuna_costbo._numerics.acquisition.rollout import rollout_choice
+    from optuna_costbo._numerics.acquisition.screening import screen
     from optuna_costbo._numerics.gp.fit import fit_gp
     from optuna_costbo._numerics.search_space import rows_among
 
     X, y = _data()
     model = fit_gp(X, y, rng=np.random.default_rng(0))
     known = KnownCost(fn=lambda Z: 1.0 + 9.0 * Z[:, 0])
+    pool = screen(CODEC.sobol_points(1024, seed=1), model, float(y.min()), known)
 
     def choose(excluded: Any) -> Any:
         return rollout_choice(
-            model, CODEC, np.random.default_rng(1), float(y.min()), -1.0, X[:2], known,
+            model, CODEC, np.random.default_rng(1), float(y.min()), -1.0, X[:2], known, pool,
             horizon=2, n_samples=64, valuation=PAPER, excluded=excluded,
         )  # fmt: skip
 

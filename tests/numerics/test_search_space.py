@@ -443,3 +443,20 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
     brute = codec.random_points(20000, np.random.default_rng(1))
     assert value >= float(np.max(f(brute)[0])) - 1e-6
     assert codec.decode(z[None])[0, 0] == 0  # the linear booster
+
+
+def test_rows_among_is_exact_row_membership() -> None:
+    from optuna_costbo._numerics.search_space import rows_among
+
+    rng = np.random.default_rng(0)
+    points = rng.random((30, 4))  # (30, 4)
+    Z = np.vstack([rng.random((50, 4)), points[[3, 7, 7]], points[:1] + 1e-16, -0.0 * points[:1]])
+    Z[10] = points[20]
+    brute = np.array([any(np.array_equal(z, p) for p in points) for z in Z])
+    np.testing.assert_array_equal(rows_among(Z, points), brute)
+    assert brute.sum() == 4  # rows 10, 50, 51, 52; a 1-ulp neighbour is another point
+    assert rows_among(np.zeros((0, 4)), points).shape == (0,)
+    assert not rows_among(Z, np.zeros((0, 4))).any()
+    assert rows_among(np.zeros((2, 0)), np.zeros((1, 0))).all()  # no parameters: one point
+    # -0.0 and 0.0 are the same configuration but not the same bytes: as before, not equal.
+    assert not rows_among(np.array([[-0.0]]), np.array([[0.0]]))[0]

@@ -78,7 +78,7 @@ def test_an_unregistered_name_lists_the_registered_ones(monkeypatch: pytest.Monk
 
 class CheapRight:
     """A new cost model, written as the recipe says: cost 1 for x >= 0.8, 1e4 elsewhere
-    (log cost piecewise constant, zero variance)."""
+    (log cost piecewise constant)."""
 
     pair_cost: BoxPairCost | None = None
     origin: np.ndarray | None = None
@@ -90,12 +90,11 @@ class CheapRight:
         out: np.ndarray = np.where(Z[:, 0] >= 0.8, 0.0, np.log(1e4))
         return out
 
-    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
-        mean = self._log(Xq)
-        var = np.zeros_like(mean)
-        if not return_grad:
-            return mean, var
-        return mean, var, np.zeros_like(Xq), np.zeros_like(Xq)
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        return self._log(Z)
+
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._log(Z), np.zeros_like(Z)
 
     def cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
         out: np.ndarray = np.exp(self._log(Z))

@@ -26,6 +26,7 @@ from scipy.special import ndtr
 
 
 __all__ = [
+    "LogCostModel",
     "LogEIPerCost",
     "PosteriorModel",
     "cool_exponent",
@@ -226,6 +227,18 @@ class Feasible(Protocol):
         ...
 
 
+class LogCostModel(Protocol):
+    """What an acquisition needs from a cost model (:class:`.cost_model.CostModel` fits)."""
+
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:
+        """Predicted log cost at box points Z (m, D): (m,)."""
+        ...
+
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted log cost (m,) and its gradient (m, D)."""
+        ...
+
+
 class LogEIPerCost:
     """log EI(x) - cost_exponent * mu_logc(x), to be maximized over the box.
 
@@ -246,8 +259,11 @@ class LogEIPerCost:
         model: Objective model; ``predict`` gives the latent posterior in original units.
         best: Incumbent, the smallest observed objective value (original units), finite;
             ``None`` only with ``feasibility``, while no observation is feasible.
-        cost_model: Model of log-cost; required when ``cost_exponent != 0``.
-        cost_exponent: Exponent of the cost, finite and >= 0. Default 0 (plain log EI).
+        cost_model: Model of log-cost (its mean is used); required when
+            ``cost_exponent != 0``.
+        cost_exponent: Exponent of the cost, finite and >= 0. Default 0 (plain log EI). An
+            array (m,) gives each row of the points the acquisition is called on its own
+            exponent (several acquisitions in one batch, see :func:`.optimize.maximize_each`).
         feasibility: The constraints' probability of feasibility (:mod:`..feasibility`).
 
     Raises:
@@ -262,7 +278,12 @@ class LogEIPerCost:
         ...         if not return_grad:
         ...             return mean, var
         ...         return mean, var, np.ones_like(Xq), np.zeros_like(Xq)
-        >>> acq = LogEIPerCost(Model(), best=0.0, cost_model=Model(), cost_exponent=1.0)
+        >>> class LogCost:
+        ...     def log_cost(self, Z):
+        ...         return Z[:, 0]
+        ...     def log_cost_and_grad(self, Z):
+        ...         return Z[:, 0], np.eye(Z.shape[1])[[0] * len(Z)]
+        >>> acq = LogEIPerCost(Model(), best=0.0, cost_model=LogCost(), cost_exponent=1.0)
         >>> values, grads = acq.value_and_grad(np.array([[0.1, 0.2], [0.5, 0.5]]))
         >>> values.shape, grads.shape
         ((2,), (2, 2))
@@ -273,25 +294,26 @@ class LogEIPerCost:
         model: PosteriorModel,
         best: float | None,
         *,
-        cost_model: PosteriorModel | None = None,
-        cost_exponent: float = 0.0,
+        cost_model: LogCostModel | None = None,
+        cost_exponent: float | np.ndarray = 0.0,
         feasibility: Feasible | None = None,
     ) -> None:
-        cost_exponent = float(cost_exponent)
+        exponent = np.asarray(cost_exponent, dtype=float)  # () or (m,)
         if best is None:
             if feasibility is None:
                 raise ValueError("best=None (no feasible point yet) needs a feasibility model")
         elif not math.isfinite(float(best)):
             raise ValueError(f"best must be a finite number, got {best}")
-        if not (math.isfinite(cost_exponent) and cost_exponent >= 0.0):
+        if not (np.all(np.isfinite(exponent)) and np.all(exponent >= 0.0)):
             raise ValueError(f"cost_exponent must be finite and >= 0, got {cost_exponent}")
-        if cost_exponent != 0.0 and cost_model is None:
+        if np.any(exponent != 0.0) and cost_model is None:
             raise ValueError(f"cost_exponent={cost_exponent} needs a cost_model, got None")
         self.model = model
         self.best = None if best is None else float(best)
         self.cost_model = cost_model
-        self.cost_exponent = cost_exponent
+        self.cost_exponent = float(exponent) if exponent.ndim == 0 else exponent
         self.feasibility = feasibility
+        self._uses_cost = cost_model is not None and bool(np.any(exponent != 0.0))
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         """Acquisition values at box points Z (m, D): (m,)."""
@@ -302,8 +324,9 @@ class LogEIPerCost:
             value = log_ei(mean, var, self.best)  # (m,)
         if self.feasibility is not None:
             value = value + self.feasibility.log_pf(Z)[0]
-        if self.cost_model is not None and self.cost_exponent != 0.0:
-            value = value - self.cost_exponent * self.cost_model.predict(Z, False)[0]
+        if self._uses_cost:
+            assert self.cost_model is not None
+            value = value - self.cost_exponent * self.cost_model.log_cost(Z)
         return value
 
     def value_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -317,8 +340,10 @@ class LogEIPerCost:
         if self.feasibility is not None:
             pf_value, pf_grad = self.feasibility.log_pf(Z, True)
             value, grad = value + pf_value, grad + pf_grad
-        if self.cost_model is not None and self.cost_exponent != 0.0:
-            c_mean, _, c_dmean, _ = self.cost_model.predict(Z, True)
-            value = value - self.cost_exponent * c_mean
-            grad = grad - self.cost_exponent * c_dmean
+        if self._uses_cost:
+            assert self.cost_model is not None
+            c_mean, c_dmean = self.cost_model.log_cost_and_grad(Z)
+            e = self.cost_exponent
+            value = value - e * c_mean
+            grad = grad - (e[:, None] if isinstance(e, np.ndarray) else e) * c_dmean
         return value, grad

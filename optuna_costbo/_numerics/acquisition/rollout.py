@@ -23,14 +23,21 @@ from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
-from optuna_costbo._numerics.acquisition.rollout_values import rollout_values
+from optuna_costbo._numerics.acquisition.scoring import PAPER
+from optuna_costbo._numerics.acquisition.scoring import RATE
+from optuna_costbo._numerics.acquisition.scoring import Valuation
+from optuna_costbo._numerics.acquisition.scoring import decide
+from optuna_costbo._numerics.acquisition.scoring import rollout_values_on
+from optuna_costbo._numerics.acquisition.scoring import scorer
+from optuna_costbo._numerics.acquisition.screening import Screen
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
-from optuna_costbo._numerics.optimize import local_maximize
+from optuna_costbo._numerics.lbfgsb import local_maximize
+from optuna_costbo._numerics.optimize import default_n_candidates
 from optuna_costbo._numerics.search_space import BoxCodec
 
 
@@ -49,6 +56,11 @@ __all__ = [
 Draws = Callable[[int, int, np.random.Generator], np.ndarray]
 """``(n_samples, horizon, rng) -> (n_samples, max(horizon - 1, 1))`` standard normal draws."""
 
+# NOTE: the polish is a few steps from points the screen or a maximizer found, inside a box of
+# half-width 0.05: most runs took 2-10 evaluations, some near a corner of the box 20-50 on the
+# last digits (measured, D = 2-10, 25-200 trials).
+_POLISH_EVALS = 10
+
 _CHEAP_FACTOR = 1.25
 """When nothing is affordable, candidates may cost this many times the cheapest one."""
 
@@ -59,8 +71,10 @@ class Screening:
     by ``benchmarks/inner_candidates.py`` and ``benchmarks/rollout_agreement.py``.
 
     Attributes:
-        n_pool: Sobol points screened by EI and EIpu under the current model; the first
-            actions and the inner candidates are chosen from them.
+        n_pool: Sobol points screened by EI and EIpu under the current model (at
+            least the maximizers' :func:`.optimize.default_n_candidates`): the maximizers of
+            EI, EIpu and EI-cool start from them, and the first actions and the inner
+            candidates are chosen from them.
         n_inner: Candidates of the inner argmax of the base policy: the best ``n_inner`` of
             the pool by EI and the best by EIpu (their union), besides the first actions.
         n_shortlist: First actions screened from the pool by EI and by EIpu (each).
@@ -73,45 +87,6 @@ class Screening:
     n_shortlist: int = 8
     n_refine: int = 3
     refine_radius: float = 0.05
-
-
-@dataclass(frozen=True)
-class Valuation:
-    """What a rollout value is: the arguments of :func:`.rollout_values.rollout_values` that
-    tell the paper's estimator (:data:`PAPER`) from the shipped one (:data:`RATE`).
-
-    Attributes:
-        noise_free: Condition fantasies on the latent value drawn (keeps the posterior's total
-            variance); the paper's estimator conditions on it as a noisy observation.
-        per_unit_cost: Value a first action per unit of the budget its trajectories consume.
-        last_overruns: Roll out under the sampler's own budget rule (a trial starts while
-            any budget is left) instead of the paper's (a step only where the budget left
-            covers its predicted cost).
-        best_prefix: With ``per_unit_cost``, the best rate over the trajectories' prefixes.
-        final_factor: The few polished finalists are scored again on ``final_factor`` times
-            ``n_samples`` fresh trajectories, which decide the choice (1: on the screening
-            draws, as the paper).
-    """
-
-    noise_free: bool
-    per_unit_cost: bool
-    last_overruns: bool
-    best_prefix: bool
-    final_factor: int
-
-
-PAPER = Valuation(
-    noise_free=False, per_unit_cost=False, last_overruns=False, best_prefix=False, final_factor=1
-)
-"""The paper's Lambda_h (Lee et al., UAI 2021), as published."""
-
-# NOTE: final_factor 8: benchmarks/rollout_agreement.py, the choice then agrees across QMC
-# scramblings (0.90 -> 0.98 on mid-run states).
-RATE = Valuation(
-    noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True, final_factor=8
-)
-"""The shipped rollout's value: per unit of budget consumed, best prefix, noise-free
-fantasies, under the study's own budget rule."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +122,10 @@ class _RolloutOptions:
             # NOTE: no feasible observation yet: nothing to improve on; look for a feasible
             # point first, the most probable per unit cost (as Optuna's GPSampler does).
             return Choice(*ctx.maximize(cost_exponent))
-        seeds = np.vstack([ctx.maximize(e)[0] for e in exponents])  # (s, D)
+        # NOTE: one screen for the maximizers and the pool of first actions and inner
+        # candidates (see .screening).
+        pool = ctx.screen(max(self.screening.n_pool, default_n_candidates(ctx.codec.dim)))
+        seeds, _ = ctx.maximize_each(exponents, pool)  # (s, D)
         return rollout_choice(
             ctx.model,
             ctx.codec,
@@ -156,6 +134,7 @@ class _RolloutOptions:
             ctx.remaining - ctx.reserved(),
             seeds,
             ctx.cost,
+            pool,
             horizon=self.horizon,
             n_samples=self.n_samples,
             valuation=valuation,
@@ -230,6 +209,7 @@ def rollout_choice(
     tau: float,
     seeds: np.ndarray,  # (s, D) maximizers of EI and EIpu
     cost: CostModel,
+    pool: Screen,
     *,
     horizon: int,
     n_samples: int,
@@ -243,7 +223,8 @@ def rollout_choice(
     """Screen first actions with Lambda_h and return the best affordable one.
 
     ``horizon`` and ``n_samples``: steps and QMC trajectories; ``valuation``: what a value is
-    (:data:`PAPER`, :data:`RATE`); ``screening``: candidate-set sizes. ``excluded``: which
+    (:data:`PAPER`, :data:`RATE`); ``pool``: the screened points first actions and inner
+    candidates are chosen from; ``screening``: candidate-set sizes. ``excluded``: which
     first actions (rows of a (m, D) array) must not be chosen (evaluated points); they score
     -inf unless every candidate is excluded. ``cost_exponent``: the rates' cost exponent (see
     :func:`.rollout_values.rollout_values`), also that of the per-unit-cost polish.
@@ -259,20 +240,18 @@ def rollout_choice(
         out = np.where(excluded(Z), -np.inf, values)
         return out if np.isfinite(out).any() else values
 
-    pool = codec.sobol_points(screening.n_pool, seed=int(rng.integers(2**31)))  # (M, D)
-    mean_p, var_p = model.predict(pool)  # (M,), (M,)
-    cost_p = cost.cost(pool)  # (M,)
-    pf_p = feasibility.pf(pool) if feasibility is not None else None  # (M,)
+    mean_p, var_p, cost_p = pool.mean, pool.var, pool.cost()  # (M,) each
+    pf_p = pool.pf()  # (M,) or None
     ei_p = ei(mean_p, var_p, best) * (pf_p if pf_p is not None else 1.0)  # (M,)
     eipu_p = ei_p / cost_p  # (M,)
-    affordable = cost_p <= tau if not valuation.last_overruns else np.full(len(pool), tau > 0.0)
+    affordable = cost_p <= tau if not valuation.last_overruns else np.full(len(cost_p), tau > 0.0)
     k = screening.n_shortlist
     first = np.unique(
         np.vstack(
             [
                 seeds,
-                pool[top_indices(ei_p, affordable, k)],
-                pool[top_indices(eipu_p, affordable, k)],
+                pool.points[top_indices(ei_p, affordable, k)],
+                pool.points[top_indices(eipu_p, affordable, k)],
             ]
         ),
         axis=0,
@@ -291,65 +270,76 @@ def rollout_choice(
         top_indices(ei_p, eligible, screening.n_inner),
         top_indices(eipu_p, eligible, screening.n_inner),
     )
-    inner, mean_c = pool[keep], mean_p[keep]  # (M', D), (M',)
+    inner, mean_c = pool.points[keep], mean_p[keep]  # (M', D), (M',)
     pf_c = pf_p[keep] if pf_p is not None else None  # (M',)
     normals = draws(n_samples, horizon, rng)
 
-    def score(actions: np.ndarray, normals: np.ndarray) -> np.ndarray:  # (B, D) -> (B,)
-        values = rollout_values_on(
-            model, actions, inner, mean_c, best, tau, normals, cost, horizon, valuation,
+    values = masked(
+        first,
+        rollout_values_on(
+            model, first, inner, mean_c, best, tau, normals, cost, horizon, valuation,
             cost_exponent, feasibility=feasibility, pf_inner=pf_c,
-        )  # fmt: skip
-        return masked(actions, values)
-
-    values = score(first, normals)
+        ),
+    )  # fmt: skip
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
-        # Lambda_h = EI + future value) and score them again with Lambda_h, next to the
-        # unpolished ones, on the same draws and candidates.
+        # Lambda_h = EI + future value) and, per unit cost, by EI per unit cost (cooled), all
+        # in one L-BFGS-B problem, and score them again with Lambda_h next to the unpolished
+        # ones, on the same candidates.
         top = np.argsort(-values)[: screening.n_refine]
         top = top[np.isfinite(values[top])]
-        polished, _ = local_maximize(
-            LogEIPerCost(model, best, feasibility=feasibility).value_and_grad,
-            codec,
-            first[top],
-            screening.refine_radius,
+        exponents = [0.0] + ([cost_exponent] if valuation.per_unit_cost else [])
+        each = np.repeat(exponents, len(top))  # (R,) the exponent of each polished row
+        polish = LogEIPerCost(
+            model, best, cost_model=cost, cost_exponent=each, feasibility=feasibility
         )
-        more = [first[top], polished]
-        if valuation.per_unit_cost:
-            # Per unit cost, the sharp part is EI per unit cost: polish by it too.
-            by_cost, _ = local_maximize(
-                LogEIPerCost(
-                    model,
-                    best,
-                    cost_model=cost,
-                    cost_exponent=cost_exponent,
-                    feasibility=feasibility,
-                ).value_and_grad,
-                codec,
-                first[top],
-                screening.refine_radius,
-            )
-            more.append(by_cost)
-        again = np.unique(np.vstack(more), axis=0)  # (B2, D)
+        starts = np.tile(first[top], (len(exponents), 1))  # (R, D)
+        polished, _ = local_maximize(
+            polish.value_and_grad, codec, starts, screening.refine_radius, _POLISH_EVALS
+        )
+        again = np.unique(np.vstack([first[top], polished]), axis=0)  # (B2, D)
+        score = scorer(
+            model, again, inner, mean_c, best, tau, cost, horizon, valuation, cost_exponent,
+            feasibility=feasibility, pf_inner=pf_c,
+        )  # fmt: skip
         if valuation.final_factor > 1:
             # NOTE: the finalists' values differ by less than the screening draws' error
-            # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap.
+            # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap, and
+            # they are drawn only until the leader is clear (see .scoring.decide). Among
+            # finalists the draws cannot tell apart, the closed-form first-step value
+            # decides: EI per unit cost (cooled) as the rates, or EI.
             normals = draws(valuation.final_factor * n_samples, horizon, rng)
-        values2 = score(again, normals)
-        if np.isfinite(values2).any():
-            i = int(np.argmax(values2))
-            return Choice(again[i], float(values2[i]))
+            first_step = LogEIPerCost(
+                model,
+                best,
+                cost_model=cost,
+                cost_exponent=cost_exponent if valuation.per_unit_cost else 0.0,
+                feasibility=feasibility,
+            )
+            i, value = decide(
+                lambda normals_: masked(again, score(normals_)),
+                normals,
+                valuation.final_factor,
+                masked(again, first_step(again)),
+            )
+            if np.isfinite(value):
+                return Choice(again[i], value)
+        else:
+            values2 = masked(again, score(normals))
+            if np.isfinite(values2).any():
+                i = int(np.argmax(values2))
+                return Choice(again[i], float(values2[i]))
         i = int(np.argmax(values))
         return Choice(first[i], float(values[i]))
     # Nothing affordable: the best EI among the points that cost at most 25% more than the
     # cheapest, so the unavoidable overrun stays close to the smallest possible one.
-    cand = np.vstack([first, pool])
-    mean, var = model.predict(cand)
-    ei_all = ei(mean, var, best)
+    cand = np.vstack([first, pool.points])  # (B + M, D)
+    mean, var = model.predict(first)  # (B,), (B,)
+    ei_first = ei(mean, var, best)  # (B,)
     if feasibility is not None:
-        ei_all = ei_all * feasibility.pf(cand)
-    cost_all = cost.cost(cand)
+        ei_first = ei_first * feasibility.pf(first)
+    ei_all = np.concatenate([ei_first, ei_p])  # (B + M,), ei_p already weighted by PF
+    cost_all = np.concatenate([cost.cost(first), cost_p])  # (B + M,)
     near = cost_all <= _CHEAP_FACTOR * cost_all.min()
     if excluded is not None:
         # Not a point a finished or running trial has (a running one is the likeliest clash:
@@ -370,78 +360,3 @@ def top_indices(score: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     order = np.argsort(np.where(mask, -score, np.inf), kind="stable")[:k]
     out: np.ndarray = order[mask[order]]
     return out
-
-
-def rollout_values_on(
-    model: GPModel,
-    first: np.ndarray,  # (B, D) first actions
-    inner: np.ndarray,  # (M, D) inner candidates
-    mean_inner: np.ndarray,  # (M,) posterior mean at the inner candidates
-    best: float,
-    tau: float,
-    normals: np.ndarray,  # (N, max(h-1, 1))
-    cost: CostModel,
-    horizon: int,
-    valuation: Valuation,
-    cost_exponent: float = 1.0,
-    *,
-    feasibility: Feasibility | None = None,
-    pf_inner: np.ndarray | None = None,  # (M,) the inner candidates' PF, if known
-) -> np.ndarray:
-    """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
-    points = np.vstack([first, inner])  # (P, D)
-    feasible = None
-    if feasibility is not None:
-        pf_rest = pf_inner if pf_inner is not None else feasibility.pf(inner)
-        feasible = np.concatenate([feasibility.pf(first), pf_rest])  # (P,)
-    B = first.shape[0]
-    mean = np.concatenate([model.predict(first)[0], mean_inner])  # (P,)
-    cov = model.posterior_cov(points)  # (P, P)
-    noise_var = model.hyper.noise_var * model.y_std**2
-    pair_fn = cost.pair_cost
-    if pair_fn is None:
-        return rollout_values(
-            mean,
-            cov,
-            noise_var,
-            best,
-            B,
-            cost.cost(points),
-            tau,
-            horizon,
-            normals,
-            noise_free=valuation.noise_free,
-            per_unit_cost=valuation.per_unit_cost,
-            last_overruns=valuation.last_overruns,
-            best_prefix=valuation.best_prefix,
-            cost_exponent=cost_exponent,
-            feasible=feasible,
-        )
-    rows: dict[int, np.ndarray] = {}
-
-    def pair_cost(idx: np.ndarray) -> np.ndarray:  # (k,) -> (k, P)
-        missing = [int(i) for i in idx if int(i) not in rows]
-        if missing:
-            block = np.asarray(pair_fn(points[missing], points), dtype=float)
-            rows.update(zip(missing, block, strict=True))
-        return np.stack([rows[int(i)] for i in idx])
-
-    return rollout_values(
-        mean,
-        cov,
-        noise_var,
-        best,
-        B,
-        None,
-        tau,
-        horizon,
-        normals,
-        pair_cost=pair_cost,
-        first_cost=cost.cost(first),
-        noise_free=valuation.noise_free,
-        per_unit_cost=valuation.per_unit_cost,
-        last_overruns=valuation.last_overruns,
-        best_prefix=valuation.best_prefix,
-        cost_exponent=cost_exponent,
-        feasible=feasible,
-    )

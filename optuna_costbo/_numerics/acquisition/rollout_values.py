@@ -28,9 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.special import ndtr
 from scipy.special import ndtri
 from scipy.stats import qmc
 
+from optuna_costbo._numerics.acquisition.ei import _INV_SQRT_2PI
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
@@ -61,8 +63,10 @@ def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -
 
 def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """a (B, N or 1, P), idx (B, N) -> (B, N): a[b, i, idx[b, i]] with broadcasting on N."""
-    a = np.broadcast_to(a, (*idx.shape, a.shape[-1]))
-    out: np.ndarray = np.take_along_axis(a, idx[..., None], axis=-1)[..., 0]
+    B, N = idx.shape
+    rows = np.arange(B)[:, None]  # (B, 1)
+    cols = np.arange(N)[None, :] if a.shape[1] != 1 else 0  # (1, N) or the one column
+    out: np.ndarray = a[rows, cols, idx]
     return out
 
 
@@ -210,16 +214,12 @@ def rollout_values(
             afford = np.broadcast_to(((budget_left > 0.0) & alive)[..., None], c_next.shape)
         else:
             afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
-        gain = ei(m, v, ystar[..., None])  # (B, N, P)
-        if feasible is not None:
-            gain = gain * feasible
-        # NOTE: a state-dependent cost may be zero (staying put); the floor keeps EI / cost
-        # finite, and such a point has no EI to speak of anyway.
-        score = gain if last else gain / np.maximum(c_next, COST_FLOOR)
-        j = np.argmax(np.where(afford, score, -np.inf), axis=-1)  # (B, N)
+        j, gain_j = _base_policy(
+            m, v, ystar, None if last else c_next, afford, feasible
+        )  # (B, N) each
         has = _take(afford, j)  # (B, N)
         if last:
-            total += np.where(has, _take(gain, j), 0.0)
+            total += np.where(has, gain_j, 0.0)
             if per_unit_cost:
                 step_cost = np.where(has, _take(c_next, j), 0.0)
                 spent = spent + step_cost
@@ -265,6 +265,72 @@ def rollout_values(
     for prefix_rate in prefix_rates:
         rate = np.maximum(rate, prefix_rate)
     return np.where(affordable0, rate, -np.inf)
+
+
+def _base_policy(
+    m: np.ndarray,  # (B, N, P) posterior means
+    v: np.ndarray,  # (B, N or 1, P) posterior variances
+    ystar: np.ndarray,  # (B, N) incumbents
+    cost: np.ndarray | None,  # (B, N, P) costs (EI per unit cost), or None (EI)
+    afford: np.ndarray,  # (B, N, P) affordable points
+    feasible: np.ndarray | None = None,  # (P,) probability of feasibility, or None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The base policy's step in every trajectory: the index j (B, N) of the affordable point
+    with the largest EI (times its probability of feasibility, with ``feasible``; per unit
+    cost, with ``cost``), 0 where none is affordable, and that EI (times PF) at j (B, N).
+    Exactly the argmax of :func:`.ei.ei` (times PF) over all P points.
+
+    NOTE: EI = s h(z) with z = (y* - m) / s and h(z) = phi(z) + z Phi(z) <= max(z, 0) +
+    phi(z) / (1 + z^2) (from the Mills-ratio bound Phi(z) >= phi(z) |z| / (1 + z^2) for
+    z <= 0, and h(z) = z + h(-z)). The bound needs no Phi, whose erfc is most of EI's time;
+    in each trajectory, a point whose bound is below the exact EI of the point with the
+    largest bound cannot be the argmax, and Phi is evaluated only at the points that remain
+    (a few of ~100 in each trajectory, measured).
+    """
+    # The (B, N, P) arrays are formed in place: fresh arrays of this size cost more in page
+    # faults than in arithmetic (measured, 3x).
+    sigma = np.sqrt(np.maximum(v, _TINY_VAR))  # (B, N or 1, P)
+    z = np.subtract(ystar[..., None], m)  # (B, N, P)
+    z /= sigma
+    work = np.square(z)  # (B, N, P)
+    bound = np.multiply(work, -0.5)  # (B, N, P)
+    np.exp(bound, out=bound)
+    bound *= _INV_SQRT_2PI  # phi(z)
+    work += 1.0
+    bound /= work
+    np.maximum(z, 0.0, out=work)
+    bound += work
+    bound *= sigma  # >= EI
+    if feasible is not None:
+        bound *= feasible  # >= EI PF
+    per = None if cost is None else np.maximum(cost, COST_FLOOR)  # (B, N, P)
+    if per is not None:
+        bound /= per
+    np.copyto(bound, -np.inf, where=~afford)
+    q = np.argmax(bound, axis=-1)  # (B, N) the largest bound
+    some = _take(afford, q)  # (B, N) whether any point is affordable
+    sigma = np.broadcast_to(sigma, z.shape)
+
+    def score_at(*index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """EI exactly as .ei.ei computes it, and the score, at the elements ``index``."""
+        zi = z[index]
+        h = np.exp(-0.5 * zi * zi) * _INV_SQRT_2PI + zi * ndtr(zi)
+        gain = sigma[index] * np.maximum(h, 0.0)
+        if feasible is not None:
+            gain = gain * feasible[index[-1]]
+        return gain, gain if per is None else gain / per[index]
+
+    B, N = q.shape
+    rows, cols = np.meshgrid(np.arange(B), np.arange(N), indexing="ij")  # (B, N) each
+    # A margin for rounding (relative, and absolute for subnormal EI, where the bound's
+    # own rounding is coarse): a point is dropped only when its bound is clearly lower.
+    floor = score_at(rows, cols, q)[1] * (1.0 - 1e-9) - 1e-290  # (B, N)
+    floor = np.where(some, floor, np.inf)
+    at = np.nonzero(bound >= floor[..., None])  # the candidates that remain (all affordable)
+    work.fill(-np.inf)  # the scores
+    work[at] = score_at(*at)[1]
+    j = np.where(some, np.argmax(work, axis=-1), 0)  # (B, N)
+    return j, np.where(some, score_at(rows, cols, j)[0], 0.0)
 
 
 def _consumed(

@@ -15,6 +15,7 @@ This module imports only numpy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import ClassVar
@@ -24,10 +25,14 @@ import numpy as np
 
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.screening import Screen
+from optuna_costbo._numerics.acquisition.screening import screen
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
+from optuna_costbo._numerics.optimize import default_n_candidates
 from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import maximize_each
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import rows_among
 
@@ -116,10 +121,20 @@ class AcquisitionContext:
             return 0.0
         return float(np.sum(self.cost.cost(self.X_running)))
 
-    def maximize(self, cost_exponent: float) -> tuple[np.ndarray, float]:
+    def screen(self, n_points: int | None = None) -> Screen:
+        """A :class:`.screening.Screen` of ``n_points`` scrambled Sobol points (default
+        :func:`.optimize.default_n_candidates`), to share between several maximizations."""
+        n = default_n_candidates(self.codec.dim) if n_points is None else n_points
+        points = self.codec.sobol_points(n, seed=int(self.rng.integers(2**31)))  # (n, D)
+        return screen(points, self.model, self.best, self.cost, self.feasibility)
+
+    def maximize(
+        self, cost_exponent: float, screened: Screen | None = None
+    ) -> tuple[np.ndarray, float]:
         """Maximize ``log EI - cost_exponent * log c`` over the legal points: ``(z (D,), value)``.
 
-        A cost exponent of 0 (or no cost model) is log EI.
+        A cost exponent of 0 (or no cost model) is log EI. ``screened``: start from a screen
+        made by :meth:`screen` (shared by several maximizations) instead of one of its own.
         """
         uses_cost = cost_exponent != 0.0 and self.cost is not None
         acq = LogEIPerCost(
@@ -148,8 +163,64 @@ class AcquisitionContext:
             fun=acq,
             max_evals=max_evals,
             exclude=self.excluded if has_evaluated else None,
+            screened=None
+            if screened is None
+            else (screened.points, screened.values(cost_exponent if uses_cost else 0.0)),
         )
         return out
+
+    def maximize_each(
+        self, cost_exponents: Sequence[float], screened: Screen
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Maximize ``log EI - e * log c`` for each ``e`` of ``cost_exponents``, all from one
+        screen and in one L-BFGS-B problem (:func:`.optimize.maximize_each`): the maximizers
+        (K, D) and their values (K,). As :meth:`maximize` with ``screened`` for each exponent
+        (tests/numerics/acquisition/test_screening.py), except that every run starts from the
+        cost's origin, if any, and obeys the cost's evaluation cap.
+        """
+        uses_cost = self.cost is not None and any(e != 0.0 for e in cost_exponents)
+        exps = np.array([e if uses_cost else 0.0 for e in cost_exponents])  # (K,)
+        cost = self.cost if uses_cost else None
+
+        def fun_and_grad(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            acq = LogEIPerCost(
+                self.model,
+                self.best,
+                cost_model=cost,
+                cost_exponent=exps[which],
+                feasibility=self.feasibility,
+            )
+            return acq.value_and_grad(Z)
+
+        def fun(Z: np.ndarray, which: np.ndarray) -> np.ndarray:
+            acq = LogEIPerCost(
+                self.model,
+                self.best,
+                cost_model=cost,
+                cost_exponent=exps[which],
+                feasibility=self.feasibility,
+            )
+            return acq(Z)
+
+        extra, max_evals = self.starts, None
+        if cost is not None:
+            if cost.origin is not None:
+                extra = np.vstack([self.starts, cost.origin[None]])
+            max_evals = cost.max_evals
+        has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
+        values = np.stack([screened.values(e) for e in exps], axis=1)  # (M, K)
+        Z, best_values = maximize_each(
+            fun_and_grad,
+            fun,
+            self.codec,
+            (screened.points, values),
+            extra_starts=extra,
+            max_evals=max_evals,
+            exclude=self.excluded if has_evaluated else None,
+        )  # (K, D), (K,)
+        for k, e in enumerate(exps):
+            self.maximized[float(e)] = (Z[k], float(best_values[k]))
+        return Z, best_values
 
     def best_log_rate(self) -> float | None:
         """The largest log(EI / c) over the legal points: what the next trial's improvement

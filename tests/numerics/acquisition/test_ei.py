@@ -15,6 +15,7 @@ from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.acquisition.ei import log_ei_and_grad
 from optuna_costbo._numerics.acquisition.ei import log_h
+from optuna_costbo._numerics.cost_model import FittedLogCost
 
 
 def _classical_ei(mean: np.ndarray, var: np.ndarray, best: float) -> np.ndarray:
@@ -169,6 +170,13 @@ class _AnalyticModel:
             return mean, var
         return mean, var, 3 * np.cos(3 * Xq) * self.a, 2 * (Xq - self.b)
 
+    def log_cost(self, Z: np.ndarray) -> np.ndarray:  # as a cost model: its mean
+        return self.predict(Z)[0]
+
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, _, dmean, _ = self.predict(Z, True)
+        return mean, dmean
+
 
 def _fd_grad(f: LogEIPerCost, Z: np.ndarray, h: float = 1e-6) -> np.ndarray:
     grad = np.empty_like(Z)
@@ -215,7 +223,7 @@ def test_value_and_grad_with_real_gp() -> None:
     y = np.sin(4 * X).sum(axis=1) + 0.1 * rng.normal(size=25)
     log_cost = X @ np.array([1.0, -0.5, 2.0])
     model = gp.fit_gp(X, y, rng=rng)
-    cost_model = gp.fit_gp(X, log_cost, rng=rng)
+    cost_model = FittedLogCost(gp.fit_gp(X, log_cost, rng=rng))
     acq = LogEIPerCost(model, float(y.min()), cost_model=cost_model, cost_exponent=1.0)
     Z = np.vstack([rng.random((8, 3)), X[:2] + 1e-3])  # random points and near the data
     value, grad = acq.value_and_grad(Z)
@@ -223,7 +231,9 @@ def test_value_and_grad_with_real_gp() -> None:
     np.testing.assert_allclose(value, acq(Z), rtol=1e-12)
     np.testing.assert_allclose(grad, _fd_grad(acq, Z), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(
-        value, log_ei(*model.predict(Z), float(y.min())) - cost_model.predict(Z)[0], rtol=1e-12
+        value,
+        log_ei(*model.predict(Z), float(y.min())) - cost_model.model.predict(Z)[0],
+        rtol=1e-12,
     )
 
 

@@ -4,7 +4,6 @@ fallback, state-dependent costs, and the shipped rollout's stability across QMC 
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -70,19 +69,19 @@ def test_propose_when_nothing_is_affordable(monkeypatch: pytest.MonkeyPatch, see
     real = rollout_acquisition.rollout_choice
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        # (model, codec, rng, best, tau, seeds, ...): keep a copy of the rng as it was.
-        seen.append((*args[:2], copy.deepcopy(args[2]), *args[3:]))
+        # (model, codec, rng, best, tau, seeds, cost, pool, ...)
+        seen.append(args)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rollout_acquisition, "rollout_choice", spy)
     p = _propose_1d(0.5, seed, rollout=_SETTINGS)  # every cost is >= 1
     assert p.message is not None and "affordable" in p.message
-    # The candidates were the EI / EIpu maximizers and the Sobol pool: the proposal is
+    # The candidates were the EI / EIpu maximizers and the screened pool: the proposal is
     # the best by EI of those costing at most 1.25 times the cheapest.
-    model, codec, rng, best, tau, seeds = seen[0][:6]
+    model, _, _, best, tau, seeds, _, pool = seen[0][:8]
     assert tau == 0.5
-    inner = codec.sobol_points(_SCREENING.n_pool, seed=int(rng.integers(2**31)))
-    cand = np.vstack([seeds, inner])
+    assert len(pool.points) >= _SCREENING.n_pool
+    cand = np.vstack([seeds, pool.points])
     ei = _model_ei(model, cand, best)
     cost = _linear_cost(cand)
     near = cost <= 1.25 * cost.min()

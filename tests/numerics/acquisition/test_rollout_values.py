@@ -532,3 +532,37 @@ def test_under_the_overrun_rule_the_last_affordable_step_is_ei_whatever_its_cost
     none = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 0.0, 2,
                           normals, per_unit_cost=True, last_overruns=True)  # fmt: skip
     assert np.all(np.isneginf(none))
+
+
+@pytest.mark.parametrize("per_cost", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_base_policy_step_is_the_plain_argmax_of_ei_over_every_point(
+    per_cost: bool, seed: int
+) -> None:
+    # The bound-pruned step against the argmax of plain EI (per unit cost) over all points:
+    # the same index and the same EI, bit for bit, in every trajectory; ties (duplicated
+    # points), the far tail (z ~ -40, EI underflowing), zero costs and trajectories with
+    # nothing affordable included.
+    from optuna_costbo._numerics.acquisition.rollout_values import _base_policy
+    from optuna_costbo._numerics.cost_model import COST_FLOOR
+
+    rng = np.random.default_rng(seed)
+    B, N, P = 4, 64, 40
+    m = rng.normal(size=(B, N, P))  # (B, N, P)
+    m[..., 5] = m[..., 3]  # a tie between two points
+    m[:, :8] += 40.0  # far above the incumbent: EI underflows to 0 in these trajectories
+    v = rng.uniform(0.01, 1.0, size=(B, 1, P))  # (B, 1, P)
+    v[..., 5] = v[..., 3]
+    ystar = rng.normal(size=(B, N)) - 1.0  # (B, N)
+    cost = np.broadcast_to(rng.uniform(0.0, 3.0, size=(B, 1, P)), (B, N, P))
+    afford = rng.random((B, N, P)) < 0.7  # (B, N, P)
+    afford[0, :3] = False  # nothing affordable
+    j, gain = _base_policy(m, v, ystar, cost if per_cost else None, afford)
+    full = plain_ei(m, v, ystar[..., None])  # (B, N, P)
+    score = full / np.maximum(cost, COST_FLOOR) if per_cost else full
+    want = np.argmax(np.where(afford, score, -np.inf), axis=-1)  # (B, N)
+    np.testing.assert_array_equal(j, want)
+    some = afford.any(axis=-1)
+    at_want = np.take_along_axis(full, want[..., None], axis=-1)[..., 0]  # (B, N)
+    np.testing.assert_array_equal(gain[some], at_want[some])
+    assert np.all(j[~some] == 0) and np.all(gain[~some] == 0.0)
