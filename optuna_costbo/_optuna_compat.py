@@ -13,6 +13,8 @@ design notes document.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import FrameType
 from types import ModuleType
@@ -20,6 +22,8 @@ from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
 
 
 __all__ = [
@@ -30,6 +34,8 @@ __all__ = [
     "optimize_call_locals",
     "rdb_models",
     "root_study",
+    "store_constraints",
+    "trial_constraints",
 ]
 
 
@@ -107,3 +113,34 @@ def optimize_call_locals(
                     return dict(local)
             frame = frame.f_back
     return None
+
+
+def store_constraints(
+    constraints_func: Callable[[FrozenTrial], Sequence[float]],
+    study: optuna.Study,
+    trial: FrozenTrial,
+    state: TrialState,
+) -> None:
+    """Evaluate ``constraints_func`` on a COMPLETE or PRUNED trial and store its values as
+    Optuna's samplers do (``optuna.samplers._base._process_constraints_after_trial``: the
+    system attr ``constraints``, which ``study.best_trial`` respects)."""
+    from optuna.samplers._base import _process_constraints_after_trial
+
+    _process_constraints_after_trial(constraints_func, study, trial, state)
+
+
+def trial_constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
+    """The trial's constraint values in a fixed order (feasible: all <= 0), or None.
+
+    Optuna 5 reads them as ``FrozenTrial.constraints`` (a dict, keys ``"0"``, ``"1"``, ...
+    for the values of a ``constraints_func``); Optuna 4 keeps the list in the system attr
+    ``constraints``.
+    """
+    values = getattr(trial, "constraints", None)
+    if isinstance(values, dict):
+        if not values:
+            return None
+        keys = sorted(values, key=lambda k: (0, int(k), "") if str(k).isdigit() else (1, 0, k))
+        return tuple(float(values[k]) for k in keys)
+    raw = trial.system_attrs.get("constraints")
+    return None if raw is None else tuple(float(v) for v in raw)

@@ -26,15 +26,15 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger import units as _units
-from optuna_costbo._ledger.costs import validate_budget
-from optuna_costbo._ledger.keys import BUDGET_ATTR
-from optuna_costbo._ledger.ledger import compute_ledger
-from optuna_costbo._ledger.ledger import storage_trials
-from optuna_costbo._ledger.ledger import stored_budget
+from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import charges_sampler_time
+from optuna_costbo._ledger import compute_ledger
+from optuna_costbo._ledger import cost_unit as _cost_unit
+from optuna_costbo._ledger import storage_trials
+from optuna_costbo._ledger import stored_budget
+from optuna_costbo._ledger import validate_budget
 from optuna_costbo._logging import get_logger
 from optuna_costbo._optuna_compat import optimize_call_locals
-from optuna_costbo._sampler.effort import charges_sampler_time
 
 
 __all__ = ["CostProgressBar", "hint_cost_progress_bar"]
@@ -189,7 +189,7 @@ class CostProgressBar:
             postfix["trials"] = self.n_trials
             position = min(ledger.spent, self._budget)
             if self._bar is None:
-                unit = _units.cost_unit(trials, self._cost_attr, self._unit)
+                unit = _cost_unit(trials, self._cost_attr, self._unit)
                 self._open(position, postfix, unit)  # tqdm draws the first state itself
             else:
                 self._bar.set_postfix(postfix, refresh=False)

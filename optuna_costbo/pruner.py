@@ -6,12 +6,12 @@ import optuna
 from optuna.pruners import BasePruner
 from optuna.trial import FrozenTrial
 
-from optuna_costbo._ledger.costs import charged_cost
-from optuna_costbo._ledger.costs import validate_budget
-from optuna_costbo._ledger.ledger import charge_and_sum
-from optuna_costbo._ledger.ledger import measured_costs
-from optuna_costbo._ledger.ledger import storage_trials
-from optuna_costbo._ledger.ledger import stored_budget
+from optuna_costbo._ledger import charge_and_sum
+from optuna_costbo._ledger import charged_cost
+from optuna_costbo._ledger import measured_costs
+from optuna_costbo._ledger import storage_trials
+from optuna_costbo._ledger import stored_budget
+from optuna_costbo._ledger import validate_budget
 from optuna_costbo._numerics.checks import is_real
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import math
 from typing import Any
 
 import optuna
@@ -20,31 +21,37 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger.costs import validate_budget
-from optuna_costbo._ledger.ledger import Ledger
-from optuna_costbo._ledger.ledger import refresh_ledger
-from optuna_costbo._ledger.ledger import store_ledger
-from optuna_costbo._ledger.ledger import stored_budget
-from optuna_costbo._ledger.ledger import write_ledger
-from optuna_costbo._ledger.record import record_finished_trial
+from optuna_costbo._ledger import Ledger
+from optuna_costbo._ledger import SamplerTimeCharge
+from optuna_costbo._ledger import record_finished_trial
+from optuna_costbo._ledger import refresh_ledger
+from optuna_costbo._ledger import store_ledger
+from optuna_costbo._ledger import stored_budget
+from optuna_costbo._ledger import validate_budget
+from optuna_costbo._ledger import write_ledger
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
-from optuna_costbo._sampler.chart_schedule import ChartSchedule
-from optuna_costbo._sampler.effort import DEFAULT_SHARE
-from optuna_costbo._sampler.effort import EffortRule
-from optuna_costbo._sampler.effort import SamplerTimeCharge
-from optuna_costbo._sampler.independent import IndependentSampling
-from optuna_costbo._sampler.options import check_options
-from optuna_costbo._sampler.space import check_distinct_choices
-from optuna_costbo._sampler.startup import startup_count
-from optuna_costbo._sampler.study_control import check_single_objective
-from optuna_costbo._sampler.study_control import end_if_spent
-from optuna_costbo._sampler.study_control import stop
-from optuna_costbo._sampler.suggest import Suggester
-from optuna_costbo._sampler.trial_book import TrialBook
-from optuna_costbo._sampler.user_cost import UserCost
+from optuna_costbo._optuna_compat import root_study
+from optuna_costbo._optuna_compat import store_constraints
+from optuna_costbo._sampler import DEFAULT_SHARE
+from optuna_costbo._sampler import ChartSchedule
+from optuna_costbo._sampler import EffortRule
+from optuna_costbo._sampler import IndependentSampling
+from optuna_costbo._sampler import StopRule
+from optuna_costbo._sampler import Suggester
+from optuna_costbo._sampler import TrialBook
+from optuna_costbo._sampler import UserCost
+from optuna_costbo._sampler import check_distinct_choices
+from optuna_costbo._sampler import check_options
+from optuna_costbo._sampler import check_single_objective
+from optuna_costbo._sampler import check_stopping
+from optuna_costbo._sampler import end_if_spent
+from optuna_costbo._sampler import record_stop
+from optuna_costbo._sampler import startup_count
+from optuna_costbo._sampler import stop
+from optuna_costbo._sampler import stop_reason
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
@@ -90,7 +97,8 @@ class CostRolloutSampler(BaseSampler):
             study.optimize(objective)  # no n_trials: returns once 2 s of trial time are spent
 
     Args:
-        budget: Total budget in cost units (seconds by default). A positive finite number.
+        budget: Total budget in cost units (seconds by default). A positive finite number, or
+            ``None`` with ``value_per_cost``: the stopping rule alone ends the study.
         acquisition: ``"rollout"`` (default: the nonmyopic CMDP rollout, which rolls out
             EI per unit cost and then EI over the remaining budget and values each point per
             unit of the budget its trajectories consume; the best average rank at the end of
@@ -151,11 +159,23 @@ class CostRolloutSampler(BaseSampler):
             Sequential runs stay deterministic for a seed, but differ from runs without it
             (the next point is chosen before the current trial's value is known). Only with
             one worker thread and no state-dependent ``cost_fn``; see docs/concepts.md.
+        value_per_cost: The objective units one cost unit is worth (your exchange rate: "an
+            error 0.001 lower is worth 10 more seconds" is ``1e-4``). With it, the study stops
+            as soon as no point's expected improvement is worth its predicted cost
+            (``max EI / c < value_per_cost``), or when the budget is spent, whichever comes
+            first; the trial that would have run is pruned and costs nothing. Checked on every
+            full suggestion; see :meth:`stop_reason` and docs/stopping.md.
+        constraints_func: Optuna's constraints: ``constraints_func(trial) -> Sequence[float]``
+            after each COMPLETE or PRUNED trial, feasible when every value is <= 0, stored as
+            Optuna's samplers store them (``study.best_trial`` respects them). A GP models
+            each constraint and every acquisition, the rollout's trajectories included, is
+            weighted by the probability of feasibility; until a trial is feasible the sampler
+            looks for feasibility. Infeasible trials are charged as any other.
     """
 
     def __init__(
         self,
-        budget: float,
+        budget: float | None,
         *,
         acquisition: str = "rollout",
         horizon: int | None = None,
@@ -172,8 +192,16 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
         cost_unit: str | None = None,
         prefetch: bool = False,
+        value_per_cost: float | None = None,
+        constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
     ) -> None:
-        self._budget = validate_budget(budget)
+        check_stopping(budget, value_per_cost)
+        if constraints_func is not None and not callable(constraints_func):
+            raise ValueError(
+                f"constraints_func must be None or a callable, got {constraints_func!r}"
+            )
+        self._constraints_func = constraints_func
+        self._budget = math.inf if budget is None else validate_budget(budget)
         check_options(
             horizon=horizon,
             n_samples=n_samples,
@@ -211,6 +239,7 @@ class CostRolloutSampler(BaseSampler):
             effort=self._effort,
             charges_time=self._charges_time,
             prefetch=bool(prefetch),
+            stop_rule=StopRule(value_per_cost) if value_per_cost is not None else None,
         )
         self._independent = IndependentSampling(
             independent_sampler,
@@ -226,7 +255,8 @@ class CostRolloutSampler(BaseSampler):
 
     @property
     def budget(self) -> float:
-        """The total budget, in cost units."""
+        """The total budget, in cost units (``math.inf`` when a stopping rule alone ends the
+        study)."""
         return self._budget
 
     def ledger(self, study: optuna.Study) -> Ledger:
@@ -239,6 +269,11 @@ class CostRolloutSampler(BaseSampler):
         Under ask-and-tell there is no optimize loop to stop: check this before ``ask``.
         """
         return self.ledger(study).remaining
+
+    def stop_reason(self, study: optuna.Study) -> str | None:
+        """Why ``study`` stopped (its budget was spent, or the next trial was not worth its
+        cost), as stored on the study (user attr ``cost_stop_reason``); None while it runs."""
+        return stop_reason(study)
 
     def reseed_rng(self) -> None:
         self._suggester.reseed()
@@ -286,7 +321,7 @@ class CostRolloutSampler(BaseSampler):
         self._independent.sampler.before_trial(study, trial)
         self._chart.warm_imports(study)
         ledger = self.ledger(study)
-        if stored_budget(study) != self._budget:
+        if stored_budget(study) != (self._budget if math.isfinite(self._budget) else None):
             write_ledger(study, ledger)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
@@ -332,7 +367,12 @@ class CostRolloutSampler(BaseSampler):
             study, spent, self._budget, trial=trial, state=state, values=values
         )
         if spent >= self._budget:
+            record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")
             stop(study)
+        if self._constraints_func is not None:
+            # After the cost and the ledger: a constraints_func that raises fails the trial
+            # (as Optuna's samplers do), but what it spent is already charged.
+            store_constraints(self._constraints_func, study, trial, state)
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)
 
@@ -344,5 +384,5 @@ class CostRolloutSampler(BaseSampler):
         """Whether the sampler's time counts against the budget of ``study``."""
         return self._charge.resolve(
             study._study_id,
-            (lambda: study.get_trials(deepcopy=False)) if trials is None else trials,
+            (lambda: root_study(study).get_trials(deepcopy=False)) if trials is None else trials,
         )

@@ -4,7 +4,9 @@
 (problem, fingerprint, budget, method, seed, timings, versions, error, and whatever the
 experiment adds), then one row per trial: ``trial,cost,value`` (value empty for a trial that
 did not complete), plus ``elapsed`` (seconds since the study started, at the trial's end) for
-wall-clock problems and ``params`` (JSON) for problems that record them. A cached run counts
+wall-clock problems, ``step,state`` (the last step reached; ``complete``, ``pruned`` or
+``fail``) for problems with steps, and ``params`` (JSON) for problems that record them. The
+cost of a pruned trial is what it had spent at the step it was pruned at. A cached run counts
 (:func:`load_valid`) only if its problem fingerprint matches the current definition and it
 has no error; failed runs are written too (the report lists them), and run again by a resumed
 session.
@@ -70,6 +72,8 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
     columns = ["trial", "cost", "value"]
     if run.elapsed:
         columns.append("elapsed")
+    if run.states:
+        columns += ["step", "state"]
     if run.params:
         columns.append("params")
     buf = io.StringIO()
@@ -80,6 +84,8 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
         row: list[Any] = [k, f"{c:.10g}", "" if math.isnan(v) else repr(v)]
         if run.elapsed:
             row.append(f"{run.elapsed[k]:.6f}")
+        if run.states:
+            row += [run.steps[k], run.states[k]]
         if run.params:
             row.append(json.dumps(run.params[k]))
         writer.writerow(row)
@@ -113,10 +119,13 @@ def read_run(path: Path, max_trials: int | None = None) -> Run | None:
         run.values.append(float(row["value"]) if row["value"] else math.nan)
         if row.get("elapsed"):
             run.elapsed.append(float(row["elapsed"]))
+        if row.get("state"):
+            run.steps.append(int(row["step"]))
+            run.states.append(row["state"])
         if row.get("params"):
             run.params.append(json.loads(row["params"]))
     if max_trials is not None and len(run.costs) > max_trials:
-        for column in (run.costs, run.values, run.elapsed, run.params):
+        for column in (run.costs, run.values, run.elapsed, run.params, run.steps, run.states):
             del column[max_trials:]
         run.capped = True
     return run

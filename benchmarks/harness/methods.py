@@ -22,16 +22,33 @@ Names:
   are a name here, never a flag in the package;
 - any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
   new acquisition needs no change here; a name the installed package rejects is skipped
-  with its error message (:func:`unavailable`).
+  with its error message (:func:`unavailable`);
+- ``NAME@STOPPER``: any Optuna-driven one of these with a stopping callback added to its study
+  (the stopping benchmark): ``@terminator`` (Optuna's ``Terminator``: ``RegretBoundEvaluator``
+  with the ``MedianErrorEvaluator`` paired to it, for objectives without cross-validation
+  scores), ``@emmr`` (the same with ``EMMREvaluator``), ``@cost-aware=L`` (this package's
+  ``CostAwareStopping(value_per_cost=L)``); see :func:`make_callbacks`. Ours takes a
+  ``budget`` option too (``rollout:budget=none,value_per_cost=0.01``: no budget, the rule
+  stops it).
+- ``NAME+PRUNER``: any of these with a pruner (the pruning benchmark, problems with steps):
+  ``+median`` (Optuna's ``MedianPruner()``, its defaults) or ``+hyperband``
+  (``HyperbandPruner(min_resource=1, max_resource=<the problem's last step>,
+  reduction_factor=3)``); ours gets it wrapped as a user writes it,
+  ``CostBudgetPruner(pruner)``, and ``+median-bare`` / ``+hyperband-bare`` give ours the bare
+  pruner; Optuna's samplers always get the bare one. Without a pruner a problem with steps
+  gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
 The method's name is also its folder in the cache (see ``cache.method_dir``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+import math
 import re
 from typing import Any
+import warnings
 
 
 @dataclass(frozen=True)
@@ -39,8 +56,12 @@ class Method:
     name: str
     label: str
     family: str  # "ours", "optuna", "botorch"
-    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant
+    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant; ours: a probe
+    # (a function of benchmarks.harness.package_probes applied to the new sampler: a
+    # benchmark-only variant such as the independent fallback of conditional parameters)
     options: tuple[tuple[str, Any], ...] = ()
+    stopper: str = ""  # "", "terminator", "emmr", "cost-aware=L"
+    pruner: str = ""  # "", "median", "hyperband", "median-bare", "hyperband-bare"
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -60,11 +81,32 @@ REGISTRY: dict[str, Method] = {
         _ours(
             "rollout-paper-h4", "ours rollout (paper) h=4", acquisition="rollout-paper", horizon=4
         ),
-        _ours("ei", "ours EI", acquisition="ei", horizon=2),
-        _ours("eipu", "ours EIpu", acquisition="eipu", horizon=2),
-        _ours("ei-cool", "ours EI-cool", acquisition="ei-cool", horizon=2),
+        _ours("ei", "ours EI", acquisition="ei"),
+        _ours("eipu", "ours EIpu", acquisition="eipu"),
+        _ours("ei-cool", "ours EI-cool", acquisition="ei-cool"),
+        Method(
+            "rollout-indep",
+            "ours rollout, conditional parameters sampled independently",
+            "ours",
+            "independent_conditionals",
+            (("acquisition", "rollout"),),
+        ),
+        Method(
+            "eipu-indep",
+            "ours EIpu, conditional parameters sampled independently",
+            "ours",
+            "independent_conditionals",
+            (("acquisition", "eipu"),),
+        ),
         Method("optuna-gp", "Optuna GP", "optuna", "gp"),
         Method("optuna-tpe", "Optuna TPE", "optuna", "tpe"),
+        Method(
+            "optuna-tpe-mg",
+            "Optuna TPE (multivariate, group)",
+            "optuna",
+            "tpe",
+            (("multivariate", True), ("group", True)),
+        ),
         Method("random", "Random", "optuna", "random"),
         Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
         Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
@@ -100,6 +142,43 @@ PAPER_METHODS = (
 Optuna's samplers."""
 PAPER_REFERENCES = ("rollout-paper", "rollout-paper-h4")
 """The methods the paper reproductions compare against every other one."""
+PRUNING_METHODS = (
+    "rollout+hyperband",
+    "rollout+median",
+    "rollout",
+    "optuna-tpe+hyperband",
+    "optuna-tpe+median",
+    "optuna-gp+median",
+    "random+hyperband",
+)
+"""The pruning benchmark's methods (issue 24): the default with Hyperband, with Median and
+without a pruner; TPE + Hyperband (the pairing Optuna's docs recommend), TPE + Median,
+GPSampler + Median, random search + Hyperband."""
+PRUNING_REFERENCES = ("rollout+hyperband", "rollout+median")
+"""The methods the pruning benchmark compares against every other one."""
+PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
+"""The pruners of ``NAME+PRUNER`` (and their labels)."""
+_PRUNED = re.compile(r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<bare>-bare)?")
+
+
+STOPPERS = {
+    "terminator": "Terminator (regret bound)",
+    "emmr": "Terminator (EMMR)",
+    "cost-aware": "CostAwareStopping",
+}
+"""The stopping callbacks of ``NAME@STOPPER`` (and their labels)."""
+_STOPPED = re.compile(r"(?P<base>[^@]+)@(?P<stopper>terminator|emmr|cost-aware=[^@]+)")
+
+
+def _cost_aware_rate(stopper: str, name: str) -> float:
+    text = stopper.partition("=")[2]
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = math.nan
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"{name!r}: @cost-aware=L needs a positive number L, got {text!r}")
+    return rate
 
 
 def parse_value(text: str) -> Any:
@@ -134,6 +213,33 @@ def resolve(name: str) -> Method:
     """The :class:`Method` a name stands for (see the module docstring)."""
     if name in REGISTRY:
         return REGISTRY[name]
+    stopped = _STOPPED.fullmatch(name)
+    if stopped:
+        base_method = resolve(stopped["base"])
+        if base_method.family == "botorch":
+            raise ValueError(f"{name!r}: the BoTorch references run no Optuna study to stop")
+        stopper = stopped["stopper"]
+        if stopper.startswith("cost-aware"):
+            _cost_aware_rate(stopper, name)
+        if base_method.stopper:
+            raise ValueError(f"{name!r} has two stoppers")
+        label = f"{base_method.label} + {STOPPERS[stopper.partition('=')[0]]}"
+        return dataclasses.replace(base_method, name=name, label=label, stopper=stopper)
+    pruned = _PRUNED.fullmatch(name)
+    if pruned:
+        base = resolve(pruned["base"])
+        if base.pruner:
+            raise ValueError(f"{name!r} has two pruners")
+        if base.family == "botorch":
+            raise ValueError(f"{name!r}: the BoTorch references run no Optuna study to prune")
+        bare = bool(pruned["bare"])
+        if bare and base.family != "ours":
+            raise ValueError(
+                f"{name!r}: '-bare' is for ours (Optuna's samplers always get the bare pruner)"
+            )
+        label = f"{base.label} + {PRUNERS[pruned['pruner']]}" + (" (bare)" if bare else "")
+        pruner = pruned["pruner"] + ("-bare" if bare else "")
+        return dataclasses.replace(base, name=name, label=label, pruner=pruner)
     base, sep, rest = name.partition(":")
     if sep:
         options = parse_options(rest)
@@ -162,14 +268,22 @@ def label(name: str) -> str:
 def make_sampler(method: Method, budget: float, seed: int, problem_options: dict[str, Any]) -> Any:
     """The Optuna sampler of an ``ours`` or ``optuna`` method, seeded.
 
-    ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours only.
+    ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours, and
+    ``constraints_func`` of a constrained problem, for ours, GPSampler and TPE (Optuna's
+    random search has none: it ignores constraints anyway).
     """
     import optuna
 
     if method.family == "ours":
         from optuna_costbo import CostRolloutSampler
 
-        return CostRolloutSampler(budget, **{**problem_options, **method.kwargs}, seed=seed)
+        kwargs = {"budget": budget, **problem_options, **method.kwargs}
+        sampler = CostRolloutSampler(**kwargs, seed=seed)
+        if method.kind:
+            from benchmarks.harness import package_probes
+
+            getattr(package_probes, method.kind)(sampler)
+        return sampler
     if method.family != "optuna":
         raise ValueError(f"{method.name!r} is not run through an Optuna sampler")
     cls = {
@@ -177,7 +291,78 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
         "tpe": optuna.samplers.TPESampler,
         "random": optuna.samplers.RandomSampler,
     }[method.kind]
-    return cls(seed=seed, **method.kwargs)
+    extra: dict[str, Any] = {}
+    if "constraints_func" in problem_options and method.kind in ("gp", "tpe"):
+        extra["constraints_func"] = problem_options["constraints_func"]
+    return cls(seed=seed, **extra, **method.kwargs)
+
+
+def make_callbacks(method: Method) -> list[Any]:
+    """The stopping callbacks of ``method`` for ``study.optimize`` (none without a stopper).
+
+    ``terminator``: ``TerminatorCallback(Terminator(RegretBoundEvaluator(),
+    MedianErrorEvaluator(RegretBoundEvaluator())))``, the combination Optuna documents for an
+    objective without cross-validation scores (its default error evaluator needs them);
+    ``emmr``: the same with ``EMMREvaluator``; both with Optuna's default ``min_n_trials``
+    (20). ``cost-aware=L``: ``CostAwareStopping(L)``.
+    """
+    if not method.stopper:
+        return []
+    kind = method.stopper.partition("=")[0]
+    if kind == "cost-aware":
+        from optuna_costbo.stopping import CostAwareStopping
+
+        return [CostAwareStopping(_cost_aware_rate(method.stopper, method.name))]
+    import optuna.terminator as term
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # deprecated in Optuna 5, still there
+        make_evaluator = term.EMMREvaluator if kind == "emmr" else term.RegretBoundEvaluator
+        terminator = term.Terminator(
+            improvement_evaluator=make_evaluator(),
+            error_evaluator=term.MedianErrorEvaluator(make_evaluator()),
+        )
+        return [term.TerminatorCallback(terminator)]
+
+
+def make_pruner(method: Method, max_step: int) -> Any:
+    """The study's pruner for ``method`` on a problem whose last step is ``max_step`` (0: a
+    problem without steps).
+
+    None (Optuna's default, never consulted: nothing is reported) for a method without a
+    pruner on a problem without steps; ``NopPruner()`` for one on a problem with steps (the
+    runner reports every step, and Optuna's implicit default would be ``MedianPruner``).
+    ``median``: ``MedianPruner()`` with Optuna's defaults (5 start-up trials, no warm-up
+    steps). ``hyperband``: ``HyperbandPruner(min_resource=1, max_resource=max_step,
+    reduction_factor=3)``. Ours gets it as ``CostBudgetPruner(pruner)`` unless ``-bare``.
+
+    NOTE(bracket view): Optuna shows a sampler only the trials of the running trial's
+    Hyperband bracket when ``study.pruner`` is a ``HyperbandPruner``
+    (``optuna.pruners._filter_study``); inside ``CostBudgetPruner`` it is not one, so ours
+    sees every trial while the wrapped pruner still prunes bracket by bracket. ``-bare``
+    keeps Optuna's bracket view.
+    """
+    import optuna
+
+    if not method.pruner:
+        return optuna.pruners.NopPruner() if max_step else None
+    kind, _, bare = method.pruner.partition("-")
+    pruner: Any
+    if kind == "median":
+        pruner = optuna.pruners.MedianPruner()
+    elif kind == "hyperband":
+        if max_step < 1:
+            raise ValueError(f"{method.name}: HyperbandPruner needs a problem with steps")
+        pruner = optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=max_step, reduction_factor=3
+        )
+    else:
+        raise ValueError(f"{method.name}: unknown pruner {method.pruner!r}")
+    if method.family == "ours" and not bare:
+        from optuna_costbo import CostBudgetPruner
+
+        pruner = CostBudgetPruner(pruner)
+    return pruner
 
 
 def unavailable(method: Method) -> str | None:
@@ -186,16 +371,16 @@ def unavailable(method: Method) -> str | None:
         from optuna_costbo import CostRolloutSampler
 
         try:
-            CostRolloutSampler(1.0, **method.kwargs)
+            CostRolloutSampler(**{"budget": 1.0, **method.kwargs})
         except (ValueError, TypeError) as exc:
             return f"the installed optuna_costbo rejects it: {exc}"
     elif method.family == "botorch":
         from benchmarks.harness import botorch_ref
 
         return botorch_ref.check_available()
-    elif method.kind == "gp":
+    if method.stopper in ("terminator", "emmr") or method.kind == "gp":
         try:
             import torch  # noqa: F401
         except ImportError:
-            return "Optuna's GPSampler needs torch (pip install torch==2.13.0)"
+            return "Optuna's GPSampler and Terminator need torch (pip install torch==2.13.0)"
     return None

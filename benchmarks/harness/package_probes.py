@@ -10,6 +10,9 @@ Names resolve lazily (on first use).
 
 Who uses what:
 
+- ``harness/methods.py``: :func:`independent_conditionals` (the ``*-indep`` methods: one
+  sampler's reads replaced by the intersection search space, the behaviour before conditional
+  spaces were modelled);
 - ``scale_quality.py``: :func:`set_fit_schedule` sets one sampler's ``FitSchedule``
   (``_numerics.policy``) and :func:`shipped_fit_schedule` reads the package's;
 - ``cheap_trials.py``: :func:`effort_counts` reads ``sampler._effort.counts(study_id)`` (full
@@ -126,6 +129,26 @@ def fit_schedule(
         refit_from=refit_from,
         refit_growth=refit_growth,
     )
+
+
+def independent_conditionals(sampler: Any) -> None:
+    """Make one ``CostRolloutSampler`` model only the parameters every completed trial has
+    and hand the others (conditional, dynamic) to its independent sampler: the package's
+    behaviour before conditional spaces were modelled, kept as a benchmark-only variant."""
+    from optuna.search_space import intersection_search_space
+    from optuna.trial import TrialState
+
+    reads = importlib.import_module("optuna_costbo._sampler.snapshot").TrialReads
+
+    class IntersectionReads(reads):  # type: ignore[misc, valid-type]
+        def search_space(self, study: Any, trial: Any) -> Any:
+            super().search_space(study, trial)  # the read the proposal uses
+            trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            with self._lock:
+                self._activity.pop(trial._trial_id, None)
+            return intersection_search_space(trials)
+
+    sampler._suggester.reads = IntersectionReads()
 
 
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:

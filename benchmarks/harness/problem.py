@@ -19,13 +19,27 @@
   (:meth:`Problem.encode` / :meth:`Problem.decode`);
 - ``group``: a label for aggregated results (the suite: "adversarial", "control"), and
   :func:`split` cuts a list of problems into a tuning and a confirmation half by group;
+- ``constraints_fn(params)``: constraint values, feasible when all are <= 0 (Optuna's
+  ``constraints_func`` semantics; the runner stores them and every sampler that takes
+  constraints gets them); name the constraint in ``settings`` so the fingerprint tells a
+  constrained variant apart;
 - :attr:`Problem.fingerprint`: identifies the definition in the cached runs (name, budget,
-  space, f*, ``version``, ``settings``); bump ``version`` when the definition changes.
+  space, f*, ``version``, ``settings``, ``steps``); bump ``version`` when the definition
+  changes;
+- problems with steps (the pruning benchmark): ``curve_fn(params)`` gives the learning curve
+  as ``(step, value, cumulative_cost)`` for each of ``steps`` in order (integers, the resource
+  an Optuna pruner sees: epochs, or rungs), lazily if it likes (a live problem trains one step
+  when the next is asked for, so a pruned trial stops training);
+  :meth:`Problem.evaluate_curve` checks what it yields; ``evaluator`` is then
+  :class:`LastStep` of the same curve (the whole curve, the last step's value and cost). The
+  runner reports every step to the trial and its pruner (``runner.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
@@ -116,6 +130,8 @@ class _Text(str):
 
 
 Evaluator = Callable[[dict[str, Any], "dict[str, Any] | None"], tuple[float, float]]
+Curve = Callable[[dict[str, Any]], Iterable[tuple[float, float, float]]]
+"""``curve(params)`` -> ``(step, value, cumulative_cost)`` for each step, in order."""
 
 
 class Separate:
@@ -133,6 +149,24 @@ class Separate:
         self, params: dict[str, Any], previous: dict[str, Any] | None = None
     ) -> tuple[float, float]:
         return float(self.objective(params)), float(self.cost(params))
+
+
+class LastStep:
+    """``evaluate(params, previous)`` of a problem with steps: the whole curve, then the last
+    step's value and cumulative cost (what a trial run to the end gives and costs)."""
+
+    def __init__(self, curve: Curve) -> None:
+        self.curve = curve
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        last: tuple[float, float, float] | None = None
+        for point in self.curve(params):
+            last = point
+        if last is None:
+            raise ValueError("the curve has no step")
+        return float(last[1]), float(last[2])
 
 
 @dataclass(frozen=True)
@@ -154,12 +188,62 @@ class Problem:
     max_trials: int = 1000
     clock: str = "reported"
     record_params: bool = False  # write every trial's params to the cached run
+    constraints_fn: Callable[[dict[str, Any]], Sequence[float]] | None = None
+    curve_fn: Curve | None = None
+    steps: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
             raise ValueError(f"clock must be one of {CLOCKS}, got {self.clock!r}")
         if not self.params and self.suggest_fn is None:
             raise ValueError(f"problem {self.name!r} needs params or a suggest_fn")
+        if (self.curve_fn is None) != (not self.steps):
+            raise ValueError(f"problem {self.name!r}: give both curve_fn and steps, or neither")
+        if self.steps:
+            if any(int(s) != s or s < 1 for s in self.steps) or list(self.steps) != sorted(
+                set(self.steps)
+            ):
+                raise ValueError(
+                    f"problem {self.name!r}: steps must be increasing positive integers, "
+                    f"got {self.steps!r}"
+                )
+            if self.clock != "reported":
+                raise ValueError(
+                    f"problem {self.name!r}: a problem with steps reports its costs "
+                    f"(clock='reported'), got clock={self.clock!r}"
+                )
+
+    @property
+    def has_steps(self) -> bool:
+        """Whether the problem has a learning curve (steps an Optuna pruner sees)."""
+        return bool(self.steps)
+
+    @property
+    def max_step(self) -> int:
+        """The last step (a pruner's maximum resource); 0 without steps."""
+        return int(self.steps[-1]) if self.steps else 0
+
+    def evaluate_curve(self, params: dict[str, Any]) -> Iterator[tuple[int, float, float]]:
+        """``(step, value, cumulative_cost)`` for each of :attr:`steps`, in order, as the
+        curve yields them (lazily); the steps must be all of :attr:`steps` and the cumulative
+        cost non-decreasing, else ValueError (when the faulty step is reached)."""
+        if self.curve_fn is None:
+            raise ValueError(f"problem {self.name!r} has no steps")
+        expected = iter(self.steps)
+        spent = 0.0
+        for step, value, cost in self.curve_fn(params):
+            want = next(expected, None)
+            if want is None or int(step) != want:
+                raise ValueError(f"{self.name}: the curve gave step {step}, expected {want}")
+            if not cost >= spent:  # also catches nan
+                raise ValueError(
+                    f"{self.name}: cumulative cost {cost!r} at step {step} is below {spent!r}"
+                )
+            spent = float(cost)
+            yield int(step), float(value), spent
+        missing = next(expected, None)
+        if missing is not None:
+            raise ValueError(f"{self.name}: the curve ended before step {missing}")
 
     @property
     def dim(self) -> int:
@@ -191,6 +275,8 @@ class Problem:
             extra["sampler_options"] = dict(self.sampler_options)
         if self.clock != "reported":
             extra["clock"] = self.clock
+        if self.steps:
+            extra["steps"] = list(self.steps)
         if extra:
             parts.append(_Text(repr(sorted(extra.items()))))
         return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:12]

@@ -16,6 +16,23 @@ whole ``study.optimize`` (sampler, Optuna and objective); nothing is reported, t
 stops the study once the budget has passed, and a trial counts if it finished within the
 budget (``Run.elapsed``). At most ``problem.max_trials`` trials per run; runs that hit the cap
 before the budget are flagged ``capped``.
+
+A constrained problem (``problem.constraints_fn``) stores each trial's constraint values as the
+user attr ``constraints`` and every sampler that takes one gets the same ``constraints_func``
+reading it (ours, GPSampler, TPE); an infeasible trial's value is recorded as nan (what counts
+is the best feasible value) and counted in ``Run.meta["n_infeasible"]``. A method with a
+stopper (``NAME@STOPPER``) gets its callback after the budget's (``methods.make_callbacks``).
+
+Problems with steps (``problem.has_steps``; the pruning benchmark) run under the method's
+pruner (``methods.make_pruner``). The objective walks the learning curve: at each step it
+reports the cumulative cost so far (``report_cost``, so that ``CostBudgetPruner`` sees the
+trial's own cost), reports the step's value (``trial.report(value, step)``) and asks
+``trial.should_prune()``; when told to prune it raises ``optuna.TrialPruned`` with the cost
+reached already reported, so a pruned trial is charged what it spent up to the step it was
+pruned at, and stops there (a live curve trains no further). A trial that reaches the last
+step is COMPLETE with the last step's value and the full cumulative cost. ``Run.steps`` and
+``Run.states`` keep the last step each trial reached and how it ended; the budget rule is the
+same (a pruned trial's cost counts).
 """
 
 from __future__ import annotations
@@ -68,6 +85,8 @@ class Run:
     values: list[float] = field(default_factory=list)
     elapsed: list[float] = field(default_factory=list)  # wall-clock problems only
     params: list[dict[str, Any]] = field(default_factory=list)  # if the problem records them
+    steps: list[int] = field(default_factory=list)  # problems with steps: last step reached
+    states: list[str] = field(default_factory=list)  # problems with steps: "complete", ...
     run_s: float = 0.0
     cpu_s: float = 0.0
     suggest_s: float = 0.0  # total time in the method's proposals (the suggest_* calls)
@@ -94,6 +113,21 @@ class _Collect(logging.Handler):
 
 def _source(problem: ProblemSource) -> Problem:
     return problem if isinstance(problem, Problem) else problem()
+
+
+CONSTRAINTS_ATTR = "constraints"
+"""The user attr where the runner stores a constrained problem's constraint values."""
+
+
+def constraints_of_trial(trial: Any) -> list[float]:
+    """The ``constraints_func`` every sampler gets on a constrained problem (a module-level
+    function: it pickles). A trial without values (it failed) is infeasible."""
+    return list(trial.user_attrs.get(CONSTRAINTS_ATTR, [math.inf]))
+
+
+def feasible(trial: Any) -> bool:
+    """Whether every stored constraint value is <= 0 (Optuna's rule)."""
+    return all(c <= 0.0 for c in constraints_of_trial(trial))
 
 
 def _run_optuna(
@@ -126,6 +160,29 @@ def _run_optuna(
         measured[trial.number] = (cost, time.perf_counter() - start, params)
         if not wall:
             report_cost(trial, cost)
+        if problem.constraints_fn is not None:
+            values = [float(c) for c in problem.constraints_fn(params)]
+            trial.set_user_attr(CONSTRAINTS_ATTR, values)
+        return value
+
+    reached: dict[int, int] = {}
+
+    def objective_with_steps(trial: optuna.Trial) -> float:
+        cost, value, step, params = 0.0, math.nan, 0, {}
+        try:  # a trial the sampler skips (TrialPruned in suggest) is charged nothing
+            begin = time.perf_counter()
+            params = problem.suggest(trial)
+            seconds = time.perf_counter() - begin
+            run.suggest_s += seconds
+            run.meta["suggest_max_s"] = max(run.meta.get("suggest_max_s", 0.0), seconds)
+            for step, value, cost in problem.evaluate_curve(params):
+                report_cost(trial, cost)  # kept up to date: CostBudgetPruner reads it
+                trial.report(value, step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned(f"pruned at step {step}")
+        finally:
+            measured[trial.number] = (cost, time.perf_counter() - start, params)
+            reached[trial.number] = step
         return value
 
     def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
@@ -141,33 +198,53 @@ def _run_optuna(
     options: dict[str, Any] = dict(problem.sampler_options)
     if problem.cost_fn is not None:
         options["cost_fn"] = problem.cost_fn
+    if problem.constraints_fn is not None:
+        options["constraints_func"] = constraints_of_trial
     sampler = methods_mod.make_sampler(method, problem.budget, seed, options)
     if configure is not None:
         configure(sampler)
-    study = optuna.create_study(sampler=sampler)
+    pruner = methods_mod.make_pruner(method, problem.max_step)
+    # NOTE: HyperbandPruner puts trial k in a bracket by a hash of the study's name and k;
+    # Optuna's default name is random, so a problem with steps gets a name of its own: the
+    # same brackets for a seed on every run, and for every method of that seed.
+    name = f"{problem.name}-seed{seed}" if problem.has_steps else None
+    study = optuna.create_study(sampler=sampler, pruner=pruner, study_name=name)
     start = time.perf_counter()
-    study.optimize(objective, n_trials=problem.max_trials, callbacks=[stop_at_budget])
+    callbacks = [stop_at_budget, *methods_mod.make_callbacks(method)]
+    study.optimize(
+        objective_with_steps if problem.has_steps else objective,
+        n_trials=problem.max_trials,
+        callbacks=callbacks,
+    )
     run.meta["optimize_s"] = round(time.perf_counter() - start, 4)
     for trial in study.get_trials(deepcopy=False):
         cost, at, params = measured.get(
             trial.number, (float(trial.user_attrs.get("cost", math.nan)), math.nan, {})
         )
         run.costs.append(cost)
-        done = trial.state == optuna.trial.TrialState.COMPLETE
+        done = trial.state == optuna.trial.TrialState.COMPLETE and trial.value is not None
+        if done and problem.constraints_fn is not None and not feasible(trial):
+            done = False  # the best feasible value is what counts
+            run.meta["n_infeasible"] = run.meta.get("n_infeasible", 0) + 1
         run.values.append(float(trial.value) if done and trial.value is not None else math.nan)
         if wall:
             run.elapsed.append(at)
         if problem.record_params:
             run.params.append(params)
+        if problem.has_steps:
+            run.steps.append(reached.get(trial.number, 0))
+            run.states.append(trial.state.name.lower())
     if probe is not None:
         run.meta.update(probe(sampler, study))
 
 
 def _run_botorch(method: methods_mod.Method, problem: Problem, seed: int, run: Run) -> None:
-    from benchmarks.harness import botorch_ref
-
     if not problem.params or problem.suggest_fn is not None:
         raise ValueError(f"the BoTorch references need a fixed space; {problem.name} has none")
+    if problem.constraints_fn is not None:
+        raise ValueError(f"the BoTorch references take no constraints; {problem.name} has some")
+    from benchmarks.harness import botorch_ref
+
     startup = botorch_ref.sobol_startup(problem.encoded_dim, problem.n_startup, seed)
     xs: list[np.ndarray] = []
     spent = 0.0

@@ -756,3 +756,63 @@ def get_instance(name: str) -> YahpoInstance:
     if name not in INSTANCES_BY_NAME:
         raise KeyError(f"unknown YAHPO instance {name!r}; known: {sorted(INSTANCES_BY_NAME)}")
     return INSTANCES_BY_NAME[name]
+
+
+# -- the suite's "real" group ------------------------------------------------------------------
+
+REAL_MAX_TRIALS = 150
+"""Trials per run at most on the real group (a random search starts about 40 in the budget; a
+method that settles where trials are 100 times cheaper could buy thousands)."""
+
+
+class _Evaluate:
+    """``(params, previous) -> (validation error, training seconds)`` of one instance, by name
+    (picklable: runs go to worker processes)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        return get_instance(self.name).evaluate(params)
+
+
+class _Suggest:
+    """The instance's define-by-run ``suggest`` (picklable)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, trial: Any) -> dict[str, Any]:
+        return get_instance(self.name).suggest(trial)
+
+
+def as_problem(inst: YahpoInstance) -> Any:
+    """The instance as a ``benchmarks.harness.problem.Problem`` of the suite's ``real`` group
+    (objective = validation error, cost = the surrogate's training time, reported; budget and
+    f* from the calibration). Conditional spaces are asked define-by-run, as a user writes
+    them; the BoTorch references, which need a fixed space, skip those."""
+    from benchmarks.harness.problem import Param as HarnessParam
+    from benchmarks.harness.problem import Problem
+
+    params = tuple(
+        HarnessParam(p.name, p.kind, p.low, p.high, p.log, tuple(p.choices), condition=p.condition)
+        for p in inst.params
+    )
+    return Problem(
+        name=inst.name,
+        group="real",
+        budget=inst.budget,
+        evaluator=_Evaluate(inst.name),
+        params=params,
+        suggest_fn=_Suggest(inst.name) if inst.conditional else None,
+        f_star=inst.f_star,
+        description=inst.description,
+        max_trials=REAL_MAX_TRIALS,
+    )
+
+
+def real_problems() -> dict[str, Any]:
+    """The real group: every instance as a suite problem (needs yahpo-gym and the data)."""
+    return {inst.name: as_problem(inst) for inst in INSTANCES}

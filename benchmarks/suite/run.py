@@ -38,6 +38,7 @@ from benchmarks.harness import methods as methods_mod
 from benchmarks.harness import report
 from benchmarks.harness import runner
 from benchmarks.harness.problem import SPLITS
+from benchmarks.harness.problem import Problem
 from benchmarks.harness.problem import split
 from benchmarks.problems.synthetic import SUITE
 from benchmarks.problems.synthetic import describe
@@ -65,7 +66,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="method names or BASE:key=value specs (see --list); any other name ACQ or "
         "ACQ-hN is passed to CostRolloutSampler(acquisition=ACQ, horizon=N)",
     )
-    parser.add_argument("--problems", nargs="+", default=None, choices=list(SUITE))
+    parser.add_argument(
+        "--problems",
+        nargs="+",
+        default=None,
+        help="problem names (default: every one of --groups)",
+    )
+    parser.add_argument(
+        "--groups",
+        nargs="+",
+        default=list(SYNTHETIC_GROUPS),
+        choices=[*SYNTHETIC_GROUPS, "real", "constrained"],
+        help="problem groups (default: the synthetic ones); real: YAHPO Gym surrogates, which "
+        "need the benchmark environment of benchmarks/problems/README_yahpo.md; constrained: "
+        "three suite problems with a constraints_func (benchmarks/problems/constrained.py)",
+    )
     parser.add_argument(
         "--split",
         choices=SPLITS,
@@ -108,8 +123,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def list_text() -> str:
-    problems = list(SUITE.values())
+SYNTHETIC_GROUPS = ("adversarial", "control")
+
+
+def all_problems(groups: Sequence[str]) -> dict[str, Problem]:
+    """The suite's problems of ``groups``: the synthetic ones, and the real group (YAHPO Gym
+    surrogates, imported only when asked for)."""
+    out = {n: p for n, p in SUITE.items() if p.group in groups}
+    if "real" in groups:
+        from benchmarks.problems.yahpo import real_problems
+
+        out.update(real_problems())
+    if "constrained" in groups:
+        from benchmarks.problems.constrained import constrained_problems
+
+        out.update(constrained_problems())
+    return out
+
+
+def list_text(groups: Sequence[str] = SYNTHETIC_GROUPS) -> str:
+    problems = list(all_problems(groups).values())
     tuning = {p.name for p in split(problems, "tuning")}
     lines = [describe(), "", "split (stratified by group):"]
     lines += [
@@ -124,13 +157,17 @@ def list_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
-        print(list_text())
+        print(list_text(args.groups))
         return 0
     n_seeds = (
         args.seeds if args.seeds is not None else (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
     )
     seeds = list(range(n_seeds))
-    problems = split([SUITE[n] for n in (args.problems or SUITE)], args.split)
+    known = all_problems(args.groups)
+    unknown = [n for n in args.problems or () if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown problems {unknown} in groups {args.groups}; see --list")
+    problems = split([known[n] for n in (args.problems or known)], args.split)
     requested = list(dict.fromkeys(args.methods or methods_mod.SUITE_METHODS))
     skipped: dict[str, str] = {}
     if not args.report_only:  # a cached run is reported whether or not it could run here

@@ -22,6 +22,7 @@ __all__ = [
     "SAMPLER_SECONDS_ATTR",
     "SKIPPED_ATTR",
     "SPENT_ATTR",
+    "STOP_REASON_ATTR",
     "CostSource",
 ]
 
@@ -30,6 +31,7 @@ __all__ = [
 BUDGET_ATTR = "cost_budget"
 SPENT_ATTR = "cost_spent"
 REMAINING_ATTR = "cost_remaining"
+STOP_REASON_ATTR = "cost_stop_reason"  # why the study stopped (budget spent, not worth it)
 
 # Trial system attrs written by the sampler.
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"

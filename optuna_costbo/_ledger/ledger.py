@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 import datetime
+import math
 import threading
 from typing import Any
 
@@ -230,7 +231,9 @@ def write_ledger(
     """Store budget, spent and remaining as study user attrs (shown by optuna-dashboard).
 
     ``stored``: the study's user attrs as just read; values already stored are not written
-    again (each write is a transaction, the slowest storage call on SQLite).
+    again (each write is a transaction, the slowest storage call on SQLite). A study run
+    without a budget (a stopping rule ends it) stores what it spent only: JSON has no
+    infinity.
     """
     storage, study_id = study._storage, study._study_id
     for key, value in (
@@ -238,6 +241,8 @@ def write_ledger(
         (SPENT_ATTR, ledger.spent),
         (REMAINING_ATTR, max(ledger.remaining, 0.0)),
     ):
+        if not math.isfinite(value):
+            continue
         if stored is None or stored.get(key) != value:
             storage.set_study_user_attr(study_id, key, value)
 

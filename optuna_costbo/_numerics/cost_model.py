@@ -1,6 +1,7 @@
 """Cost models: what the acquisitions know about the cost of evaluating a point.
 
-One protocol, :class:`CostModel`, and two implementations:
+One protocol, :class:`CostModel`, its implementations, and one wrapper
+(:class:`PrunedCost`, the expected cost under the study's pruning):
 
 * :class:`FittedLogCost`: a GP on log(cost) of the finished trials (the paper's log-warped GP);
   its predicted cost is the median ``exp(mu)``;
@@ -11,7 +12,7 @@ The policy chooses between them once (:func:`optuna_costbo._numerics.policy.prop
 acquisitions see only the protocol. A new kind of cost model (a parametric one, a cost that
 depends on a fidelity) is one new class that satisfies :class:`CostModel`.
 
-This module imports only numpy.
+This module imports only numpy and scipy.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+from scipy.special import ndtr
 
 from optuna_costbo._numerics.gp.model import GPModel
 
@@ -32,6 +34,7 @@ __all__ = [
     "CostModel",
     "FittedLogCost",
     "KnownCost",
+    "PrunedCost",
 ]
 
 #: The smallest cost any model sees or returns: log(cost) stays finite and EI / cost bounded.
@@ -161,3 +164,78 @@ class KnownCost:
         dmean = (vals - mean[:, None]) / step  # (m, D)
         dmean = np.where(np.abs(dmean) > _JUMP_SLOPE, 0.0, dmean)
         return mean, var, dmean, np.zeros_like(dmean)
+
+
+@dataclass(frozen=True)
+class PrunedCost:
+    """The expected cost of a proposal in a study whose pruner stops trials early.
+
+    A trial is stopped with the probability that its value lands among the worst
+    ``pruned_share`` of the study's values; a stopped trial runs the fraction
+    ``run_fraction`` of a full trial. With ``P(x) = Phi((mu(x) - q) / sigma(x))`` under the
+    objective model, ``q`` the study's values' ``1 - pruned_share`` quantile (what is worse
+    is pruned):
+
+        c_eff(x) = c(x) * (1 - P(x) * (1 - run_fraction)),
+
+    so a region the pruner rejects quickly is valued as the cheap place to look that it is.
+    NOTE: the pruner's rule is read off the study's own record (how many it stopped, how
+    early), not from the pruner object, so every Optuna pruner is modelled alike.
+
+    Attributes:
+        base: The cost model of full trials.
+        objective: The objective model (minimization; values in the study's units).
+        threshold: ``q`` above.
+        pruned_share: Trials stopped early over trials that ended with a value, in [0, 1).
+        run_fraction: Mean fraction of a full trial a stopped trial ran, in (0, 1].
+    """
+
+    base: CostModel
+    objective: GPModel
+    threshold: float
+    pruned_share: float
+    run_fraction: float
+
+    @property
+    def pair_cost(self) -> BoxPairCost | None:
+        return self.base.pair_cost
+
+    @property
+    def origin(self) -> np.ndarray | None:
+        return self.base.origin
+
+    @property
+    def max_evals(self) -> int | None:
+        return self.base.max_evals
+
+    def _log_factor(self, Z: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
+        """log(1 - P (1 - f)) at Z (m, D), and its gradient (m, D) if asked."""
+        saved = 1.0 - self.run_fraction
+        if not return_grad:
+            mean, var = self.objective.predict(Z)
+            sd = np.sqrt(var)
+            P = ndtr((mean - self.threshold) / sd)  # (m,)
+            return (np.log1p(-saved * P),)
+        mean, var, dmean, dvar = self.objective.predict(Z, return_grad=True)
+        sd = np.sqrt(var)
+        u = (mean - self.threshold) / sd  # (m,)
+        P = ndtr(u)
+        du = dmean / sd[:, None] - (u / (2.0 * var))[:, None] * dvar  # (m, D)
+        dP = (np.exp(-0.5 * u * u) / np.sqrt(2.0 * np.pi))[:, None] * du  # (m, D)
+        factor = 1.0 - saved * P  # (m,)
+        return np.log(factor), -saved * dP / factor[:, None]
+
+    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
+        """The base model's posterior of log cost, shifted by ``log(1 - P (1 - f))`` (its
+        variance is the base model's)."""
+        base = self.base.predict(Xq, return_grad)
+        shift = self._log_factor(Xq, return_grad)
+        if not return_grad:
+            return base[0] + shift[0], base[1]
+        return base[0] + shift[0], base[1], base[2] + shift[1], base[3]
+
+    def cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        out: np.ndarray = np.maximum(
+            self.base.cost(Z) * np.exp(self._log_factor(Z, False)[0]), COST_FLOOR
+        )
+        return out

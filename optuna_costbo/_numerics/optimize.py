@@ -48,6 +48,27 @@ def default_n_candidates(dim: int) -> int:
     return max(1024, 100 * dim)
 
 
+def _on_active(
+    codec: BoxCodec, fun_and_grad: FunAndGrad, fun: Callable[[np.ndarray], np.ndarray] | None
+) -> tuple[FunAndGrad, Callable[[np.ndarray], np.ndarray] | None]:
+    """The acquisition seen through the space's conditions: evaluated with inactive
+    parameters at their fill, with zero gradient in their columns (L-BFGS-B then leaves them
+    alone). Unchanged for a space without conditions."""
+    if not codec.conditional:
+        return fun_and_grad, fun
+
+    def wrapped(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # (m, D) -> (m,), (m, D)
+        Zd = codec.deactivate(Z)
+        values, grads = fun_and_grad(Zd)
+        return values, np.where(codec.inactive_columns(Zd), 0.0, grads)
+
+    def wrapped_fun(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
+        Zd = codec.deactivate(Z)
+        return fun(Zd) if fun is not None else fun_and_grad(Zd)[0]
+
+    return wrapped, wrapped_fun
+
+
 def _clean(values: np.ndarray) -> np.ndarray:
     """Values as float (m,), with NaN and +-inf replaced by -inf (unusable)."""
     values = np.asarray(values, dtype=float).reshape(-1)
@@ -181,6 +202,7 @@ def maximize_acquisition(
         >>> codec.decode(z[None, :]).round(6).tolist()  # the integer column rounds to 7
         [[0.3, 7.0]]
     """
+    fun_and_grad, fun = _on_active(codec, fun_and_grad, fun)
     D = codec.dim
     n_cand = default_n_candidates(D) if n_candidates is None else int(n_candidates)
     if n_cand < 1:
@@ -363,6 +385,7 @@ def local_maximize(
     Returns:
         The polished legal points (R, D) and their values (R,).
     """
+    fun_and_grad, _ = _on_active(codec, fun_and_grad, None)
     starts = codec.project(np.atleast_2d(np.asarray(starts, dtype=float)))  # (R, D)
     values = _clean(fun_and_grad(starts)[0])  # (R,)
     cols = codec.continuous_columns

@@ -1,20 +1,13 @@
 """One suggestion of the cost-aware BO policy, from encoded data to a point of the box.
 
-This is the numerical half of the sampler. It builds the models, lets the acquisition strategy
-choose a point and returns a :class:`Proposal`; it knows nothing of Optuna. Both routes of a
-suggestion go through :func:`build_models`, the one place that fits or rebuilds the objective
-model, chooses the cost model (:func:`_cost_model`) and conditions on the running trials:
-
-- the full route, :func:`propose`: hyperparameters fitted (warm-started, on a schedule), then
-  the configured acquisition;
-- the quick route, :func:`.quick.quick_propose`: the last hyperparameters reused, then one
-  batched look at a candidate set.
+This is the numerical half of the sampler; it knows nothing of Optuna. :func:`propose` is the
+full route: :func:`.models.build_models` fits the objective model and chooses the cost model,
+then the acquisition strategy chooses a point. The quick route, :func:`.quick.quick_propose`,
+builds its models with the same function. The data types are in :mod:`.request`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field
 import functools
 
 import numpy as np
@@ -23,431 +16,29 @@ from threadpoolctl import ThreadpoolController
 from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
-from optuna_costbo._numerics.acquisition.strategies import Choice
-from optuna_costbo._numerics.cost_model import CostModel
-from optuna_costbo._numerics.cost_model import FittedLogCost
-from optuna_costbo._numerics.cost_model import KnownCost
-from optuna_costbo._numerics.gp.fit import fit_gp
-from optuna_costbo._numerics.gp.fit import model_subset
-from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
-from optuna_costbo._numerics.gp.model import GPModel
-from optuna_costbo._numerics.gp.model import standardization
-from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.models import build_models
+from optuna_costbo._numerics.request import CostData
+from optuna_costbo._numerics.request import FitSchedule
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import Route
+from optuna_costbo._numerics.request import WarmStart
 
 
 __all__ = [
     "CostData",
     "FitSchedule",
-    "Models",
     "Proposal",
     "ProposalRequest",
     "Route",
     "WarmStart",
-    "build_models",
-    "finite_values",
     "propose",
-    "working_set",
 ]
-
-# NOTE: noise floor of the log-cost model (standardized units): measured costs are noisy.
-_COST_MIN_NOISE_VAR = 1e-4
-
-
-@dataclass(frozen=True)
-class FitSchedule:
-    """How the models are fitted as the data grow.
-
-    Attributes:
-        max_fit_points: Hyperparameters are fitted on at most this many observations (see
-            :func:`.gp.fit.fit_subset`).
-        max_model_points: The models are conditioned on at most this many observations (see
-            :func:`working_set`).
-        refit_from: Past this many observations, hyperparameters are optimized again only
-            once the data have grown by ``refit_growth`` since the last optimization, and
-            kept in between.
-        refit_growth: See ``refit_from``.
-    """
-
-    max_fit_points: int = 256
-    max_model_points: int = 2000
-    refit_from: int = 128
-    refit_growth: float = 0.05
-
-
-@dataclass(frozen=True)
-class Route:
-    """How a suggestion builds its models.
-
-    Attributes:
-        quick: Rebuild the models from the last fitted hyperparameters (the quick route)
-            instead of fitting them (the full route).
-        refit: On the quick route, refit the objective model's hyperparameters from the last
-            ones without restarts (a few L-BFGS-B iterations) instead of reusing them.
-    """
-
-    quick: bool = False
-    refit: bool = False
-
-
-@dataclass
-class WarmStart:
-    """Hyperparameters of the last fits, reused as the first start of the next ones.
-
-    ``objective_n`` / ``cost_n``: observations when those hyperparameters were last optimized
-    (see :func:`_fit`'s refit schedule).
-    """
-
-    objective: GPHyperparams | None = None
-    cost: GPHyperparams | None = None
-    n_fits: int = 0
-    objective_n: int = 0
-    cost_n: int = 0
-
-
-@dataclass(frozen=True)
-class CostData:
-    """Observed costs for a fitted cost model.
-
-    Attributes:
-        X: Encoded points of finished trials with a known cost, shape (k, D).
-        costs: Their costs, strictly positive, shape (k,).
-    """
-
-    X: np.ndarray  # (k, D)
-    costs: np.ndarray  # (k,)
-
-
-@dataclass(frozen=True)
-class ProposalRequest:
-    """What one suggestion is made from.
-
-    Attributes:
-        codec: The search space codec.
-        X: Encoded points of trials with objective values, shape (n, D), n >= 1.
-        y: Their objective values, as a minimization problem, shape (n,).
-        remaining: Remaining budget (budget minus spent), in cost units.
-        budget: Total budget, in cost units.
-        cost_data: Observed costs, for a fitted cost model.
-        known_cost: A known cost function, used instead of a fitted cost model.
-        X_running: Encoded points of trials still running, shape (r, D): they are pending
-            points, and their predicted cost is reserved from the remaining budget.
-        warm: Hyperparameters of the previous fits.
-        min_noise_var: Noise variance floor of the objective model (standardized units).
-        deterministic: Hold the objective model's noise at ``min_noise_var``.
-        evaluated: Encoded points of the finished and running trials, shape (k, D): never
-            proposed again while another legal point has a finite acquisition value.
-        schedule: How the models are fitted as the data grow.
-    """
-
-    codec: BoxCodec
-    X: np.ndarray  # (n, D)
-    y: np.ndarray  # (n,)
-    remaining: float
-    budget: float
-    cost_data: CostData | None = None
-    known_cost: KnownCost | None = None
-    X_running: np.ndarray | None = None  # (r, D)
-    warm: WarmStart | None = None
-    min_noise_var: float = 1e-6
-    deterministic: bool = False
-    evaluated: np.ndarray | None = None  # (k, D)
-    schedule: FitSchedule = FitSchedule()
-
-
-@dataclass
-class Proposal:
-    """The chosen box point and what led to it."""
-
-    z: np.ndarray  # (D,)
-    value: float
-    objective_model: GPModel  # conditioned on the running trials
-    cost_model: CostModel | None
-    warm: WarmStart = field(default_factory=WarmStart)
-    message: str | None = None  # something the caller should log
-    fitted: GPModel | None = None  # the objective model before conditioning
-    cost_data: CostData | None = None  # what the cost model was fitted to
-    observed: tuple[np.ndarray, np.ndarray] | None = None  # the request's X (n, D), y (n,)
-
-
-@dataclass(frozen=True)
-class Models:
-    """The models of one suggestion, as :func:`build_models` makes them.
-
-    Attributes:
-        fitted: The objective model of the observations.
-        model: ``fitted`` conditioned on the running trials (kriging believer).
-        cost: The cost model, or ``None`` (not needed, or no costs yet).
-        warm: The warm start for the next suggestion.
-        X: The observations' points, (n, D).
-        y: Their values, infinities replaced (see :func:`finite_values`), (n,).
-    """
-
-    fitted: GPModel
-    model: GPModel
-    cost: CostModel | None
-    warm: WarmStart
-    X: np.ndarray  # (n, D)
-    y: np.ndarray  # (n,)
-
-    def proposal(self, choice: Choice, request: ProposalRequest) -> Proposal:
-        """The proposal of ``choice`` made with these models."""
-        return Proposal(
-            z=choice.z,
-            value=choice.value,
-            objective_model=self.model,
-            cost_model=self.cost,
-            warm=self.warm,
-            message=choice.message,
-            fitted=self.fitted,
-            cost_data=request.cost_data,
-            observed=(self.X, self.y),
-        )
 
 
 @functools.cache
 def _threadpools() -> ThreadpoolController:
     return ThreadpoolController()
-
-
-def working_set(
-    X: np.ndarray, y: np.ndarray, rng: np.random.Generator, schedule: FitSchedule
-) -> np.ndarray | None:
-    """Indices of the observations a model is conditioned on, (m,): None (all of them) up to
-    ``schedule.max_model_points``, then the working set of :func:`.gp.fit.model_subset` (the
-    best, the newest, the rest spread out farthest first). Hyperparameters are still fitted
-    on all of them (on :func:`.gp.fit.fit_subset`).
-
-    NOTE(scale): past a few thousand observations the Cholesky factorization (O(n^3)) and
-    every prediction (O(n) per point) dominate a suggestion: 35 s at 10,000 trials (D = 5)
-    before this bound. benchmarks/suggest_speed.py measures the time with it and
-    benchmarks/scale_quality.py (--model-points) what a bound costs in quality.
-    """
-    if len(y) <= schedule.max_model_points:
-        return None
-    keep: np.ndarray = model_subset(y, schedule.max_model_points, rng, X)  # (m,)
-    return keep
-
-
-def finite_values(y: np.ndarray) -> np.ndarray:
-    """Replace +-inf objective values by the largest / smallest finite ones."""
-    finite = np.isfinite(y)
-    if finite.all():
-        return y
-    if not finite.any():
-        return np.zeros_like(y)
-    out: np.ndarray = np.clip(y, y[finite].min(), y[finite].max())
-    return out
-
-
-def _fit(
-    X: np.ndarray,  # (n, D)
-    y: np.ndarray,  # (n,)
-    warm: GPHyperparams | None,
-    n_fits: int,
-    rng: np.random.Generator,
-    min_noise_var: float,
-    schedule: FitSchedule,
-    fixed_noise: bool = False,
-    last_n: int = 0,
-) -> tuple[GPModel, bool]:
-    """The fitted model, and whether its hyperparameters were optimized (not kept)."""
-    # NOTE: a warm start from the previous suggestion's hyperparameters makes most fits a few
-    # L-BFGS-B iterations; every 5th fit (and whenever there is no warm start) adds random
-    # restarts so the fit can leave a poor basin as data accumulate.
-    n_restarts = 3 if warm is None or n_fits % 5 == 0 else 0
-    if warm is not None and warm.lengthscales.shape != (X.shape[1],):
-        warm = None
-        n_restarts = 3
-    # NOTE: refit schedule. Past refit_from observations one more point hardly moves the
-    # hyperparameters, and optimizing them is most of a suggestion's time: they are kept
-    # until the data have grown by refit_growth (then optimized from the kept ones, with the
-    # restarts of every 5th fit). benchmarks/suggest_speed.py measures the effect, and
-    # benchmarks/scale_quality.py what it costs (fits on 128 observations, measured first,
-    # cost quality on a 5-D problem at 130-300 trials; on 256, see docs/benchmarks.md).
-    n = X.shape[0]
-    optimize = (
-        warm is None or n <= schedule.refit_from or n >= last_n * (1.0 + schedule.refit_growth)
-    )
-    model = fit_gp(
-        X,
-        y,
-        rng=rng,
-        n_restarts=n_restarts,
-        min_noise_var=min_noise_var,
-        fixed_noise=fixed_noise,
-        warm_start=warm,
-        max_points=schedule.max_fit_points,
-        optimize=optimize,
-        condition_on=working_set(X, y, rng, schedule),
-    )
-    return model, optimize
-
-
-def _rebuild(
-    X: np.ndarray,  # (n, D)
-    y: np.ndarray,  # (n,)
-    hyper: GPHyperparams | None,
-    rng: np.random.Generator,
-    min_noise_var: float,
-    fixed_noise: bool,
-    schedule: FitSchedule,
-) -> GPModel:
-    """A model with the hyperparameters ``hyper`` (one Cholesky factorization); without
-    usable ones, fitted once without restarts."""
-    keep = working_set(X, y, rng, schedule)  # (m,) or None: all
-    if hyper is not None and hyper.lengthscales.shape == (X.shape[1],):
-        if keep is None:
-            return GPModel(X, y, hyper)
-        mu, sd = standardization(y)
-        return GPModel(X[keep], y[keep], hyper, y_mean=mu, y_std=sd)
-    return fit_gp(
-        X,
-        y,
-        rng=rng,
-        n_restarts=0,
-        min_noise_var=min_noise_var,
-        fixed_noise=fixed_noise,
-        max_points=schedule.max_fit_points,
-        condition_on=keep,
-    )
-
-
-def _objective_model(
-    request: ProposalRequest,
-    X: np.ndarray,  # (n, D)
-    y: np.ndarray,  # (n,)
-    warm: WarmStart,
-    rng: np.random.Generator,
-    route: Route,
-) -> tuple[GPModel, bool]:
-    """The objective model of the route, and whether its hyperparameters were optimized."""
-    if not route.quick:
-        return _fit(
-            X,
-            y,
-            warm.objective,
-            warm.n_fits,
-            rng,
-            request.min_noise_var,
-            request.schedule,
-            request.deterministic,
-            last_n=warm.objective_n,
-        )
-    if route.refit and warm.objective is not None:
-        fitted = fit_gp(
-            X,
-            y,
-            rng=rng,
-            n_restarts=0,
-            min_noise_var=request.min_noise_var,
-            fixed_noise=request.deterministic,
-            warm_start=warm.objective,
-            max_points=request.schedule.max_fit_points,
-            condition_on=working_set(X, y, rng, request.schedule),
-        )
-        return fitted, True
-    fitted = _rebuild(
-        X, y, warm.objective, rng, request.min_noise_var, request.deterministic, request.schedule
-    )
-    return fitted, warm.objective is None
-
-
-def _cost_model(
-    request: ProposalRequest, warm: WarmStart, rng: np.random.Generator, route: Route
-) -> tuple[CostModel | None, int]:
-    """The one place that chooses the cost model (None: no costs yet), and the observations
-    when a fitted one's hyperparameters were last optimized.
-
-    The user's known cost, else a GP on log(cost): fitted on the full route, rebuilt from the
-    last hyperparameters on the quick one (none before a full route has fitted them).
-    """
-    if request.known_cost is not None:
-        return request.known_cost, warm.cost_n
-    data = request.cost_data
-    if data is None or len(data.costs) == 0:
-        return None, warm.cost_n
-    log_costs = np.log(data.costs)  # (k,)
-    if route.quick:
-        if warm.cost is None:
-            return None, warm.cost_n
-        model = _rebuild(
-            data.X, log_costs, warm.cost, rng, _COST_MIN_NOISE_VAR, False, request.schedule
-        )
-        return FittedLogCost(model), warm.cost_n
-    model, optimized = _fit(
-        data.X,
-        log_costs,
-        warm.cost,
-        warm.n_fits,
-        rng,
-        _COST_MIN_NOISE_VAR,
-        request.schedule,
-        last_n=warm.cost_n,
-    )
-    return FittedLogCost(model), len(data.costs) if optimized else warm.cost_n
-
-
-def with_pending(model: GPModel, X_running: np.ndarray | None) -> GPModel:
-    """``model`` conditioned on its own mean at the running trials' points (r, D).
-
-    NOTE: trials still running are pending points: a kriging believer conditions the model
-    on its own mean there (hyperparameters fixed), which takes their EI to about zero, so
-    parallel workers do not propose the same point.
-    """
-    if X_running is not None:
-        for x_r in X_running:
-            model = model.condition_on(x_r, float(model.predict(x_r[None, :])[0][0]))
-    return model
-
-
-def build_models(
-    request: ProposalRequest,
-    rng: np.random.Generator,
-    *,
-    needs_cost: bool,
-    route: Route = Route(),
-    reuse: Proposal | None = None,
-) -> Models:
-    """The objective model (conditioned on the running trials), the cost model if
-    ``needs_cost``, and the next warm start, for ``route``.
-
-    ``reuse``: an earlier proposal of the same suggestion (before a parallel clash); its fits
-    are reused when the request has the same observations.
-    """
-    X = request.X  # (n, D)
-    y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
-    warm = request.warm or WarmStart()
-    if (
-        reuse is not None
-        and reuse.fitted is not None
-        and _same_data(reuse, X, y, request.cost_data)
-    ):
-        # NOTE: a proposal repeated after a parallel clash: the data are the same, so are the
-        # fits; only the pending points (the other trial's point) changed.
-        fitted, cost, new_warm = reuse.fitted, reuse.cost_model, reuse.warm
-        if request.known_cost is not None and needs_cost:
-            cost = request.known_cost  # the current state (moving costs) may have changed
-    else:
-        fitted, optimized = _objective_model(request, X, y, warm, rng, route)
-        cost, cost_n = (
-            _cost_model(request, warm, rng, route) if needs_cost else (None, warm.cost_n)
-        )
-        if route.quick:
-            # NOTE(quick): the warm start is handed back unchanged (the next full suggestion
-            # starts its fit from the last full one's and keeps its restart schedule), but
-            # for a first fit or a refit of the objective model.
-            new_warm = WarmStart(fitted.hyper, warm.cost, warm.n_fits) if optimized else warm
-        else:
-            fitted_cost = cost.model if isinstance(cost, FittedLogCost) else None
-            new_warm = WarmStart(
-                objective=fitted.hyper,
-                cost=fitted_cost.hyper if fitted_cost is not None else warm.cost,
-                n_fits=warm.n_fits + 1,
-                objective_n=len(y) if optimized else warm.objective_n,
-                cost_n=cost_n,
-            )
-    model = with_pending(fitted, request.X_running)
-    return Models(fitted, model, cost, new_warm, X, y)
 
 
 def propose(
@@ -473,11 +64,13 @@ def propose(
     # thread start-up and, on a busy machine, spinning threads that made a 0.1 ms Cholesky
     # take 100 ms (measured on 2 cores). One thread is both faster and predictable.
     with _threadpools().limit(limits=1, user_api="blas"):
-        models = build_models(request, rng, needs_cost=acquisition.needs_cost, reuse=reuse)
+        # A stopping rule needs the cost model, whatever the acquisition.
+        needs_cost = acquisition.needs_cost or request.rate_needed
+        models = build_models(request, rng, needs_cost=needs_cost, reuse=reuse)
         ctx = AcquisitionContext(
             codec=request.codec,
             model=models.model,
-            best=float(np.min(models.y)),
+            best=models.best,
             cost=models.cost,
             rng=rng,
             remaining=request.remaining,
@@ -485,17 +78,10 @@ def propose(
             starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
             X_running=request.X_running,
             evaluated=request.evaluated,
+            feasibility=models.feasibility,
         )
         # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
         strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()
-        return models.proposal(strategy.choose(ctx), request)
-
-
-def _same_data(proposal: Proposal, X: np.ndarray, y: np.ndarray, costs: CostData | None) -> bool:
-    """Whether ``proposal``'s models were fitted to exactly these observations."""
-    observed, before = proposal.observed, proposal.cost_data
-    if observed is None or not (np.array_equal(observed[0], X) and np.array_equal(observed[1], y)):
-        return False
-    if before is None or costs is None:
-        return before is costs
-    return np.array_equal(before.X, costs.X) and np.array_equal(before.costs, costs.costs)
+        choice = strategy.choose(ctx)
+        rate = ctx.best_log_rate() if request.rate_needed else None
+        return models.proposal(choice, request, rate)

@@ -4,7 +4,7 @@ When the sampler's own time is charged to a wall-clock budget and trials are che
 suggestion (fitting both GPs, maximizing with L-BFGS-B, rolling out) can cost more than the
 trial it chooses. The quick route keeps the models and drops the search:
 
-- the models are those of :func:`.policy.build_models` on its quick route: the objective and
+- the models are those of :func:`.models.build_models` on its quick route: the objective and
   log-cost GPs rebuilt with the last fitted hyperparameters (one Cholesky factorization each,
   no marginal-likelihood fit; the objective's refitted without restarts when asked, or fitted
   when there are none yet), the cost model chosen where the full route chooses it;
@@ -24,10 +24,10 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import Choice
+from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import Route
-from optuna_costbo._numerics.policy import build_models
 from optuna_costbo._numerics.search_space import rows_among
 
 
@@ -87,7 +87,7 @@ def quick_propose(
     )
     cost, y = models.cost, models.y
     alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
-    acq = LogEIPerCost(models.model, float(np.min(y)))
+    acq = LogEIPerCost(models.model, models.best, feasibility=models.feasibility)
 
     Z = candidates(request, rng, models.X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)
     values = np.asarray(acq(Z), dtype=float)  # (m,)

@@ -21,181 +21,40 @@ Encoding, one parameter at a time:
 ``project(z) == encode(decode(z))`` is the nearest legal point; legal points are exact fixed
 points, so a point the optimizer returns is exactly what the models see when the trial comes
 back from storage.
+
+Conditional parameters (a define-by-run space: the tree knobs of a booster asked only for tree
+boosters) are one more column or block in the same box. A parameter with a :class:`Condition`
+is active only where its categorical parent takes one of the condition's choices; where it is
+inactive, :meth:`BoxCodec.decode` gives NaN and its columns hold a fixed fill (the middle legal
+value of a numeric, a block of zeros for a categorical), so every configuration in which it
+plays no part is one point of the box. A conditional parameter without a known parent
+(``optional``) may be missing from an observation (NaN, encoded as the fill) but is always
+decoded. NOTE: this is the imputation of inactive parameters at a fixed value, with the
+activity rule read off the data (Levesque et al., "Bayesian optimization for conditional
+hyperparameter spaces", IJCNN 2017; Swersky et al., "Raiders of the lost architecture", 2014,
+give kernels for the same structure).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from collections.abc import Mapping
 from collections.abc import Sequence
-from dataclasses import dataclass
 import math
 
 import numpy as np
 from scipy.stats import qmc
 
-from optuna_costbo._numerics.checks import is_int
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import Condition
+from optuna_costbo._numerics.param_specs import NumericEncoding
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
+from optuna_costbo._numerics.param_specs import check_conditions
+from optuna_costbo._numerics.param_specs import check_param
 
 
-__all__ = ["BoxCodec", "CategoricalParam", "NumericParam", "Param", "rows_among"]
-
-
-@dataclass(frozen=True)
-class NumericParam:
-    """A float or integer parameter.
-
-    Attributes:
-        low: Lower bound (inclusive).
-        high: Upper bound (inclusive). If ``step`` is set and ``high - low`` is not a multiple of
-            it, the largest legal value is the last grid point below ``high``.
-        log: Whether to encode in log space. Needs ``low > 0``; cannot be combined with a step,
-            except ``step=1`` for integers (as in Optuna).
-        step: Grid spacing: legal values are ``low + k * step``. ``None`` means continuous for
-            floats and 1 for integers.
-        integer: Whether the parameter is an integer (``low``, ``high`` and ``step`` must then
-            be integral).
-    """
-
-    low: float
-    high: float
-    log: bool = False
-    step: float | None = None
-    integer: bool = False
-
-
-@dataclass(frozen=True)
-class CategoricalParam:
-    """A categorical parameter whose value is the index of one of ``n_choices`` choices.
-
-    Attributes:
-        n_choices: Number of choices, at least 1.
-    """
-
-    n_choices: int
-
-
-Param = NumericParam | CategoricalParam
-
-# NOTE(codec): tolerance, in units of steps, for deciding that ``high`` lies on the step grid.
-# Optuna snaps ``high`` onto the grid with decimal arithmetic, so e.g. low=0.1, step=0.1,
-# high=0.3 gives (high - low) / step = 1.9999999999999998; treat that as 2 steps and keep
-# ``high`` itself as the top value, so the top value is exactly ``high``.
-_GRID_TOL = 1e-8
-_EPS = float(np.finfo(float).eps)
-
-# NOTE(codec): for continuous floats decode(encode(w)) may differ from w by a few ulps (log/exp
-# and the affine maps round). ``_decode_continuous`` iterates w <- decode(encode(w)) until it
-# stops moving, so decoded values are exact fixed points and ``project`` is exactly idempotent.
-# The map is monotone, so the iterates are monotone and must stop; measured over 8000 random
-# linear and log ranges (1e-300 to 1e300) x 2000 points: 0 or 1 extra iterations for 99% of
-# calls, at most 12. The cap is only a guard.
-_MAX_FIX_ITERS = 100
-
-
-def _check_param(i: int, p: object) -> None:
-    where = f"params[{i}] = {p!r}"
-    if isinstance(p, CategoricalParam):
-        n = p.n_choices
-        if not is_int(n) or n < 1:
-            raise ValueError(f"{where}: n_choices must be an integer >= 1, got {n!r}")
-        return
-    if not isinstance(p, NumericParam):
-        raise TypeError(f"{where}: expected NumericParam or CategoricalParam")
-    low, high = float(p.low), float(p.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        raise ValueError(f"{where}: low and high must be finite, got low={low}, high={high}")
-    if low > high:
-        raise ValueError(f"{where}: low must be <= high, got low={low}, high={high}")
-    if not math.isfinite(high - low):
-        raise ValueError(f"{where}: high - low must be finite, got {high - low}")
-    if p.log and low <= 0.0:
-        raise ValueError(f"{where}: log=True needs low > 0, got low={low}")
-    if p.step is not None:
-        step = float(p.step)
-        if not (math.isfinite(step) and step > 0.0):
-            raise ValueError(f"{where}: step must be a positive finite number, got {p.step}")
-        if p.log and not (p.integer and step == 1.0):
-            raise ValueError(
-                f"{where}: log=True cannot be combined with step={step} "
-                "(only integers with step=1 may be log-scaled)"
-            )
-    if p.integer:
-        for name, value in (("low", low), ("high", high), ("step", p.step)):
-            if value is not None and not float(value).is_integer():
-                raise ValueError(f"{where}: integer=True needs an integral {name}, got {value}")
-
-
-class _Numeric:
-    """Precomputed encoding of one numeric parameter (column ``col``)."""
-
-    def __init__(self, p: NumericParam, col: int) -> None:
-        self.col = col
-        self.low = float(p.low)
-        self.log = bool(p.log)
-        step = float(p.step) if p.step is not None else (1.0 if p.integer else None)
-        self.step = step
-        high = float(p.high)
-        if step is None:
-            self.top = high
-            self.n_steps = 0
-            pad = 0.0
-        else:
-            ratio = (high - self.low) / step
-            k = round(ratio)
-            if abs(ratio - k) <= max(_GRID_TOL, 4 * _EPS * ratio):
-                self.n_steps, self.top = int(k), high
-            else:
-                self.n_steps = math.floor(ratio)
-                self.top = self.low + self.n_steps * step
-            pad = 0.5 * step
-        self.constant = self.top == self.low
-        lo, hi = self.low - pad, self.top + pad
-        # NOTE(codec): log parameters work with t = log(v / ref), ref = low, rather than
-        # log(v): for a narrow range far from 1 (say [1e300, 1.000001e300]) log(v) has too few
-        # representable values inside the range, log(v / low) keeps full relative precision.
-        # ref = 1 only when hi / low overflows (the range then spans > 709 units of log).
-        self.ref = self.low if self.log and math.isfinite(hi / self.low) else 1.0
-        self.a = self._t(lo)
-        self.width = self._t(hi) - self.a
-
-    def _t(self, v: float) -> float:
-        return math.log(v / self.ref) if self.log else v
-
-    def encode(self, v: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
-        if self.constant:
-            return np.full(v.shape, 0.5)
-        t = np.log(np.maximum(v, self.low) / self.ref) if self.log else v
-        return np.clip((t - self.a) / self.width, 0.0, 1.0)
-
-    def _raw_decode(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,), before snapping
-        t = self.a + u * self.width
-        return self.ref * np.exp(t) if self.log else t
-
-    def decode(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
-        if self.constant:
-            return np.full(u.shape, self.low)
-        if self.step is None:
-            return self._decode_continuous(u)
-        k = np.clip(np.rint((self._raw_decode(u) - self.low) / self.step), 0, self.n_steps)
-        v = self.low + k * self.step
-        v[k == self.n_steps] = self.top
-        out: np.ndarray = np.minimum(v, self.top)
-        return out
-
-    def _decode_continuous(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
-        w = self._snap(u)
-        for _ in range(_MAX_FIX_ITERS):
-            w_next = self._snap(self.encode(w))
-            moved = w_next != w
-            if not moved.any():
-                break
-            w = w_next
-        return w
-
-    def _snap(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
-        w: np.ndarray = np.clip(self._raw_decode(u), self.low, self.top)
-        # The end points decode exactly (exp(log(low)) need not equal low).
-        w[u <= 0.0] = self.low
-        w[u >= 1.0] = self.top
-        return w
+__all__ = ["BoxCodec", "CategoricalParam", "Condition", "NumericParam", "Param", "rows_among"]
 
 
 class BoxCodec:
@@ -228,18 +87,28 @@ class BoxCodec:
         True
     """
 
-    def __init__(self, params: Sequence[Param]) -> None:
+    def __init__(
+        self,
+        params: Sequence[Param],
+        conditions: Mapping[int, Condition] | None = None,
+        optional: Collection[int] = (),
+    ) -> None:
         params = list(params)
         for i, p in enumerate(params):
-            _check_param(i, p)
+            check_param(i, p)
         self.params: tuple[Param, ...] = tuple(params)
         self.n_params: int = len(params)
-        self._numeric: list[tuple[int, _Numeric]] = []  # (param index, encoding)
+        self.conditions: dict[int, Condition] = dict(conditions or {})
+        """Parameter index -> when it is active (see the module docstring)."""
+        self.optional: frozenset[int] = frozenset(optional)
+        """Indices of conditional parameters without a known parent: may be missing (NaN)."""
+        check_conditions(params, self.conditions, self.optional)
+        self._numeric: list[tuple[int, NumericEncoding]] = []  # (param index, encoding)
         self._categorical: list[tuple[int, np.ndarray]] = []  # (param index, block columns)
         col = 0
         for i, p in enumerate(params):
             if isinstance(p, NumericParam):
-                self._numeric.append((i, _Numeric(p, col)))
+                self._numeric.append((i, NumericEncoding(p, col)))
                 col += 1
             else:
                 self._categorical.append((i, np.arange(col, col + p.n_choices)))
@@ -261,6 +130,54 @@ class BoxCodec:
         """Columns of numeric parameters with a single legal value (always 0.5)."""
         self.categorical_blocks: list[np.ndarray] = [cols for _, cols in self._categorical]
         """Columns of each categorical's one-hot block, in parameter order."""
+        self._columns: dict[int, np.ndarray] = {
+            **{i: np.array([num.col]) for i, num in self._numeric},
+            **dict(self._categorical),
+        }
+        self._fill: dict[int, float] = {
+            i: float(num.encode(num.decode(np.array([0.5])))[0]) for i, num in self._numeric
+        }  # the middle legal value of each numeric
+
+    @property
+    def conditional(self) -> bool:
+        """Whether some parameter is conditional (has a :class:`Condition`)."""
+        return bool(self.conditions)
+
+    def _active(self, values: np.ndarray) -> np.ndarray:
+        """Which parameters are active in each row of internal values (n, P): (n, P) bool.
+
+        A conditional parameter is active where its parent is active and takes one of the
+        condition's choices (parents are resolved first, so chains of conditions work).
+        """
+        active = np.ones(values.shape, dtype=bool)  # (n, P)
+        for _ in range(len(self.conditions)):
+            changed = False
+            for i, cond in self.conditions.items():
+                parent = values[:, cond.parent]
+                ok = active[:, cond.parent] & np.isin(parent, list(cond.choices))
+                if not np.array_equal(ok, active[:, i]):
+                    active[:, i] = ok
+                    changed = True
+            if not changed:
+                break
+        return active
+
+    def deactivate(self, z: np.ndarray) -> np.ndarray:
+        """A copy of the box points z (n, D) with inactive parameters' columns at their fill
+        (the other columns as they are, relaxed or not)."""
+        out = np.array(z, dtype=float)
+        return self._deactivate(out) if self.conditions else out
+
+    def inactive_columns(self, z: np.ndarray) -> np.ndarray:
+        """Which columns of the box points z (n, D) belong to inactive parameters: (n, D)."""
+        z = np.atleast_2d(np.asarray(z, dtype=float))
+        mask = np.zeros(z.shape, dtype=bool)  # (n, D)
+        if not self.conditions:
+            return mask
+        active = self._active(self._decode_raw(self._check_z(z)))  # (n, P)
+        for i in self.conditions:
+            mask[:, self._columns[i]] = ~active[:, i][:, None]
+        return mask
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Encode internal values into the box.
@@ -278,13 +195,28 @@ class BoxCodec:
         values = np.asarray(values, dtype=float)
         if values.ndim != 2 or values.shape[1] != self.n_params:
             raise ValueError(f"values must have shape (n, {self.n_params}), got {values.shape}")
-        if not np.all(np.isfinite(values)):
+        missing = np.isnan(values)  # (n, P)
+        if self.conditions or self.optional:
+            allowed = np.zeros(self.n_params, dtype=bool)
+            allowed[list(self.conditions) + list(self.optional)] = True
+            if np.any(missing & ~allowed):
+                raise ValueError("values must be finite (NaN only for conditional parameters)")
+            if not np.all(np.isfinite(values) | missing):
+                raise ValueError("values must be finite")
+        elif not np.all(np.isfinite(values)):
             raise ValueError("values must be finite")
         n = values.shape[0]
         z = np.zeros((n, self.dim))  # (n, D)
         for i, num in self._numeric:
-            z[:, num.col] = num.encode(values[:, i])
+            z[:, num.col] = num.encode(np.where(missing[:, i], num.low, values[:, i]))
+            if missing[:, i].any():
+                z[missing[:, i], num.col] = self._fill[i]
         for i, cols in self._categorical:
+            if missing[:, i].any():
+                # A categorical without a value: its first choice while active (its parent
+                # just switched it on), zeros once deactivated below.
+                values = values.copy()
+                values[missing[:, i], i] = 0.0
             idx = values[:, i]
             k = np.rint(idx)
             if np.any(np.abs(idx - k) > 1e-9) or np.any(k < 0) or np.any(k >= len(cols)):
@@ -293,6 +225,20 @@ class BoxCodec:
                     f"got {idx[(np.abs(idx - k) > 1e-9) | (k < 0) | (k >= len(cols))][:3]}"
                 )
             z[np.arange(n), cols[k.astype(np.intp)]] = 1.0
+        return self._deactivate(z) if self.conditions else z
+
+    def _deactivate(self, z: np.ndarray) -> np.ndarray:
+        """``z`` (n, D) with the columns of inactive parameters at their fill (in place)."""
+        active = self._active(self._decode_raw(z))  # (n, P)
+        for i in self.conditions:
+            off = ~active[:, i]
+            if not off.any():
+                continue
+            cols = self._columns[i]
+            if i in self._fill:
+                z[np.ix_(off, cols)] = self._fill[i]
+            else:
+                z[np.ix_(off, cols)] = 0.0
         return z
 
     def decode(self, z: np.ndarray) -> np.ndarray:
@@ -304,9 +250,16 @@ class BoxCodec:
 
         Returns:
             Internal values, shape (n, P): each within its bounds and on its grid (integral for
-            integers), and a valid choice index for categoricals.
+            integers), and a valid choice index for categoricals; NaN for a conditional
+            parameter that is inactive.
         """
-        z = self._check_z(z)
+        out = self._decode_raw(self._check_z(z))  # (n, P)
+        if self.conditions:
+            out[~self._active(out)] = np.nan
+        return out
+
+    def _decode_raw(self, z: np.ndarray) -> np.ndarray:
+        """Every parameter's value at z (n, D), inactive ones included: (n, P)."""
         out = np.empty((z.shape[0], self.n_params))  # (n, P)
         for i, num in self._numeric:
             out[:, i] = num.decode(z[:, num.col])
@@ -337,7 +290,7 @@ class BoxCodec:
         v = self.decode(np.asarray(z, dtype=float).reshape(1, self.dim))[0]  # (P,)
         rows: list[np.ndarray] = []
         for i, num in self._numeric:
-            if num.step is None or num.constant:
+            if num.step is None or num.constant or np.isnan(v[i]):  # inactive: no neighbours
                 continue
             k = round((v[i] - num.low) / num.step) if v[i] != num.top else num.n_steps
             for kk in (k - 1, k + 1):
@@ -346,6 +299,8 @@ class BoxCodec:
                     row[i] = num.top if kk == num.n_steps else num.low + kk * num.step
                     rows.append(row)
         for i, cols in self._categorical:
+            if np.isnan(v[i]):
+                continue
             for c in range(len(cols)):
                 if c != v[i]:
                     row = v.copy()
@@ -398,7 +353,7 @@ class BoxCodec:
         for i, cols in self._categorical:
             k = np.minimum(np.floor(u[:, i] * len(cols)), len(cols) - 1).astype(np.intp)
             z[np.arange(n), cols[k]] = 1.0
-        return z
+        return self._deactivate(z) if self.conditions else z
 
     def _check_z(self, z: np.ndarray) -> np.ndarray:
         z = np.asarray(z, dtype=float)

@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 
 from optuna_costbo._logging import get_logger
 from optuna_costbo._optuna_compat import INDEPENDENT_SAMPLING_WARNING_TEMPLATE
+from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.startup import StartupDesign
 
 
@@ -64,7 +65,7 @@ class IndependentSampling:
         startup_count: int,
     ) -> Any:
         """One parameter of ``trial``; ``startup_count``: trials before the models start."""
-        complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        complete = root_study(study).get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if self._warn and len(complete) >= startup_count:
             _logger.warning(
                 INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(

@@ -8,12 +8,14 @@ used (:func:`optuna_costbo._ledger.costs.validate_budget`, the acquisition regis
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from optuna_costbo._numerics.checks import is_int
+from optuna_costbo._numerics.checks import is_real
 
 
-__all__ = ["check_options"]
+__all__ = ["check_options", "check_stopping"]
 
 
 def check_options(
@@ -47,3 +49,20 @@ def check_options(
         raise ValueError(f"prefetch must be True or False, got {prefetch!r}")
     if cost_unit is not None and not isinstance(cost_unit, str):
         raise ValueError(f"cost_unit must be None or a str such as '$', got {cost_unit!r}")
+
+
+def check_stopping(budget: Any, value_per_cost: Any) -> None:
+    """Raise ``ValueError`` unless ``value_per_cost`` is None or a positive finite number, and
+    a budget of None comes with it (something must end the study)."""
+    if value_per_cost is not None and not (
+        is_real(value_per_cost) and 0.0 < float(value_per_cost) < math.inf
+    ):
+        raise ValueError(
+            "value_per_cost must be None or a positive finite number (objective units one cost "
+            f"unit is worth), got {value_per_cost!r}"
+        )
+    if budget is None and value_per_cost is None:
+        raise ValueError(
+            "budget=None needs a stopping rule: give value_per_cost (objective units one cost "
+            "unit is worth), or a budget (a positive finite number)"
+        )

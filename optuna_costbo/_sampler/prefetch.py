@@ -32,6 +32,8 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._optuna_compat import root_study
+
 
 __all__ = ["Prefetch"]
 
@@ -75,7 +77,7 @@ class Prefetch(Generic[_P]):
         running; ``next_trial`` stands for the trial after it (number + 1, no id)."""
         if not self.enabled:
             return
-        trials = study.get_trials(deepcopy=False)
+        trials = root_study(study).get_trials(deepcopy=False)
         if any(t.state == TrialState.RUNNING and t._trial_id != trial._trial_id for t in trials):
             return
         job: _Job[_P] = _Job(
@@ -113,7 +115,7 @@ class Prefetch(Generic[_P]):
         job.thread.join()
         if job.study_id != study._study_id or job.key != key or not job.result:
             return None
-        trials = study.get_trials(deepcopy=False)
+        trials = root_study(study).get_trials(deepcopy=False)
         finished = {t._trial_id for t in trials if t.state.is_finished()}
         running = {t._trial_id for t in trials if t.state == TrialState.RUNNING}
         if finished != job.finished | {job.trial_id} or running != {trial._trial_id}:

@@ -11,6 +11,7 @@ values, the priced finished points and their costs, the running points. It only 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
-from optuna.search_space import intersection_search_space
+from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
@@ -33,12 +34,19 @@ from optuna_costbo._ledger.keys import INVALID_COST_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.curves import Curve
+from optuna_costbo._numerics.curves import PruningStats
+from optuna_costbo._numerics.curves import impute_finals
+from optuna_costbo._numerics.curves import run_fractions
 from optuna_costbo._numerics.policy import CostData
 from optuna_costbo._numerics.policy import FitSchedule
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._sampler.clash import running_points
+from optuna_costbo._optuna_compat import root_study
+from optuna_costbo._optuna_compat import trial_constraints
+from optuna_costbo._sampler.clash import point_of
+from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
@@ -46,12 +54,72 @@ __all__ = ["Snapshot", "TrialReads", "read_snapshot"]
 
 
 class _SpaceOfStudy:
-    """The intersection search space of a study's completed trials seen so far."""
+    """The search space of a study's completed trials seen so far: every parameter whose
+    distribution is the same wherever it appears, how often each appears, and, for each
+    categorical parameter, how often each of its choices came with each other parameter (to
+    read off when a conditional parameter is asked)."""
 
     def __init__(self) -> None:
         self.scan = FinishedScan()
-        self.space: dict[str, BaseDistribution] | None = None
         self.lock = threading.Lock()
+        self.n_complete = 0
+        self.dists: dict[str, BaseDistribution | None] = {}  # None: it changed (dynamic)
+        self.present: Counter[str] = Counter()
+        self.choices: dict[str, Counter[int]] = {}  # parent -> trials per choice index
+        self.together: dict[tuple[str, str], Counter[int]] = {}  # (child, parent) -> per choice
+
+    def add(self, trial: FrozenTrial) -> None:
+        """Count one COMPLETE trial."""
+        self.n_complete += 1
+        for name, dist in trial.distributions.items():
+            known = self.dists.setdefault(name, dist)
+            if known is not None and known != dist:
+                self.dists[name] = None
+            self.present[name] += 1
+        for parent, dist in trial.distributions.items():
+            if not isinstance(dist, CategoricalDistribution):
+                continue
+            try:
+                choice = int(dist.to_internal_repr(trial.params[parent]))
+            except (ValueError, KeyError):
+                continue
+            self.choices.setdefault(parent, Counter())[choice] += 1
+            for child in trial.params:
+                if child != parent:
+                    self.together.setdefault((child, parent), Counter())[choice] += 1
+
+    def space(self) -> dict[str, BaseDistribution]:
+        """Every parameter with one distribution wherever it appears, sorted by name."""
+        return dict(sorted((n, d) for n, d in self.dists.items() if d is not None))
+
+    def activity(self, space: Mapping[str, BaseDistribution]) -> Activity:
+        """Which parameters of ``space`` are conditional, and on what.
+
+        A parameter that some completed trials lack is asked, by the data, exactly when a
+        categorical parent of ``space`` takes one of some choices: every trial with one of
+        those choices has it, no trial with another choice has it, and it never appears
+        without that parent. The first such parent (by name) is its rule; without one it is
+        optional (it may be missing).
+        """
+        rules: dict[str, tuple[str, frozenset[int]]] = {}
+        optional: set[str] = set()
+        for child in space:
+            n_child = self.present[child]
+            if n_child == self.n_complete:
+                continue
+            for parent, dist in space.items():
+                if parent == child or not isinstance(dist, CategoricalDistribution):
+                    continue
+                with_child = self.together.get((child, parent), Counter())
+                seen = self.choices.get(parent, Counter())
+                if sum(with_child.values()) != n_child:
+                    continue  # it appears without this parent
+                if all(with_child[c] in (0, seen[c]) for c in seen):
+                    rules[child] = (parent, frozenset(c for c in seen if with_child[c] > 0))
+                    break
+            else:
+                optional.add(child)
+        return Activity(rules=rules, optional=frozenset(optional))
 
 
 _spaces_lock = threading.Lock()
@@ -59,9 +127,15 @@ _spaces_lock = threading.Lock()
 
 def completed_search_space(
     study: optuna.Study, trials: Sequence[FrozenTrial]
-) -> dict[str, BaseDistribution]:
-    """``intersection_search_space`` of the COMPLETE trials of ``trials`` (the study's trial
-    list just read), updated with only the trials completed since the last call."""
+) -> tuple[dict[str, BaseDistribution], Activity]:
+    """The search space of the COMPLETE trials of ``trials`` (the study's trial list just
+    read), updated with only the trials completed since the last call, and its conditional
+    parameters.
+
+    Every parameter with one distribution wherever it appears (the union of the trials'
+    spaces, without the parameters whose range changed); a parameter that every completed
+    trial has is what Optuna's ``intersection_search_space`` gives.
+    """
     cache = per_storage(study._storage)
     if cache is not None:
         with _spaces_lock:
@@ -70,19 +144,16 @@ def completed_search_space(
             finished = entry.scan.take(trials)
             if finished is not None:
                 for t in finished:
-                    if t.state != TrialState.COMPLETE:
-                        continue
-                    if entry.space is None:
-                        entry.space = dict(t.distributions)
-                    else:
-                        entry.space = {
-                            name: dist
-                            for name, dist in entry.space.items()
-                            if t.distributions.get(name) == dist
-                        }
-                return dict(sorted((entry.space or {}).items()))
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    return intersection_search_space(complete)
+                    if t.state == TrialState.COMPLETE:
+                        entry.add(t)
+                space = entry.space()
+                return space, entry.activity(space)
+    fresh = _SpaceOfStudy()
+    for t in trials:
+        if t.state == TrialState.COMPLETE:
+            fresh.add(t)
+    space = fresh.space()
+    return space, fresh.activity(space)
 
 
 class TrialReads:
@@ -98,6 +169,7 @@ class TrialReads:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._reads: dict[int, list[FrozenTrial]] = {}
+        self._activity: dict[int, Activity] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -106,20 +178,29 @@ class TrialReads:
         self.__init__()  # type: ignore[misc]
 
     def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """The intersection search space of the completed trials, from a fresh read that the
-        trial's first :meth:`trials` returns."""
-        trials = study.get_trials(deepcopy=False)
+        """The search space of the completed trials (:func:`completed_search_space`), from a
+        fresh read that the trial's first :meth:`trials` returns; its conditional parameters
+        are kept for :meth:`activity`."""
+        trials = root_study(study).get_trials(deepcopy=False)
+        space, activity = completed_search_space(study, trials)
         with self._lock:
             if len(self._reads) >= self._KEEP:
                 self._reads.clear()
+                self._activity.clear()
             self._reads[trial._trial_id] = trials
-        return completed_search_space(study, trials)
+            self._activity[trial._trial_id] = activity
+        return space
+
+    def activity(self, trial: FrozenTrial) -> Activity:
+        """The conditional parameters of the space last read for ``trial`` (none if none)."""
+        with self._lock:
+            return self._activity.get(trial._trial_id, Activity())
 
     def trials(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
         """The read made for ``trial``'s search space, once; else a fresh read."""
         with self._lock:
             trials = self._reads.pop(trial._trial_id, None)
-        return trials if trials is not None else study.get_trials(deepcopy=False)
+        return trials if trials is not None else root_study(study).get_trials(deepcopy=False)
 
     def discard(self, trial: FrozenTrial) -> None:
         """Forget the read made for ``trial``: its proposal came from elsewhere (computed
@@ -133,13 +214,20 @@ class Snapshot:
     """The study as one suggestion sees it.
 
     Attributes:
-        X: Encoded points of the completed trials in the space, shape (n, D).
-        y: Their values, to minimize (negated for a maximize study), shape (n,).
+        X: Encoded points of the completed trials in the space, and of the trials a pruner
+            stopped after they reported, shape (n, D).
+        y: Their values, to minimize (negated for a maximize study): a stopped trial's final
+            value imputed from its reports, shape (n,).
         cost_data: Encoded points and costs (> 0) of the priced finished trials in the space.
         X_running: Encoded points of the other running trials in the space, (r, D), or None.
         X_evaluated: Encoded points of every finished trial in the space and of the running
             ones, (k, D): configurations not to propose again.
         previous: Parameters of the latest earlier trial (where a moving cost starts from).
+        y_running: The running trials' final values imputed from their reports, NaN where
+            a running trial has not reported, shape (r,); None if none has.
+        pruning: How the study's pruner treated its trials; None if it stopped none.
+        constraints: The observed trials' constraint values (feasible: all <= 0), (n, k),
+            NaN where unknown; None in an unconstrained study.
     """
 
     X: np.ndarray  # (n, D)
@@ -148,6 +236,9 @@ class Snapshot:
     X_running: np.ndarray | None  # (r, D)
     X_evaluated: np.ndarray  # (k, D)
     previous: dict[str, Any] | None
+    y_running: np.ndarray | None = None  # (r,)
+    pruning: PruningStats | None = None
+    constraints: np.ndarray | None = None  # (n, k)
 
     def request(
         self,
@@ -159,6 +250,7 @@ class Snapshot:
         warm: WarmStart | None,
         deterministic: bool,
         schedule: FitSchedule,
+        rate_needed: bool = False,
     ) -> ProposalRequest:
         """The policy's request for this suggestion (``deterministic``: the objective's)."""
         return ProposalRequest(
@@ -174,6 +266,10 @@ class Snapshot:
             evaluated=self.X_evaluated,
             deterministic=deterministic,
             schedule=schedule,
+            y_running=self.y_running,
+            pruning=self.pruning,
+            rate_needed=rate_needed,
+            constraints=self.constraints,
         )
 
 
@@ -205,8 +301,7 @@ def read_snapshot(
     encoded = bridge.encode_trials(finished)  # (f, D)
     # A trial whose reported cost was invalid counts as failed: its value stays out.
     complete = np.array([_usable(t) for t in finished], dtype=bool)  # (f,)
-    y = sign * np.array([t.value for t in finished if _usable(t)], dtype=float)  # (n,)
-
+    values = np.array([_final(t, sign) for t in finished], dtype=float)  # (f,), NaN: none
     costs = np.array(
         [
             -1.0 if t.system_attrs.get(SKIPPED_ATTR) else objective_cost(t, cost_attr)
@@ -214,6 +309,23 @@ def read_snapshot(
         ],
         dtype=float,
     )  # (f,)
+    # Trials stopped early by a pruner: their reports are evidence of their final value and
+    # their partial cost of a full trial's (see optuna_costbo._numerics.curves).
+    stopped = np.array([_stopped(t) for t in finished], dtype=bool)  # (f,)
+    complete_curves = [_curve(t, sign) for t in finished if _usable(t) and t.intermediate_values]
+    pruning = None
+    if stopped.any():
+        curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
+        values[stopped] = impute_finals(complete_curves, curves)
+        fractions = run_fractions(complete_curves, curves)  # (p,)
+        costs[stopped] = np.where(costs[stopped] >= 0.0, costs[stopped] / fractions, -1.0)
+        pruning = PruningStats(
+            pruned_share=float(stopped.sum()) / float(stopped.sum() + complete.sum()),
+            run_fraction=float(np.mean(fractions)),
+        )
+    observed = complete | stopped  # (f,)
+    y = values[observed]  # (n,)
+    constraints = _constraint_matrix([t for t, o in zip(finished, observed, strict=True) if o])
     priced = (costs >= 0.0) & np.isfinite(costs)
     positive = costs[priced & (costs > 0.0)]
     # NOTE: a free trial (cost 0, a cached result) is cheaper than anything measured: the
@@ -221,13 +333,67 @@ def read_snapshot(
     floor = max(float(positive.min()) / 10.0, COST_FLOOR) if len(positive) else COST_FLOOR
     costs = np.where(priced, np.maximum(costs, floor), costs)
 
-    running = [p for p in running_points(trials, trial, pending) if bridge.holds_params(p)]
-    X_running = bridge.encode_params(running) if running else None  # (r, D)
+    others = [
+        t for t in trials if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
+    ]
+    points = [point_of(t, pending.get(t._trial_id)) for t in others]
+    held = [i for i, p in enumerate(points) if bridge.holds_params(p)]
+    X_running = bridge.encode_params([points[i] for i in held]) if held else None  # (r, D)
+    y_running = None
+    reported = [others[i] for i in held if others[i].intermediate_values]
+    if reported:
+        imputed = iter(impute_finals(complete_curves, [_curve(t, sign) for t in reported]))
+        y_running = np.array(
+            [next(imputed) if others[i].intermediate_values else np.nan for i in held]
+        )  # (r,)
     return Snapshot(
-        X=encoded[complete],
+        X=encoded[observed],
         y=y,
         cost_data=CostData(encoded[priced], costs[priced]),
         X_running=X_running,
         X_evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
         previous=previous_params(trials, trial),
+        y_running=y_running,
+        pruning=pruning,
+        constraints=constraints,
+    )
+
+
+def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:
+    """The trials' constraint values, (n, k), NaN where a trial has fewer or none; None when
+    no trial has any (an unconstrained study)."""
+    rows = [trial_constraints(t) for t in trials]
+    k = max((len(r) for r in rows if r is not None), default=0)
+    if k == 0:
+        return None
+    out = np.full((len(rows), k), np.nan)  # (n, k)
+    for i, row in enumerate(rows):
+        if row is not None:
+            out[i, : len(row)] = row
+    return out
+
+
+def _final(trial: FrozenTrial, sign: float) -> float:
+    """The value the objective model may use, to minimize; NaN if the trial has none."""
+    if not _usable(trial) or trial.value is None:
+        return float("nan")
+    return sign * float(trial.value)
+
+
+def _stopped(trial: FrozenTrial) -> bool:
+    """A trial its pruner stopped after it reported (its value stays out otherwise)."""
+    return (
+        trial.state == TrialState.PRUNED
+        and bool(trial.intermediate_values)
+        and INVALID_COST_ATTR not in trial.system_attrs
+        and all(np.isfinite(v) for v in trial.intermediate_values.values())
+    )
+
+
+def _curve(trial: FrozenTrial, sign: float) -> Curve:
+    """The trial's reports as a learning curve (steps, values to minimize)."""
+    steps = sorted(trial.intermediate_values)
+    return (
+        np.array(steps, dtype=float),
+        sign * np.array([trial.intermediate_values[s] for s in steps], dtype=float),
     )

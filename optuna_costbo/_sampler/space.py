@@ -3,12 +3,21 @@
 The codec knows nothing of Optuna; this module translates an Optuna search space into codec
 parameter specs and trial parameters into "internal" values (numbers for numeric parameters,
 choice indices for categoricals, as Optuna's ``to_internal_repr`` defines them) and back.
+
+A define-by-run space has parameters that only some trials ask for. :class:`Activity` says
+which of the space's parameters are conditional and, where the data show it, on what: a
+categorical parent and the choices under which the parameter is asked (see
+:mod:`.snapshot`). A missing conditional parameter encodes to the codec's fill, and a decoded
+point leaves out the parameters its own choices switch off (the objective does not ask them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+import math
 from typing import Any
 
 import numpy as np
@@ -20,12 +29,34 @@ from optuna.trial import FrozenTrial
 
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import CategoricalParam
+from optuna_costbo._numerics.search_space import Condition
 from optuna_costbo._numerics.search_space import NumericParam
 from optuna_costbo._numerics.search_space import Param
 from optuna_costbo._optuna_compat import distribution_contains
 
 
-__all__ = ["SpaceBridge", "check_distinct_choices"]
+__all__ = ["Activity", "SpaceBridge", "check_distinct_choices"]
+
+
+@dataclass(frozen=True)
+class Activity:
+    """The conditional parameters of a relative search space.
+
+    Attributes:
+        rules: Parameter -> (categorical parent, the parent's choice indices under which the
+            parameter is asked).
+        optional: Conditional parameters whose parent is not known (they may be missing).
+    """
+
+    rules: Mapping[str, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    optional: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (
+            tuple(sorted((k, p, tuple(sorted(c))) for k, (p, c) in self.rules.items())),
+            tuple(sorted(self.optional)),
+        )
 
 
 def check_distinct_choices(name: str, distribution: BaseDistribution) -> None:
@@ -82,14 +113,35 @@ class SpaceBridge:
         search_space: Parameter name to distribution, in a fixed order.
     """
 
-    def __init__(self, search_space: Mapping[str, BaseDistribution]) -> None:
+    def __init__(
+        self, search_space: Mapping[str, BaseDistribution], activity: Activity | None = None
+    ) -> None:
         self.names = list(search_space)
         self.distributions = [search_space[name] for name in self.names]
         for name, dist in zip(self.names, self.distributions, strict=True):
             check_distinct_choices(name, dist)
-        self.codec = BoxCodec([_to_param(d) for d in self.distributions])
-        # Identifies the space (names and distributions), for state kept per space.
-        self.key = tuple((n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True))
+        index = {name: i for i, name in enumerate(self.names)}
+        activity = activity or Activity()
+        conditions = {
+            index[child]: Condition(index[parent], choices)
+            for child, (parent, choices) in activity.rules.items()
+            if child in index and parent in index
+        }
+        optional = {index[n] for n in activity.optional if n in index}
+        optional |= {
+            index[child]
+            for child, (parent, _) in activity.rules.items()
+            if child in index and parent not in index
+        }
+        self.conditional = frozenset(conditions) | frozenset(optional)
+        self.codec = BoxCodec(
+            [_to_param(d) for d in self.distributions], conditions=conditions, optional=optional
+        )
+        # Identifies the space (names, distributions, conditions), for state kept per space.
+        key: tuple[Any, ...] = tuple(
+            (n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True)
+        )
+        self.key = (*key, ("activity", activity.key)) if self.conditional else key
 
     def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
         """Encode the parameters of ``trials`` (all must hold every parameter): (n, D)."""
@@ -100,13 +152,13 @@ class SpaceBridge:
         values = np.array(
             [
                 [
-                    d.to_internal_repr(p[name])
+                    d.to_internal_repr(p[name]) if name in p else math.nan
                     for name, d in zip(self.names, self.distributions, strict=True)
                 ]
                 for p in params
             ],
             dtype=float,
-        ).reshape(len(params), len(self.names))  # (n, P)
+        ).reshape(len(params), len(self.names))  # (n, P); NaN: a conditional not asked
         return self.codec.encode(values)
 
     def decode(self, z: np.ndarray) -> dict[str, Any]:
@@ -120,6 +172,8 @@ class SpaceBridge:
     def _to_params(self, internal: np.ndarray) -> dict[str, Any]:
         params: dict[str, Any] = {}
         for name, dist, value in zip(self.names, self.distributions, internal, strict=True):
+            if math.isnan(value):  # switched off by the point's own choices: not asked
+                continue
             if isinstance(dist, CategoricalDistribution):
                 params[name] = dist.to_external_repr(round(float(value)))
             elif isinstance(dist, IntDistribution):
@@ -133,13 +187,25 @@ class SpaceBridge:
         return self.holds_params(trial.params)
 
     def holds_params(self, params: Mapping[str, Any]) -> bool:
-        """Whether ``params`` has every parameter of this space, each within its distribution."""
-        for name, dist in zip(self.names, self.distributions, strict=True):
+        """Whether ``params`` has every parameter of this space that it should (a conditional
+        one may be missing), each within its distribution, and is a point the codec can encode
+        (a missing parameter that its parent's choice asks for is not)."""
+        for i, (name, dist) in enumerate(zip(self.names, self.distributions, strict=True)):
             if name not in params:
-                return False
+                if i not in self.conditional:
+                    return False
+                continue
             try:
                 if not distribution_contains(dist, dist.to_internal_repr(params[name])):
                     return False
             except (ValueError, TypeError):
+                return False
+        if self.codec.conditions:
+            z = self.encode_params([params])  # the point with the parameters it has
+            given = np.array([name in params for name in self.names])
+            asked = ~np.isnan(self.codec.decode(z)[0])  # what its choices switch on
+            if np.any(
+                asked & ~given & np.isin(np.arange(len(self.names)), list(self.codec.conditions))
+            ):
                 return False
         return True

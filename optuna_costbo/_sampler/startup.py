@@ -43,7 +43,7 @@ def startup_size(
     design strategies and their effects on sequential model-based optimization", GECCO 2020).
     """
     full = max(4, 2 * (n_params + 1))
-    if n_priced <= 0 or spent <= 0.0:
+    if n_priced <= 0 or spent <= 0.0 or not math.isfinite(remaining):
         return full
     predicted = n_priced + max(remaining, 0.0) / (spent / n_priced)
     floor = min(full, max(3, n_params + 1))

@@ -35,6 +35,7 @@ from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.quick import quick_propose
+from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.prefetch import Prefetch
@@ -43,6 +44,7 @@ from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.startup import StartupDesign
 from optuna_costbo._sampler.startup import startup_count
+from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.study_control import note_budget_end
 from optuna_costbo._sampler.user_cost import UserCost
 
@@ -79,6 +81,7 @@ class Suggester:
         charges_time: ``charges_time(study, trials)``: whether the sampler's time counts in
             ``study`` (the sampler's resolved option).
         prefetch: Compute the next proposal while a trial runs.
+        stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class Suggester:
         effort: EffortRule,
         charges_time: Callable[[optuna.Study, Sequence[FrozenTrial]], bool],
         prefetch: bool,
+        stop_rule: StopRule | None = None,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition
@@ -113,6 +117,7 @@ class Suggester:
         self.budget_end_noted: set[int] = set()  # studies told the budget buys no more
         moving = user_cost is not None and user_cost.moving
         self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
+        self.stop_rule = stop_rule
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -140,7 +145,7 @@ class Suggester:
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
         """The parameters of ``trial`` in ``search_space`` (see the module docstring)."""
-        bridge = SpaceBridge(search_space)
+        bridge = SpaceBridge(search_space, self.reads.activity(trial))
         ready = self.prefetch.take(study, trial, bridge.key)
         if ready is not None:
             self.reads.discard(trial)  # read before the trials that started since
@@ -151,6 +156,8 @@ class Suggester:
             if isinstance(outcome, Startup):
                 return self.design.params(bridge, trial.number, outcome.evaluated)
             proposal = outcome
+            if self.stop_rule is not None:
+                self.stop_rule.apply(study, trial, proposal.best_log_rate)
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
         params = self._settle_clashes(study, trial, bridge, proposal, params)
@@ -214,7 +221,7 @@ class Suggester:
         trials = (
             self.reads.trials(study, trial)
             if previous is None
-            else study.get_trials(deepcopy=False)
+            else root_study(study).get_trials(deepcopy=False)
         )
         charged = self.charges_time(study, trials)
         snap = read_snapshot(
@@ -238,6 +245,7 @@ class Suggester:
             warm=self.warm.get(key),
             deterministic=self.deterministic,
             schedule=self.schedule,
+            rate_needed=self.stop_rule is not None,
         )
         sid = study._study_id
         plan = self.effort.plan(sid, len(snap.y), ledger.remaining if charged else None)

@@ -18,12 +18,13 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger import units as _units
-from optuna_costbo._ledger.costs import charged_cost
-from optuna_costbo._ledger.costs import validate_budget
-from optuna_costbo._ledger.keys import BUDGET_ATTR
-from optuna_costbo._ledger.keys import FINISHED_STATES
-from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import FINISHED_STATES
+from optuna_costbo._ledger import charged_cost
+from optuna_costbo._ledger import cost_unit as _cost_unit
+from optuna_costbo._ledger import storage_trials
+from optuna_costbo._ledger import validate_budget
+from optuna_costbo._optuna_compat import trial_constraints
 
 
 COST_AXIS_TITLE = "Cumulative Cost"
@@ -47,12 +48,15 @@ class CostHistory:
         cumulative_costs: Summed cost up to and including each trial. Shape ``(n,)``.
         values: Objective (or ``target``) value of COMPLETE trials, NaN for the others.
             Shape ``(n,)``.
-        best_values: Best value among the COMPLETE trials so far, respecting the study's
-            direction; NaN before the first COMPLETE trial. Shape ``(n,)``. ``None`` when a
-            ``target`` was given (no direction is known for it, as in Optuna's plots).
+        best_values: Best value among the COMPLETE (and feasible, with constraints) trials so
+            far, respecting the study's direction; NaN before the first such trial. Shape
+            ``(n,)``. ``None`` when a ``target`` was given (no direction is known for it, as
+            in Optuna's plots).
         budget: The budget line's position, or ``None`` for no line.
         cost_unit: The unit of the costs (``"s"`` for measured wall-clock time, or the one
             the caller named), or ``None`` when unknown.
+        feasible: Which trials satisfy their constraints (all values <= 0), shape ``(n,)``;
+            ``None`` when no trial has constraints.
     """
 
     label: str
@@ -64,11 +68,21 @@ class CostHistory:
     best_values: np.ndarray | None
     budget: float | None
     cost_unit: str | None = None
+    feasible: np.ndarray | None = None
 
     @property
     def complete(self) -> np.ndarray:
         """Mask of the COMPLETE trials, the ones with a value. Shape ``(n,)``, bool."""
         return np.array([s == TrialState.COMPLETE for s in self.states], dtype=bool)
+
+    @property
+    def infeasible(self) -> np.ndarray:
+        """Mask of the COMPLETE trials that break a constraint, (n,) bool (none without
+        constraints)."""
+        if self.feasible is None:
+            return np.zeros(len(self.states), dtype=bool)
+        out: np.ndarray = self.complete & ~self.feasible
+        return out
 
 
 def completion_order(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
@@ -143,12 +157,23 @@ def history_arrays(
     best: np.ndarray | None = None
     if target is None:
         # NOTE: fmin/fmax ignore NaN, so PRUNED and FAIL trials carry the best forward and
-        # the curve is NaN (not drawn) until the first COMPLETE trial.
+        # the curve is NaN (not drawn) until the first COMPLETE trial. An infeasible trial
+        # (constraints) does not count, as in Optuna's study.best_trial.
+        counted = np.where(feasible_mask(ordered), values, np.nan)  # (n,)
         if direction == StudyDirection.MAXIMIZE:
-            best = np.fmax.accumulate(values) if n else values.copy()  # (n,)
+            best = np.fmax.accumulate(counted) if n else counted.copy()  # (n,)
         else:
-            best = np.fmin.accumulate(values) if n else values.copy()  # (n,)
+            best = np.fmin.accumulate(counted) if n else counted.copy()  # (n,)
     return numbers, costs, cumulative, values, best
+
+
+def feasible_mask(trials: Sequence[FrozenTrial]) -> np.ndarray:
+    """Which trials satisfy their constraints (every value <= 0; a trial without
+    constraints does), (n,) bool."""
+    out: np.ndarray = np.array(
+        [all(v <= 0.0 for v in (trial_constraints(t) or ())) for t in trials], dtype=bool
+    )
+    return out
 
 
 def study_budget(study: optuna.Study) -> float | None:
@@ -243,6 +268,8 @@ def get_cost_histories(
             target=target,
         )
         by_number = {t.number: t.state for t in study_trials}
+        ordered = completion_order(study_trials)
+        constrained = any(trial_constraints(t) for t in ordered)
         histories.append(
             CostHistory(
                 label=labels[i] if labels is not None else study.study_name,
@@ -253,7 +280,8 @@ def get_cost_histories(
                 values=values,
                 best_values=best,
                 budget=budget if budget is not None else study_budget(study),
-                cost_unit=_units.cost_unit(study_trials, cost_attr, cost_unit),
+                cost_unit=_cost_unit(study_trials, cost_attr, cost_unit),
+                feasible=feasible_mask(ordered) if constrained else None,
             )
         )
     return histories

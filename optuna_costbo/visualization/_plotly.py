@@ -155,8 +155,28 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
         points_color, line_color = (
             _COLORS[k % len(_COLORS)] for k in ch.color_indices(i, len(histories))
         )
-        complete = history.complete  # (n,)
+        complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
+        if history.infeasible.any():
+            off = history.infeasible  # (n,)
+            figure.add_trace(
+                go.Scatter(
+                    x=history.cumulative_costs[off].tolist(),
+                    y=history.values[off].tolist(),
+                    mode="markers",
+                    name=f"{target_name}{of_label} (infeasible)",
+                    legendgroup=history.label,
+                    marker={"color": "#b0b0b0", "symbol": "x"},
+                    customdata=np.column_stack(
+                        [history.trial_numbers[off], history.costs[off]]
+                    ).tolist(),  # (n_infeasible, 2)
+                    hovertemplate=(
+                        f"Trial %{{customdata[0]}} (infeasible)<br>"
+                        f"Cost %{{customdata[1]:.4g}}{cost_suffix}<br>"
+                        f"{target_name} %{{y:.6g}}<extra></extra>"
+                    ),
+                )
+            )
         figure.add_trace(
             go.Scatter(
                 x=history.cumulative_costs[complete].tolist(),

@@ -116,8 +116,16 @@ def plot_cost_history(
 
     for i, history in enumerate(histories):
         points_color, line_color = (palette(k) for k in ch.color_indices(i, len(histories), _RED))
-        complete = history.complete  # (n,)
+        complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
+        if history.infeasible.any():
+            ax.scatter(
+                history.cumulative_costs[history.infeasible],
+                history.values[history.infeasible],
+                color="#b0b0b0",
+                marker="x",
+                label=f"{target_name}{of_label} (infeasible)",
+            )
         ax.scatter(
             history.cumulative_costs[complete],
             history.values[complete],

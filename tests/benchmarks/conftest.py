@@ -48,7 +48,7 @@ def need_data() -> Callable[..., Path]:
             pytest.skip(NO_DATA)
         for rel in relative:
             if not (root / rel).exists():
-                pytest.skip(f"{root / rel} is absent ({NO_DATA})")
+                pytest.skip(f"{NO_DATA} ({root / rel} is absent)")
         return root
 
     return need

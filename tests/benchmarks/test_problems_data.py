@@ -77,12 +77,22 @@ DESCRIPTION = """\
 """
 
 
-def _fake_openml_cache(root: Path, dataset_id: int, kind: str) -> tuple[np.ndarray, list[str]]:
-    """An openml cache holding one small dataset as openml stores it: description.xml plus
-    dataset.arff (``kind`` "dense" or "sparse") or dataset_<ID>.pq ("parquet")."""
-    rng = np.random.default_rng(dataset_id)
-    X = (rng.random((20, 4)) < 0.4).astype(float)
-    labels = ["neg" if row.sum() < 2 else "pos" for row in X]
+def _fake_openml_cache(
+    root: Path,
+    dataset_id: int,
+    kind: str,
+    data_xy: tuple[np.ndarray, list[str]] | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """An openml cache holding one dataset as openml stores it: description.xml plus
+    dataset.arff (``kind`` "dense" or "sparse") or dataset_<ID>.pq ("parquet"); ``data_xy``
+    (X (n, d), labels "neg"/"pos") or a small random one."""
+    if data_xy is None:
+        rng = np.random.default_rng(dataset_id)
+        X = (rng.random((20, 4)) < 0.4).astype(float)
+        labels = ["neg" if row.sum() < 2 else "pos" for row in X]
+    else:
+        X, labels = data_xy
+    d = X.shape[1]
     folder = root / "org" / "openml" / "www" / "datasets" / str(dataset_id)
     folder.mkdir(parents=True)
     parquet = ""
@@ -95,16 +105,16 @@ def _fake_openml_cache(root: Path, dataset_id: int, kind: str) -> tuple[np.ndarr
     if kind == "parquet":
         import pandas as pd
 
-        frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(4)])
+        frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(d)])
         frame["class"] = pd.Categorical(labels, categories=["neg", "pos"])
         frame.to_parquet(folder / f"dataset_{dataset_id}.pq")
         return X, labels
-    lines = ["@RELATION tiny", *(f"@ATTRIBUTE f{j} NUMERIC" for j in range(4))]
+    lines = ["@RELATION tiny", *(f"@ATTRIBUTE f{j} NUMERIC" for j in range(d))]
     lines += ["@ATTRIBUTE class {neg,pos}", "@DATA"]
     for row, label in zip(X, labels, strict=True):
         if kind == "sparse":
             cells = [f"{j} {v:g}" for j, v in enumerate(row) if v]
-            cells.append(f"4 {label}")
+            cells.append(f"{d} {label}")
             lines.append("{" + ",".join(cells) + "}")
         else:
             lines.append(",".join([*(f"{v:g}" for v in row), label]))
@@ -118,9 +128,8 @@ def _snapshot(root: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("kind", ["dense", "sparse", "parquet"])
 def test_openml_cache_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
-    openml = pytest.importorskip("openml", reason="the openml package is not installed")
-    if kind == "parquet":
-        pytest.importorskip("pyarrow", reason="pyarrow is needed to write the parquet file")
+    import openml
+
     cache = tmp_path / "data" / "openml"
     dataset_id = 990001 + ["dense", "sparse", "parquet"].index(kind)
     X, labels = _fake_openml_cache(cache, dataset_id, kind)
@@ -146,7 +155,6 @@ def test_openml_cache_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind
 
 
 def test_openml_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("openml", reason="the openml package is not installed")
     monkeypatch.delenv("COSTBO_DATA_DIR", raising=False)
     empty = tmp_path / "cache"
     empty.mkdir()
@@ -157,3 +165,27 @@ def test_openml_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(openml.config, "server", "https://invalid.invalid/api/v1/xml")
     with pytest.raises(data.DataUnavailableError, match=r"OpenML \(id 990009\)"):
         data.load_xy("tiny", source="openml", openml_id=990009, openml_cache=empty)
+
+
+def test_the_openml_path_reads_a1a_from_an_openml_cache_built_from_the_libsvm_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, need_data: Callable[..., Path]
+) -> None:
+    """The real loader path, offline: a1a (the shared LIBSVM file, 1605 x 123) written as
+    OpenML stores a sparse ARFF dataset, then read by ``openml.datasets.get_dataset`` through
+    ``source="openml"``: the same matrix and labels as the LIBSVM loader gives."""
+    import openml  # noqa: F401  (in the test extra: the loader's real dependency)
+
+    root = need_data("libsvm/a1a")
+    X, y, _ = data.load_xy("a1a", source="libsvm", data_dir=root)
+    labels = ["pos" if v == 1 else "neg" for v in y]
+    cache = tmp_path / "openml"
+    dataset_id = 990123
+    _fake_openml_cache(cache, dataset_id, "sparse", (X, labels))
+    monkeypatch.delenv("COSTBO_DATA_DIR", raising=False)
+    got_X, got_y, where = data.load_xy(
+        "a1a", source="openml", openml_id=dataset_id, openml_cache=cache
+    )
+    assert f"OpenML dataset {dataset_id}" in where
+    assert got_X.shape == (1605, 123)
+    np.testing.assert_array_equal(got_X, X)
+    np.testing.assert_array_equal(got_y, y)

@@ -42,7 +42,7 @@ def surrogates() -> None:
     try:
         yahpo.yahpo_data_dir()
     except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+        pytest.skip(f"the YAHPO Gym data folder is absent: {exc}")
 
 
 def _one_per_scenario() -> list[yahpo.YahpoInstance]:

@@ -366,8 +366,9 @@ def test_workers_proposing_at_the_same_moment_propose_different_points(
     # both inside propose at once: the overlap that is common when proposals take a second.
     storage = optuna.storages.InMemoryStorage()
     _seeded_study(storage, "s")
-    both_in = threading.Barrier(2, timeout=10.0)
+    both_in = threading.Barrier(2, timeout=30.0)
     first_call: set[int] = set()
+    broken: list[threading.BrokenBarrierError] = []
     real_propose = sampler_mod.propose
 
     def meeting_propose(*args: Any, **kwargs: Any) -> Any:
@@ -375,8 +376,8 @@ def test_workers_proposing_at_the_same_moment_propose_different_points(
             first_call.add(threading.get_ident())
             try:
                 both_in.wait()
-            except threading.BrokenBarrierError:
-                pass
+            except threading.BrokenBarrierError as exc:  # the overlap did not happen
+                broken.append(exc)
         return real_propose(*args, **kwargs)
 
     monkeypatch.setattr(sampler_mod, "propose", meeting_propose)
@@ -390,6 +391,8 @@ def test_workers_proposing_at_the_same_moment_propose_different_points(
         thread.start()
     for thread in threads:
         thread.join(timeout=120.0)
+    assert not broken, "the two workers were never inside propose at the same moment"
+    assert len(first_call) == 2
     assert set(points) == {"a", "b"}
     assert points["a"] != points["b"]
 

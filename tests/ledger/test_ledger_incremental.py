@@ -1,11 +1,12 @@
 """The incremental ledger and search space equal their full recomputation.
 
 ``_ledger.ledger.charge_and_sum`` keeps the charges of finished trials per storage and study and
-adds only the trials finished since; ``_snapshot.completed_search_space`` does the same for
-the intersection search space. Checked here after random sequences of trial events (trials
-created, running, recording their cost, finishing in any state, a dead worker's trial charged
-late, lists that are not the whole study), to the last bit, and on a real database with a dead
-trial that another worker settles after this one has cached it.
+adds only the trials finished since; ``snapshot.completed_search_space`` does the same for
+the search space (the union of the completed trials' spaces and its activity rules). Checked
+here after random sequences of trial events (trials created, running, recording their cost,
+finishing in any state, a dead worker's trial charged late, lists that are not the whole
+study), to the last bit, and on a real database with a dead trial that another worker charges
+after this one has cached it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.ledger import compute_ledger
 from optuna_costbo._ledger.ledger import refresh_ledger
+from optuna_costbo._sampler.snapshot import _SpaceOfStudy
 from optuna_costbo._sampler.snapshot import completed_search_space
 
 
@@ -128,7 +130,14 @@ def _assert_same(study: Any, trials: list[FrozenTrial]) -> None:
         incremental = charge_and_sum(study, trials, 10.0, cost_attr, charge, now=NOW)
         assert incremental == full  # every field, to the last bit
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    assert completed_search_space(study, trials) == intersection_search_space(complete)
+    fresh = _SpaceOfStudy()
+    for t in complete:
+        fresh.add(t)
+    space = fresh.space()
+    assert completed_search_space(study, trials) == (space, fresh.activity(space))
+    # The parameters every completed trial has are Optuna's intersection search space.
+    shared = {n: d for n, d in space.items() if fresh.present[n] == len(complete)}
+    assert shared == intersection_search_space(complete)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -538,3 +538,32 @@ def test_dashboard_chart_names_the_unit_the_user_gives() -> None:
 
     assert axis_title() == "Cumulative Cost"  # reported costs: the unit is unknown
     assert axis_title(cost_unit="$") == "Cumulative Cost ($)"
+
+
+def test_infeasible_trials_are_drawn_apart_and_never_set_the_best_value() -> None:
+    from optuna_costbo.visualization import plot_cost_history
+    from optuna_costbo.visualization._cost_history import get_cost_histories
+
+    def constraint(trial: optuna.trial.FrozenTrial) -> list[float]:
+        return [trial.user_attrs["c"]]
+
+    study = optuna.create_study(
+        sampler=CostRolloutSampler(100.0, seed=0, constraints_func=constraint, n_startup_trials=9)
+    )
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        trial.set_user_attr("c", 0.5 - x)  # feasible for x >= 0.5
+        report_cost(trial, 1.0)
+        return x  # the smallest values are the infeasible ones
+
+    study.optimize(objective, n_trials=8)
+    (history,) = get_cost_histories(study)
+    assert history.feasible is not None and history.infeasible.any()
+    feasible_values = history.values[history.complete & history.feasible]
+    assert history.best_values is not None
+    assert history.best_values[-1] == pytest.approx(feasible_values.min())
+    assert history.best_values[-1] == pytest.approx(study.best_value)  # as Optuna says
+    figure = plot_cost_history(study)
+    names = [trace.name for trace in figure.data]
+    assert any(name.endswith("(infeasible)") for name in names)

@@ -324,3 +324,122 @@ def test_invalid_specs_raise_clear_errors(param: Param, match: str) -> None:
 def test_non_param_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="expected NumericParam or CategoricalParam"):
         BoxCodec([(0.0, 1.0)])  # type: ignore[list-item]
+
+
+# -- conditional parameters -----------------------------------------------------------------
+
+
+def _conditional_codec() -> BoxCodec:
+    # booster in {linear, tree, dart}; depth and eta for tree and dart; drop (and a nested
+    # categorical "kind", itself under drop's parent) for dart only.
+    from optuna_costbo._numerics.search_space import Condition
+
+    return BoxCodec(
+        [
+            CategoricalParam(3),  # 0 booster
+            NumericParam(1, 12, integer=True),  # 1 depth
+            NumericParam(1e-3, 1.0, log=True),  # 2 eta
+            NumericParam(0.0, 1.0),  # 3 drop
+            CategoricalParam(2),  # 4 kind
+            NumericParam(0.0, 1.0),  # 5 always there
+        ],
+        conditions={
+            1: Condition(0, frozenset({1, 2})),
+            2: Condition(0, frozenset({1, 2})),
+            3: Condition(0, frozenset({2})),
+            4: Condition(0, frozenset({2})),
+        },
+    )
+
+
+def test_inactive_parameters_decode_as_nan_and_encode_to_a_fixed_fill() -> None:
+    codec = _conditional_codec()
+    nan = np.nan
+    values = np.array(
+        [[0, nan, nan, nan, nan, 0.2], [1, 4, 0.01, nan, nan, 0.5], [2, 9, 0.1, 0.3, 1, 0.9]]
+    )
+    z = codec.encode(values)  # (3, D)
+    np.testing.assert_array_equal(np.isnan(codec.decode(z)), np.isnan(values))
+    np.testing.assert_allclose(
+        np.nan_to_num(codec.decode(z), nan=-1), np.nan_to_num(values, nan=-1)
+    )
+    assert np.array_equal(codec.project(z), z)  # legal points are fixed points
+    # Every configuration with booster = linear is one point, whatever the tree knobs say.
+    other = codec.encode(np.array([[0, 11, 0.5, 0.9, 0, 0.2]]))
+    np.testing.assert_array_equal(other, z[:1])
+    # The fill of a numeric is its middle legal value, of a categorical a block of zeros.
+    mask = codec.inactive_columns(z)
+    assert mask[0].sum() == 1 + 1 + 1 + 2 and mask[1].sum() == 1 + 2 and not mask[2].any()
+    depth_col = codec.continuous_columns[1]
+    assert codec.decode(np.where(mask, 0.0, z))[1, 1] == 4  # active values untouched
+    assert z[0, depth_col] == codec.project(np.full((1, codec.dim), 0.5))[0, depth_col]
+
+
+@pytest.mark.parametrize("make", ["random", "sobol", "lhs"])
+def test_generated_points_are_legal_with_conditions(make: str) -> None:
+    codec = _conditional_codec()
+    rng = np.random.default_rng(0)
+    Z = {
+        "random": lambda: codec.random_points(256, rng),
+        "sobol": lambda: codec.sobol_points(256, seed=1),
+        "lhs": lambda: codec.latin_hypercube_points(256, rng),
+    }[make]()
+    np.testing.assert_array_equal(codec.project(Z), Z)
+    values = codec.decode(Z)
+    booster = values[:, 0]
+    np.testing.assert_array_equal(np.isnan(values[:, 1]), booster == 0)
+    np.testing.assert_array_equal(np.isnan(values[:, 3]), booster != 2)
+    np.testing.assert_array_equal(np.isnan(values[:, 4]), booster != 2)
+    assert set(booster.tolist()) == {0.0, 1.0, 2.0}
+
+
+def test_discrete_neighbours_switch_parents_and_stay_legal() -> None:
+    codec = _conditional_codec()
+    z = codec.encode(np.array([[1, 4, 0.01, np.nan, np.nan, 0.5]]))[0]
+    nbrs = codec.discrete_neighbors(z)
+    np.testing.assert_array_equal(codec.project(nbrs), nbrs)
+    values = codec.decode(nbrs)
+    as_dart = values[values[:, 0] == 2]
+    assert len(as_dart) == 1 and not np.isnan(as_dart[0]).any()  # dart switches drop on
+    assert as_dart[0, 1] == 4  # and keeps the tree knobs
+    assert np.isnan(values[values[:, 0] == 0][0, 1:5]).all()  # linear switches them off
+
+
+def test_bad_conditions_are_refused_with_what_is_allowed() -> None:
+    from optuna_costbo._numerics.search_space import Condition
+
+    params = [CategoricalParam(2), NumericParam(0.0, 1.0)]
+    with pytest.raises(ValueError, match="categorical"):
+        BoxCodec(params, conditions={0: Condition(1, frozenset({0}))})
+    with pytest.raises(ValueError, match=r"choices must lie in \[0, 1\]"):
+        BoxCodec(params, conditions={1: Condition(0, frozenset({2}))})
+    with pytest.raises(ValueError, match="must be finite"):
+        BoxCodec(params).encode(np.array([[0.0, np.nan]]))
+    with pytest.raises(ValueError, match="NaN only for conditional"):
+        BoxCodec(params, conditions={1: Condition(0, frozenset({0}))}).encode(
+            np.array([[np.nan, 0.5]])
+        )
+
+
+def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
+    # f rewards eta close to 1 and depth close to 12 strongly, but only a tree booster asks
+    # them; a linear booster is best overall. The maximizer must be the legal linear point
+    # (tree knobs at the fill), with f evaluated there, and match a brute-force search.
+    from optuna_costbo._numerics.optimize import maximize_acquisition
+
+    codec = _conditional_codec()
+    target = codec.encode(np.array([[0, np.nan, np.nan, np.nan, np.nan, 0.7]]))[0]
+
+    def f(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # (m, D) -> (m,), (m, D)
+        w = np.ones(codec.dim)
+        w[codec.continuous_columns[1:3]] = -0.5  # a pull towards large depth and eta
+        diff = Z - target
+        values = -(diff**2).sum(axis=1) + 0.1 * (Z @ np.where(w < 0, 1.0, 0.0))
+        return values, -2 * diff + 0.1 * np.where(w < 0, 1.0, 0.0)
+
+    z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
+    np.testing.assert_array_equal(codec.project(z[None])[0], z)
+    assert value == pytest.approx(float(f(z[None])[0][0]))
+    brute = codec.random_points(20000, np.random.default_rng(1))
+    assert value >= float(np.max(f(brute)[0])) - 1e-6
+    assert codec.decode(z[None])[0, 0] == 0  # the linear booster

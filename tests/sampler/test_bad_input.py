@@ -20,7 +20,7 @@ optuna.logging.set_verbosity(optuna.logging.ERROR)
     ("kwargs", "message"),
     [
         ({"budget": True}, "budget must be a positive finite number"),
-        ({"budget": None}, "budget must be a positive finite number"),
+        ({"budget": None}, "budget=None needs a stopping rule"),
         ({"budget": [10.0]}, "budget must be a positive finite number"),
         ({"budget": -math.inf}, "budget must be a positive finite number"),
         ({"budget": 1.0, "acquisition": None}, "acquisition must be one of"),

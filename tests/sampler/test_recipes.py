@@ -1,5 +1,5 @@
 """The recipes of docs/architecture.md hold: an acquisition is one class plus its registration,
-a cost model is one class chosen in ``policy._cost_model``, on both routes of a suggestion
+a cost model is one class chosen in ``models._cost_model``, on both routes of a suggestion
 (the full policy and the quick route); nothing else changes."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
-from optuna_costbo._numerics import policy
+from optuna_costbo._numerics import models as models_mod
 from optuna_costbo._numerics.acquisition import registry
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
@@ -125,7 +125,7 @@ def test_a_cost_model_chosen_in_one_place_steers_eipu(monkeypatch: pytest.Monkey
     def choose(request, warm, rng, route):  # type: ignore[no-untyped-def]
         return model, warm.cost_n
 
-    monkeypatch.setattr(policy, "_cost_model", choose)
+    monkeypatch.setattr(models_mod, "_cost_model", choose)
     monkeypatch.setattr(CheapRight, "calls", 0)
     # With the new model, a factor 1e4 in cost outweighs the EI of the optimum's basin, next
     # to the cheap region: every first model point is a cheap one.
@@ -138,7 +138,7 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The quick route (sampler time charged, trials of milliseconds) builds its models with
-    # policy.build_models too: the new cost model steers it as it steers the full route.
+    # models.build_models too: the new cost model steers it as it steers the full route.
     from optuna_costbo._numerics.policy import CostData
     from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.policy import WarmStart
@@ -167,7 +167,7 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
         assert route.quick
         return model, warm.cost_n
 
-    monkeypatch.setattr(policy, "_cost_model", choose)
+    monkeypatch.setattr(models_mod, "_cost_model", choose)
     monkeypatch.setattr(CheapRight, "calls", 0)
     steered = quick_propose(request, np.random.default_rng(1), needs_cost=True)
     assert steered.cost_model is model and CheapRight.calls > 0
@@ -186,7 +186,7 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
 
         with monkeypatch.context() as m:
             if steer:
-                m.setattr(policy, "_cost_model", counted)
+                m.setattr(models_mod, "_cost_model", counted)
 
             def fast(trial: optuna.Trial) -> float:
                 return (trial.suggest_float("x", 0.0, 1.0) - 0.7) ** 2

@@ -6,6 +6,7 @@ import itertools
 import math
 from pathlib import Path
 import pickle
+import re
 import time
 
 import numpy as np
@@ -285,26 +286,63 @@ def test_reopened_study_continues_from_the_stored_ledger(tmp_path: Path) -> None
     assert sum(costs) >= 20.0 and sum(costs[:-1]) < 20.0
 
 
-def test_conditional_parameters_go_to_the_independent_sampler(
+def test_conditional_parameters_are_modelled_with_the_rule_read_off_the_data(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    sampler = CostRolloutSampler(budget=1e9, seed=0, n_startup_trials=2)
+    # A define-by-run space: ya only for branch "a", yb only for branch "b". The models see
+    # all four parameters (the inactive ones at a fixed fill), the rule "ya iff branch = a"
+    # comes from the completed trials, and a proposal leaves out what its branch does not ask.
+    sampler = CostRolloutSampler(budget=1e9, seed=0, n_startup_trials=4, acquisition="ei")
+    study = optuna.create_study(sampler=sampler)
+    asked: list[set[str]] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        branch = trial.suggest_categorical("branch", ["a", "b"])
+        value = (x - 0.3) ** 2 + trial.suggest_float("ya", 0, 1) if branch == "a" else 0.0
+        if branch == "b":
+            value = (x - 0.3) ** 2 - 1.0 + 0.1 * (trial.suggest_int("yb", 0, 3) - 3) ** 2
+        asked.append(set(trial.params))
+        return value
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study.optimize(objective, n_trials=20)
+    finally:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+    last = study.trials[-1]
+    assert set(sampler.infer_relative_search_space(study, last)) == {"x", "branch", "ya", "yb"}
+    activity = sampler._suggester.reads.activity(last)
+    assert activity.rules == {"ya": ("branch", frozenset({0})), "yb": ("branch", frozenset({1}))}
+    # Once both branches have completed, no parameter goes to the independent sampler.
+    both = next(
+        i for i in range(len(study.trials)) if {"ya", "yb"} <= set().union(*asked[: i + 1])
+    )
+    late = [
+        r
+        for r in caplog.records
+        if "sampled independently" in r.getMessage()
+        and int(re.search(r"Trial#(\d+)", r.getMessage())[1]) > both + 1  # type: ignore[index]
+    ]
+    assert not late
+    # The model found the better branch and the best yb, not a random one.
+    model_trials = study.trials[8:]
+    assert sum(t.params["branch"] == "b" for t in model_trials) >= 0.8 * len(model_trials)
+    assert study.best_params["branch"] == "b" and study.best_params["yb"] == 3
+    assert abs(study.best_params["x"] - 0.3) < 0.05
+
+
+def test_a_parameter_whose_range_changes_still_goes_to_the_independent_sampler() -> None:
+    sampler = CostRolloutSampler(budget=1e9, seed=0, n_startup_trials=2, acquisition="ei")
     study = optuna.create_study(sampler=sampler)
 
     def objective(trial: optuna.Trial) -> float:
         x = trial.suggest_float("x", 0, 1)
-        if trial.suggest_categorical("branch", ["a", "b"]) == "a":
-            return x + trial.suggest_float("ya", 0, 1)
-        return x - trial.suggest_int("yb", 0, 3)
+        z = trial.suggest_float("z", 0, 1 + trial.number)  # a dynamic range
+        return x + z
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        study.optimize(objective, n_trials=12)
-    finally:
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-    assert len(study.trials) == 12
-    assert set(sampler.infer_relative_search_space(study, study.trials[-1])) == {"x", "branch"}
-    assert any("sampled independently" in r.getMessage() for r in caplog.records)
+    study.optimize(objective, n_trials=6)
+    assert set(sampler.infer_relative_search_space(study, study.trials[-1])) == {"x"}
 
 
 def test_the_rollout_is_the_default_acquisition() -> None:

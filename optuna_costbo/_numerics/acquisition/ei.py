@@ -69,8 +69,11 @@ def cool_exponent(remaining: float, budget: float) -> float:
 
     NOTE: EI-cool (Lee et al., "Cost-aware Bayesian optimization", 2020): EI / c^alpha is EI
     per unit cost at the start of the budget and EI at its end. The rollout cools its rates
-    with the same exponent, and the quick route uses it too.
+    with the same exponent, and the quick route uses it too. Without a budget (an infinite
+    one: a stopping rule ends the study) it stays 1, EI per unit cost.
     """
+    if not math.isfinite(budget):
+        return 1.0
     return float(np.clip(remaining / budget, 0.0, 1.0))
 
 
@@ -215,6 +218,14 @@ class PosteriorModel(Protocol):
         ...
 
 
+class Feasible(Protocol):
+    """What an acquisition needs of the constraints (:class:`..feasibility.Feasibility`)."""
+
+    def log_pf(self, Z: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
+        """``log PF (m,)``, plus its gradient ``(m, D)`` if ``return_grad``."""
+        ...
+
+
 class LogEIPerCost:
     """log EI(x) - cost_exponent * mu_logc(x), to be maximized over the box.
 
@@ -227,11 +238,17 @@ class LogEIPerCost:
     * ``cost_exponent = alpha`` in (0, 1): EI-cool (CArBO, Lee et al. 2020), with ``alpha`` the
       remaining budget over the total budget, which cools from EIpu to EI as budget is spent.
 
+    With constraints (``feasibility``), ``log PF(x)`` is added: log of EI times the
+    probability of feasibility; with ``best=None`` (no feasible point known yet) the value is
+    ``log PF - cost_exponent * mu_logc``, feasibility alone.
+
     Args:
         model: Objective model; ``predict`` gives the latent posterior in original units.
-        best: Incumbent, the smallest observed objective value (original units), finite.
+        best: Incumbent, the smallest observed objective value (original units), finite;
+            ``None`` only with ``feasibility``, while no observation is feasible.
         cost_model: Model of log-cost; required when ``cost_exponent != 0``.
         cost_exponent: Exponent of the cost, finite and >= 0. Default 0 (plain log EI).
+        feasibility: The constraints' probability of feasibility (:mod:`..feasibility`).
 
     Raises:
         ValueError: If ``best`` or ``cost_exponent`` is invalid, or a cost exponent is given
@@ -254,37 +271,52 @@ class LogEIPerCost:
     def __init__(
         self,
         model: PosteriorModel,
-        best: float,
+        best: float | None,
         *,
         cost_model: PosteriorModel | None = None,
         cost_exponent: float = 0.0,
+        feasibility: Feasible | None = None,
     ) -> None:
-        best = float(best)
         cost_exponent = float(cost_exponent)
-        if not math.isfinite(best):
+        if best is None:
+            if feasibility is None:
+                raise ValueError("best=None (no feasible point yet) needs a feasibility model")
+        elif not math.isfinite(float(best)):
             raise ValueError(f"best must be a finite number, got {best}")
         if not (math.isfinite(cost_exponent) and cost_exponent >= 0.0):
             raise ValueError(f"cost_exponent must be finite and >= 0, got {cost_exponent}")
         if cost_exponent != 0.0 and cost_model is None:
             raise ValueError(f"cost_exponent={cost_exponent} needs a cost_model, got None")
         self.model = model
-        self.best = best
+        self.best = None if best is None else float(best)
         self.cost_model = cost_model
         self.cost_exponent = cost_exponent
+        self.feasibility = feasibility
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         """Acquisition values at box points Z (m, D): (m,)."""
-        mean, var = self.model.predict(Z, False)[:2]
-        value = log_ei(mean, var, self.best)  # (m,)
+        if self.best is None:
+            value = np.zeros(len(Z))  # (m,): feasibility alone
+        else:
+            mean, var = self.model.predict(Z, False)[:2]
+            value = log_ei(mean, var, self.best)  # (m,)
+        if self.feasibility is not None:
+            value = value + self.feasibility.log_pf(Z)[0]
         if self.cost_model is not None and self.cost_exponent != 0.0:
             value = value - self.cost_exponent * self.cost_model.predict(Z, False)[0]
         return value
 
     def value_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Values (m,) and gradients with respect to Z (m, D) at box points Z (m, D)."""
-        mean, var, dmean, dvar = self.model.predict(Z, True)
-        value, g_mean, g_var = log_ei_and_grad(mean, var, self.best)  # (m,) each
-        grad = g_mean[:, None] * dmean + g_var[:, None] * dvar  # (m, D)
+        if self.best is None:
+            value, grad = np.zeros(len(Z)), np.zeros(Z.shape)  # feasibility alone
+        else:
+            mean, var, dmean, dvar = self.model.predict(Z, True)
+            value, g_mean, g_var = log_ei_and_grad(mean, var, self.best)  # (m,) each
+            grad = g_mean[:, None] * dmean + g_var[:, None] * dvar  # (m, D)
+        if self.feasibility is not None:
+            pf_value, pf_grad = self.feasibility.log_pf(Z, True)
+            value, grad = value + pf_value, grad + pf_grad
         if self.cost_model is not None and self.cost_exponent != 0.0:
             c_mean, _, c_dmean, _ = self.cost_model.predict(Z, True)
             value = value - self.cost_exponent * c_mean

@@ -28,6 +28,7 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import local_maximize
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -113,31 +114,18 @@ RATE = Valuation(
 fantasies, under the study's own budget rule."""
 
 
-def _seeds(ctx: AcquisitionContext, exponents: tuple[float, ...]) -> np.ndarray:
-    """First actions from the maximizers of ``EI / c^e`` for each ``e`` (0: EI, 1: EIpu), in
-    that order: (s, D)."""
-    return np.vstack([ctx.maximize(e)[0] for e in exponents])
-
-
-def _reachable(ctx: AcquisitionContext) -> float:
-    """The budget left for the rollout: remaining, less the running trials' predicted cost."""
-    return ctx.remaining - ctx.reserved()
-
-
 @dataclass(frozen=True)
-class PaperRollout:
-    """The paper's nonmyopic CMDP rollout, as published: Lambda_h = EI plus the expected
-    improvement of rolling out EI-per-unit-cost steps and a last EI step over the remaining
-    budget (Lee et al., UAI 2021). Kept unchanged for reproduction.
+class _RolloutOptions:
+    """What the two rollouts share: the user's horizon and samples, and internal sizes.
 
     Attributes:
-        horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points).
+        horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points for the
+            paper's rollout, EI per unit cost with budget to spare for the shipped one).
         n_samples: Quasi-Monte Carlo trajectories per first action.
         screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
         draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
     """
 
-    name: ClassVar[str] = "rollout-paper"
     needs_cost: ClassVar[bool] = True
     uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
     horizon: int = 2
@@ -145,32 +133,61 @@ class PaperRollout:
     screening: Screening = Screening()
     draws: Draws = qmc_normals
 
-    @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
-        return cls(options.horizon, options.n_samples)
-
-    def choose(self, ctx: AcquisitionContext) -> Choice:
+    def _roll_out(
+        self,
+        ctx: AcquisitionContext,
+        exponents: tuple[float, ...],
+        valuation: Valuation,
+        cost_exponent: float,
+    ) -> Choice:
+        """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each ``e`` of
+        ``exponents`` (0: EI, 1: EIpu), with the budget left after the running trials."""
         assert ctx.cost is not None
+        if ctx.best is None:
+            # NOTE: no feasible observation yet: nothing to improve on; look for a feasible
+            # point first, the most probable per unit cost (as Optuna's GPSampler does).
+            return Choice(*ctx.maximize(cost_exponent))
+        seeds = np.vstack([ctx.maximize(e)[0] for e in exponents])  # (s, D)
         return rollout_choice(
             ctx.model,
             ctx.codec,
             ctx.rng,
             ctx.best,
-            _reachable(ctx),
-            _seeds(ctx, (0.0, 1.0)),
+            ctx.remaining - ctx.reserved(),
+            seeds,
             ctx.cost,
             horizon=self.horizon,
             n_samples=self.n_samples,
-            valuation=PAPER,
+            valuation=valuation,
             screening=self.screening,
             excluded=ctx.excluded,
             draws=self.draws,
-            cost_exponent=1.0,
+            cost_exponent=cost_exponent,
+            feasibility=ctx.feasibility,
         )
 
 
 @dataclass(frozen=True)
-class Rollout:
+class PaperRollout(_RolloutOptions):
+    """The paper's nonmyopic CMDP rollout, as published: Lambda_h = EI plus the expected
+    improvement of rolling out EI-per-unit-cost steps and a last EI step over the remaining
+    budget (Lee et al., UAI 2021). Kept unchanged for reproduction.
+
+    Its fields are those of :class:`_RolloutOptions`.
+    """
+
+    name: ClassVar[str] = "rollout-paper"
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
+        return cls(options.horizon, options.n_samples)
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        return self._roll_out(ctx, (0.0, 1.0), PAPER, cost_exponent=1.0)
+
+
+@dataclass(frozen=True)
+class Rollout(_RolloutOptions):
     """The rollout, cost-aware at every budget level: the paper's trajectories, scored per
     unit of the budget they consume, with fantasies that keep the posterior's variance.
 
@@ -191,44 +208,18 @@ class Rollout:
     towards Lambda_h at the end, and the first step alone is then worth exactly EI-cool. The
     first actions start from the maximizers of EI, EIpu and EI-cool (EI / c^alpha).
 
-    Attributes:
-        horizon: Steps rolled out, h >= 1.
-        n_samples: Quasi-Monte Carlo trajectories per first action.
-        screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
-        draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
+    Its fields are those of :class:`_RolloutOptions`.
     """
 
     name: ClassVar[str] = "rollout"
-    needs_cost: ClassVar[bool] = True
-    uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
-    horizon: int = 2
-    n_samples: int = 64
-    screening: Screening = Screening()
-    draws: Draws = qmc_normals
 
     @classmethod
     def from_options(cls, options: AcquisitionOptions) -> Rollout:
         return cls(options.horizon, options.n_samples)
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        assert ctx.cost is not None
         alpha = cool_exponent(ctx.remaining, ctx.budget)
-        return rollout_choice(
-            ctx.model,
-            ctx.codec,
-            ctx.rng,
-            ctx.best,
-            _reachable(ctx),
-            _seeds(ctx, (0.0, 1.0, alpha)),
-            ctx.cost,
-            horizon=self.horizon,
-            n_samples=self.n_samples,
-            valuation=RATE,
-            screening=self.screening,
-            excluded=ctx.excluded,
-            draws=self.draws,
-            cost_exponent=alpha,
-        )
+        return self._roll_out(ctx, (0.0, 1.0, alpha), RATE, cost_exponent=alpha)
 
 
 def rollout_choice(
@@ -247,6 +238,7 @@ def rollout_choice(
     excluded: Callable[[np.ndarray], np.ndarray] | None = None,
     cost_exponent: float = 1.0,
     draws: Draws = qmc_normals,
+    feasibility: Feasibility | None = None,
 ) -> Choice:
     """Screen first actions with Lambda_h and return the best affordable one.
 
@@ -257,6 +249,8 @@ def rollout_choice(
     :func:`.rollout_values.rollout_values`), also that of the per-unit-cost polish.
     ``draws``: the source of the standard normal draws, ``(n, h, rng) -> (n, max(h-1, 1))``
     (scrambled Sobol points; ``benchmarks/rollout_agreement.py`` gives other scramblings).
+    ``feasibility``: with constraints, every improvement counts as much as the point is likely
+    feasible (screening, trajectories, polish and the fallback).
     """
 
     def masked(Z: np.ndarray, values: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
@@ -268,7 +262,8 @@ def rollout_choice(
     pool = codec.sobol_points(screening.n_pool, seed=int(rng.integers(2**31)))  # (M, D)
     mean_p, var_p = model.predict(pool)  # (M,), (M,)
     cost_p = cost.cost(pool)  # (M,)
-    ei_p = ei(mean_p, var_p, best)  # (M,)
+    pf_p = feasibility.pf(pool) if feasibility is not None else None  # (M,)
+    ei_p = ei(mean_p, var_p, best) * (pf_p if pf_p is not None else 1.0)  # (M,)
     eipu_p = ei_p / cost_p  # (M,)
     affordable = cost_p <= tau if not valuation.last_overruns else np.full(len(pool), tau > 0.0)
     k = screening.n_shortlist
@@ -297,23 +292,17 @@ def rollout_choice(
         top_indices(eipu_p, eligible, screening.n_inner),
     )
     inner, mean_c = pool[keep], mean_p[keep]  # (M', D), (M',)
+    pf_c = pf_p[keep] if pf_p is not None else None  # (M',)
     normals = draws(n_samples, horizon, rng)
-    values = masked(
-        first,
-        rollout_values_on(
-            model,
-            first,
-            inner,
-            mean_c,
-            best,
-            tau,
-            normals,
-            cost,
-            horizon,
-            valuation,
-            cost_exponent,
-        ),
-    )
+
+    def score(actions: np.ndarray, normals: np.ndarray) -> np.ndarray:  # (B, D) -> (B,)
+        values = rollout_values_on(
+            model, actions, inner, mean_c, best, tau, normals, cost, horizon, valuation,
+            cost_exponent, feasibility=feasibility, pf_inner=pf_c,
+        )  # fmt: skip
+        return masked(actions, values)
+
+    values = score(first, normals)
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
         # Lambda_h = EI + future value) and score them again with Lambda_h, next to the
@@ -321,14 +310,21 @@ def rollout_choice(
         top = np.argsort(-values)[: screening.n_refine]
         top = top[np.isfinite(values[top])]
         polished, _ = local_maximize(
-            LogEIPerCost(model, best).value_and_grad, codec, first[top], screening.refine_radius
+            LogEIPerCost(model, best, feasibility=feasibility).value_and_grad,
+            codec,
+            first[top],
+            screening.refine_radius,
         )
         more = [first[top], polished]
         if valuation.per_unit_cost:
             # Per unit cost, the sharp part is EI per unit cost: polish by it too.
             by_cost, _ = local_maximize(
                 LogEIPerCost(
-                    model, best, cost_model=cost, cost_exponent=cost_exponent
+                    model,
+                    best,
+                    cost_model=cost,
+                    cost_exponent=cost_exponent,
+                    feasibility=feasibility,
                 ).value_and_grad,
                 codec,
                 first[top],
@@ -340,22 +336,7 @@ def rollout_choice(
             # NOTE: the finalists' values differ by less than the screening draws' error
             # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap.
             normals = draws(valuation.final_factor * n_samples, horizon, rng)
-        values2 = masked(
-            again,
-            rollout_values_on(
-                model,
-                again,
-                inner,
-                mean_c,
-                best,
-                tau,
-                normals,
-                cost,
-                horizon,
-                valuation,
-                cost_exponent,
-            ),
-        )
+        values2 = score(again, normals)
         if np.isfinite(values2).any():
             i = int(np.argmax(values2))
             return Choice(again[i], float(values2[i]))
@@ -366,6 +347,8 @@ def rollout_choice(
     cand = np.vstack([first, pool])
     mean, var = model.predict(cand)
     ei_all = ei(mean, var, best)
+    if feasibility is not None:
+        ei_all = ei_all * feasibility.pf(cand)
     cost_all = cost.cost(cand)
     near = cost_all <= _CHEAP_FACTOR * cost_all.min()
     if excluded is not None:
@@ -401,9 +384,16 @@ def rollout_values_on(
     horizon: int,
     valuation: Valuation,
     cost_exponent: float = 1.0,
+    *,
+    feasibility: Feasibility | None = None,
+    pf_inner: np.ndarray | None = None,  # (M,) the inner candidates' PF, if known
 ) -> np.ndarray:
     """Lambda_h of each first action, with ``first`` and ``inner`` as the action set: (B,)."""
     points = np.vstack([first, inner])  # (P, D)
+    feasible = None
+    if feasibility is not None:
+        pf_rest = pf_inner if pf_inner is not None else feasibility.pf(inner)
+        feasible = np.concatenate([feasibility.pf(first), pf_rest])  # (P,)
     B = first.shape[0]
     mean = np.concatenate([model.predict(first)[0], mean_inner])  # (P,)
     cov = model.posterior_cov(points)  # (P, P)
@@ -425,6 +415,7 @@ def rollout_values_on(
             last_overruns=valuation.last_overruns,
             best_prefix=valuation.best_prefix,
             cost_exponent=cost_exponent,
+            feasible=feasible,
         )
     rows: dict[int, np.ndarray] = {}
 
@@ -452,4 +443,5 @@ def rollout_values_on(
         last_overruns=valuation.last_overruns,
         best_prefix=valuation.best_prefix,
         cost_exponent=cost_exponent,
+        feasible=feasible,
     )

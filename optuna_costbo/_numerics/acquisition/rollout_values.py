@@ -84,6 +84,7 @@ def rollout_values(
     last_overruns: bool = False,
     best_prefix: bool = False,
     cost_exponent: float = 1.0,
+    feasible: np.ndarray | None = None,  # (P,) probability of feasibility
 ) -> np.ndarray:
     """Lambda_h for each first action ``P[:n_first]``; -inf where the first action is unaffordable.
 
@@ -130,6 +131,10 @@ def rollout_values(
         cost_exponent: With ``per_unit_cost``, divide by the budget consumed to this power
             alpha in [0, 1] (1: a rate; 0: Lambda_h, cost-blind but for truncation). The
             rollout cools it as EI-cool does, alpha = remaining / total budget.
+        feasible: With constraints, each action's probability of feasibility, shape (P,): an
+            improvement counts as much as its point is likely feasible (the first step's EI,
+            the base policy's choices and the rewards; the incumbent is updated as if the
+            point were feasible, an optimistic simplification).
 
     Returns:
         Lambda_h (or Lambda_h per unit cost), shape (n_first,).
@@ -147,6 +152,8 @@ def rollout_values(
         first_cost = cost[:B]
     var0 = np.maximum(np.diag(cov), _TINY_VAR)  # (P,)
     ei0 = ei(mean[:B], var0[:B], best)  # (B,)
+    if feasible is not None:
+        ei0 = ei0 * feasible[:B]
     affordable0 = first_cost <= tau if not last_overruns else np.full(B, tau > 0.0)  # (B,)
     values = np.where(affordable0, ei0, -np.inf)  # (B,)
     if not affordable0.any():
@@ -204,6 +211,8 @@ def rollout_values(
         else:
             afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
         gain = ei(m, v, ystar[..., None])  # (B, N, P)
+        if feasible is not None:
+            gain = gain * feasible
         # NOTE: a state-dependent cost may be zero (staying put); the floor keeps EI / cost
         # finite, and such a point has no EI to speak of anyway.
         score = gain if last else gain / np.maximum(c_next, COST_FLOOR)
@@ -220,7 +229,10 @@ def rollout_values(
             break
         mj, vj = _take(m, j), _take(v, j)  # (B, N)
         yj = mj + np.sqrt(vj) * normals[None, :, t]  # (B, N)
-        total += np.where(has, np.maximum(ystar - yj, 0.0), 0.0)
+        reward = np.maximum(ystar - yj, 0.0)  # (B, N)
+        if feasible is not None:
+            reward = reward * feasible[j]
+        total += np.where(has, reward, 0.0)
         ystar = np.where(has, np.minimum(ystar, yj), ystar)
         # Column j of the conditioned covariance: cov[:, j] - sum_k W_k W_k[j].
         col = cov[j]  # (B, N, P)

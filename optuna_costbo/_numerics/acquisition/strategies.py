@@ -16,6 +16,7 @@ This module imports only numpy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 from typing import ClassVar
 from typing import Protocol
 
@@ -24,6 +25,7 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import maximize_acquisition
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -70,7 +72,8 @@ class AcquisitionContext:
     Attributes:
         codec: The search space codec.
         model: The objective model (minimization), conditioned on the running trials.
-        best: The incumbent, the smallest observed objective value.
+        best: The incumbent, the smallest observed objective value (of a feasible one, with
+            constraints; ``None`` while none is feasible).
         cost: The cost model, or ``None`` (strategies that do not need one, or no costs yet).
         rng: Source of randomness.
         remaining: Remaining budget (budget minus spent).
@@ -78,11 +81,13 @@ class AcquisitionContext:
         starts: Points that always start a maximizer run (the best observed ones), (k, D).
         X_running: Encoded points of the other running trials, (r, D), or ``None``.
         evaluated: Encoded points that must not be proposed again, (k, D), or ``None``.
+        feasibility: The constraints' probability of feasibility, or ``None``: every
+            acquisition is weighted by it.
     """
 
     codec: BoxCodec
     model: GPModel
-    best: float
+    best: float | None
     cost: CostModel | None
     rng: np.random.Generator
     remaining: float
@@ -90,6 +95,10 @@ class AcquisitionContext:
     starts: np.ndarray  # (k, D)
     X_running: np.ndarray | None = None  # (r, D)
     evaluated: np.ndarray | None = None  # (k, D)
+    feasibility: Feasibility | None = None
+    maximized: dict[float, tuple[np.ndarray, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )  # cost exponent -> the last maximize() result, for best_rate
 
     def excluded(self, Z: np.ndarray) -> np.ndarray:
         """Which rows of Z (m, D) are evaluated points: (m,) bool.
@@ -118,6 +127,7 @@ class AcquisitionContext:
             self.best,
             cost_model=self.cost if uses_cost else None,
             cost_exponent=cost_exponent if uses_cost else 0.0,
+            feasibility=self.feasibility,
         )
         extra = self.starts
         max_evals = None
@@ -130,7 +140,7 @@ class AcquisitionContext:
                 extra = np.vstack([self.starts, self.cost.origin[None]])
             max_evals = self.cost.max_evals
         has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
-        return maximize_acquisition(
+        self.maximized[cost_exponent] = out = maximize_acquisition(
             acq.value_and_grad,
             self.codec,
             self.rng,
@@ -139,6 +149,16 @@ class AcquisitionContext:
             max_evals=max_evals,
             exclude=self.excluded if has_evaluated else None,
         )
+        return out
+
+    def best_log_rate(self) -> float | None:
+        """The largest log(EI / c) over the legal points: what the next trial's improvement
+        is worth per unit of its predicted cost; None without a cost model. A maximization
+        the strategy already made (EIpu's, the rollout's seeds) is reused."""
+        if self.cost is None:
+            return None
+        done = self.maximized.get(1.0)
+        return float(done[1]) if done is not None else float(self.maximize(1.0)[1])
 
 
 class AcquisitionStrategy(Protocol):

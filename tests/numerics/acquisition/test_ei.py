@@ -208,7 +208,8 @@ def test_cost_exponent_subtracts_the_log_cost_mean() -> None:
 
 
 def test_value_and_grad_with_real_gp() -> None:
-    gp = pytest.importorskip("optuna_costbo._numerics.gp.fit")
+    from optuna_costbo._numerics.gp import fit as gp
+
     rng = np.random.default_rng(0)
     X = rng.random((25, 3))
     y = np.sin(4 * X).sum(axis=1) + 0.1 * rng.normal(size=25)

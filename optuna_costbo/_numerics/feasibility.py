@@ -1,0 +1,108 @@
+"""Constraints: one GP per constraint and the probability that a point is feasible.
+
+A trial is feasible when every constraint value is <= 0 (Optuna's convention). Each constraint
+gets a GP fitted to its observed values; with independent posteriors, the probability of
+feasibility is
+
+    PF(x) = prod_i Phi(-mu_i(x) / sigma_i(x)),
+
+and acquisitions are weighted by it (EI * PF, in log space log EI + log PF), the constrained
+EI of Gardner et al. ("Bayesian optimization with inequality constraints", ICML 2014) that
+Optuna's GPSampler uses too. Until a feasible point is known, PF alone is maximized.
+
+This module imports only numpy and scipy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import log_ndtr
+
+from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
+from optuna_costbo._numerics.gp.model import GPModel
+
+
+__all__ = ["Feasibility", "feasible_rows", "fit_constraints"]
+
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+
+
+def feasible_rows(C: np.ndarray) -> np.ndarray:
+    """Which observations are feasible, every constraint value <= 0 (NaN: not), (n,) bool."""
+    out: np.ndarray = np.all(np.nan_to_num(C, nan=np.inf) <= 0.0, axis=1)
+    return out
+
+
+class Feasibility:
+    """The probability of feasibility under independent GPs of the constraints.
+
+    Args:
+        models: One GP per constraint, on the same box as the objective model.
+    """
+
+    def __init__(self, models: Sequence[GPModel]) -> None:
+        self.models = list(models)
+
+    @property
+    def hypers(self) -> tuple[GPHyperparams, ...]:
+        return tuple(m.hyper for m in self.models)
+
+    def log_pf(self, Z: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
+        """``log PF`` at Z (m, D), (m,), and its gradient (m, D) if asked."""
+        total = np.zeros(len(Z))  # (m,)
+        grad = np.zeros(Z.shape) if return_grad else None  # (m, D)
+        for model in self.models:
+            if not return_grad:
+                mean, var = model.predict(Z)
+            else:
+                mean, var, dmean, dvar = model.predict(Z, return_grad=True)
+            sd = np.sqrt(var)
+            u = -mean / sd  # (m,)
+            log_phi_cdf = log_ndtr(u)
+            total += log_phi_cdf
+            if grad is not None:
+                # d log Phi(u) / du = phi(u) / Phi(u), formed in log space (no underflow).
+                ratio = np.exp(-0.5 * u * u - _LOG_SQRT_2PI - log_phi_cdf)  # (m,)
+                du = -dmean / sd[:, None] - (u / (2.0 * var))[:, None] * dvar  # (m, D)
+                grad += ratio[:, None] * du
+        return (total,) if grad is None else (total, grad)
+
+    def pf(self, Z: np.ndarray) -> np.ndarray:
+        """The probability of feasibility at Z (m, D): (m,)."""
+        out: np.ndarray = np.exp(self.log_pf(Z)[0])
+        return out
+
+
+def fit_constraints(
+    X: np.ndarray,  # (n, D)
+    C: np.ndarray,  # (n, k), NaN where a constraint is not known
+    rng: np.random.Generator,
+    warm: Sequence[GPHyperparams | None] | None = None,
+    *,
+    restarts: bool = True,
+) -> Feasibility:
+    """A GP per constraint, each fitted to the rows where its value is known.
+
+    ``warm``: the last fits' hyperparameters, to start from; ``restarts``: add random restarts
+    (the full route) or not (a quick refit).
+    """
+    models = []
+    for i in range(C.shape[1]):
+        known = np.isfinite(C[:, i])
+        if not known.any():  # no value of it yet: it constrains nothing
+            continue
+        start = warm[i] if warm is not None and i < len(warm) else None
+        models.append(
+            fit_gp(
+                X[known],
+                C[known, i],
+                rng=rng,
+                n_restarts=3 if restarts and start is None else 0,
+                warm_start=start if start is not None and start.dim == X.shape[1] else None,
+                max_points=256,
+            )
+        )
+    return Feasibility(models)

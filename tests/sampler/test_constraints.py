@@ -1,0 +1,146 @@
+"""constraints_func with Optuna's semantics: stored as Optuna's samplers store them, respected by
+study.best_trial, modelled (every acquisition looks where it is likely feasible), infeasible
+trials charged, a constraints_func that raises fails the trial but not the ledger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import report_cost
+from optuna_costbo._optuna_compat import trial_constraints
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+def _objective(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    y = trial.suggest_float("y", 0.0, 1.0)
+    trial.set_user_attr("c", x + y - 1.0)  # feasible below the diagonal
+    report_cost(trial, 1.0 + x)
+    return -(x + 0.6 * y)  # best unconstrained at (1, 1); best feasible at (1, 0): -1
+
+
+def _constraint(trial: FrozenTrial) -> list[float]:
+    return [trial.user_attrs["c"]]
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "rollout-paper", "ei", "eipu", "ei-cool"])
+def test_constraints_are_stored_as_optunas_and_the_best_trial_is_feasible(
+    acquisition: str,
+) -> None:
+    sampler = CostRolloutSampler(
+        40.0, seed=0, acquisition=acquisition, constraints_func=_constraint, n_startup_trials=5
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective)
+    for t in study.trials:
+        assert trial_constraints(t) == (pytest.approx(t.user_attrs["c"]),)
+    assert study.best_trial.user_attrs["c"] <= 0.0  # Optuna's best_trial respects them
+    assert study.best_value <= -0.9
+    # Every trial is charged, feasible or not.
+    assert sampler.ledger(study).spent == pytest.approx(
+        sum(1.0 + t.params["x"] for t in study.trials)
+    )
+
+
+def _feasible_share_and_best(constrained: bool, seed: int) -> tuple[float, float]:
+    sampler = CostRolloutSampler(
+        40.0,
+        seed=seed,
+        acquisition="eipu",
+        n_startup_trials=5,
+        constraints_func=_constraint if constrained else None,
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective)
+    model = study.trials[5:]
+    share = float(np.mean([t.user_attrs["c"] <= 0.0 for t in model]))
+    best = min(
+        -(t.params["x"] + 0.6 * t.params["y"]) for t in study.trials if t.user_attrs["c"] <= 0
+    )
+    return share, best
+
+
+def test_the_model_of_the_constraint_steers_proposals_to_feasible_points() -> None:
+    # Without the constraint the sampler chases the infeasible corner (1, 1); with it, most of
+    # its proposals are feasible and the best feasible value is at least as good.
+    with_c = [_feasible_share_and_best(True, seed) for seed in range(3)]
+    without = [_feasible_share_and_best(False, seed) for seed in range(3)]
+    assert np.mean([s for s, _ in with_c]) > np.mean([s for s, _ in without]) + 0.2
+    assert np.mean([b for _, b in with_c]) <= np.mean([b for _, b in without]) + 1e-3
+
+
+def test_before_any_feasible_trial_the_sampler_looks_for_feasibility() -> None:
+    def hard(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        trial.set_user_attr("c", 0.95 - x)  # feasible only for x >= 0.95
+        report_cost(trial, 1.0)
+        return x
+
+    sampler = CostRolloutSampler(
+        14.0, seed=1, constraints_func=_constraint, n_startup_trials=4, acquisition="ei"
+    )
+    study = optuna.create_study(sampler=sampler)
+    for x in (0.1, 0.3, 0.5, 0.7):  # an infeasible start-up
+        study.enqueue_trial({"x": x})
+    study.optimize(hard)
+    assert any(t.params["x"] >= 0.95 for t in study.trials[4:8])
+
+
+def test_a_constraints_func_that_raises_fails_the_trial_but_it_is_charged() -> None:
+    calls: list[int] = []
+
+    def flaky(trial: FrozenTrial) -> list[float]:
+        calls.append(trial.number)
+        if trial.number == 2:
+            raise RuntimeError("constraint service down")
+        return [0.0]
+
+    sampler = CostRolloutSampler(100.0, seed=0, constraints_func=flaky, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+    with pytest.raises(RuntimeError, match="constraint service down"):
+        study.optimize(_objective, n_trials=4)
+    assert study.trials[2].user_attrs["cost"] == pytest.approx(1.0 + study.trials[2].params["x"])
+    assert sampler.ledger(study).spent == pytest.approx(
+        sum(1.0 + t.params["x"] for t in study.trials if t.state != TrialState.RUNNING)
+    )
+
+
+@pytest.mark.parametrize("bad", [3, "constraints"])
+def test_a_constraints_func_must_be_callable(bad: Any) -> None:
+    with pytest.raises(ValueError, match="constraints_func must be None or a callable"):
+        CostRolloutSampler(1.0, constraints_func=bad)
+
+
+@pytest.mark.skipif(
+    not hasattr(optuna.trial.Trial, "set_constraint"),
+    reason="Optuna before 5.0 has no Trial.set_constraint",
+)
+def test_constraints_set_in_the_objective_are_modelled_without_a_constraints_func() -> None:
+    # Optuna 5's way (constraints_func is deprecated there): the objective sets named
+    # constraints; the sampler reads them from the trials and steers to feasible points.
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        trial.set_constraint("diagonal", x + y - 1.0)
+        report_cost(trial, 1.0 + x)
+        return -(x + 0.6 * y)
+
+    shares = []
+    for seed in range(3):
+        sampler = CostRolloutSampler(40.0, seed=seed, acquisition="eipu", n_startup_trials=5)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective)
+        assert trial_constraints(study.trials[0]) is not None
+        assert sum(study.best_params.values()) <= 1.0
+        shares.append(np.mean([sum(t.params.values()) <= 1.0 for t in study.trials[5:]]))
+    unconstrained = [_feasible_share_and_best(False, seed)[0] for seed in range(3)]
+    assert np.mean(shares) > np.mean(unconstrained) + 0.2

@@ -1,0 +1,154 @@
+"""Pruned trials inform the models; the expected cost counts on the pruner; running trials'
+reports are pending information; with HyperbandPruner every bracket shares one model."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostBudgetPruner
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import report_cost
+from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._sampler.snapshot import read_snapshot
+from optuna_costbo._sampler.space import SpaceBridge
+
+
+X = FloatDistribution(0.0, 1.0)
+
+
+def _add(study: optuna.Study, x: float, curve: list[float], cost: float, pruned: bool) -> None:
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"x": x},
+            distributions={"x": X},
+            value=None if pruned else curve[-1],
+            state=TrialState.PRUNED if pruned else TrialState.COMPLETE,
+            intermediate_values=dict(enumerate(curve)),
+            user_attrs={"cost": cost},
+        )
+    )
+
+
+def _study() -> optuna.Study:
+    study = optuna.create_study()
+    _add(study, 0.1, [3.0, 2.0, 1.5, 1.0], 4.0, pruned=False)  # from step 0: -2.0
+    _add(study, 0.2, [2.0, 1.5, 1.2, 0.9], 4.0, pruned=False)  # from step 0: -1.1
+    _add(study, 0.8, [5.0], 1.0, pruned=True)  # stopped after 1 of 4 steps
+    _add(study, 0.9, [4.0, 3.5], 2.0, pruned=True)  # after 2 of 4
+    return study
+
+
+def test_a_pruned_trial_is_an_observation_of_its_imputed_final_value_and_full_cost() -> None:
+    study = _study()
+    trials = study.get_trials(deepcopy=False)
+    snap = read_snapshot(
+        trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
+    )
+    # Every trial with a value or reports is seen; the pruned ones at their imputed finals.
+    assert len(snap.y) == 4
+    np.testing.assert_allclose(snap.y[:2], [1.0, 0.9])
+    assert snap.y[2] == pytest.approx(5.0 + np.median([-2.0, -1.1]))
+    assert snap.y[3] == pytest.approx(3.5 + np.median([-1.0, -0.6]))
+    # Their costs are full-trial estimates: 1 / (1/4) and 2 / (2/4).
+    np.testing.assert_allclose(snap.cost_data.costs, [4.0, 4.0, 4.0, 4.0])
+    assert snap.pruning is not None
+    assert snap.pruning.pruned_share == pytest.approx(0.5)
+    assert snap.pruning.run_fraction == pytest.approx((0.25 + 0.5) / 2)
+
+
+def test_without_pruned_trials_nothing_changes() -> None:
+    study = _study()
+    trials = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    snap = read_snapshot(
+        trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
+    )
+    assert snap.pruning is None and snap.y_running is None
+    np.testing.assert_allclose(snap.y, [1.0, 0.9])
+
+
+def test_a_running_trials_reports_are_its_pending_value() -> None:
+    study = _study()
+    running = study.ask({"x": X})
+    running.report(2.5, 0)
+    quiet = study.ask({"x": X})  # no report: its pending value is the model's mean
+    me = study.ask()
+    trials = study.get_trials(deepcopy=False)
+    snap = read_snapshot(
+        trials, trials[me.number], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
+    )
+    assert snap.X_running is not None and len(snap.X_running) == 2
+    assert snap.y_running is not None
+    assert snap.y_running[0] == pytest.approx(2.5 + np.median([-2.0, -1.1]))
+    assert math.isnan(snap.y_running[1])
+    assert quiet.number == running.number + 1
+
+
+def test_the_expected_cost_counts_on_the_pruner_in_a_proposal() -> None:
+    sampler = CostRolloutSampler(budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2)
+    study = _study()
+    study.sampler = sampler
+    seen: list[Any] = []
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    real = suggest_mod.propose
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        proposal = real(*args, **kwargs)
+        seen.append(proposal.cost_model)
+        return proposal
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", spy)
+        study.ask().suggest_float("x", 0.0, 1.0)
+    assert isinstance(seen[0], PrunedCost)
+    assert seen[0].pruned_share == pytest.approx(0.5)
+
+
+def _learning_curve(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    final = (x - 0.3) ** 2
+    spent = 0.0
+    for step in range(9):
+        spent += 0.1 + x
+        trial.report(final + 1.0 / (step + 1), step)
+        if trial.should_prune():
+            report_cost(trial, spent)
+            raise optuna.TrialPruned()
+    report_cost(trial, spent)
+    return final
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_with_hyperband_every_bracket_shares_one_model_of_the_study(wrapped: bool) -> None:
+    # HyperbandPruner hands the sampler one bracket's view of the study. The sampler models
+    # the whole study: after the start-up trials (counted over all brackets) every trial's
+    # point is the model's, whichever bracket it lands in.
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    real = suggest_mod.propose
+    calls: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(len(args[0].y))
+        return real(*args, **kwargs)
+
+    pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9, reduction_factor=3)
+    sampler = CostRolloutSampler(budget=1e3, acquisition="ei", seed=0, n_startup_trials=4)
+    # Optuna gives the sampler one bracket's view when the study's pruner is a HyperbandPruner
+    # (optuna.pruners._filter_study); wrapped in CostBudgetPruner, the whole study.
+    study = optuna.create_study(
+        sampler=sampler, pruner=CostBudgetPruner(pruner) if wrapped else pruner
+    )
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", counted)
+        study.optimize(_learning_curve, n_trials=24)
+    assert max(calls) >= 18  # the model saw (almost) every trial, not one bracket's
+    assert len(calls) >= 24 - 6  # all but the start-up (and a bracket's first few)
+    assert any(t.state == TrialState.PRUNED for t in study.trials)

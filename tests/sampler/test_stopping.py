@@ -1,0 +1,140 @@
+"""Stopping when the next trial is not worth its cost (value_per_cost), with or without a budget,
+for CostRolloutSampler and, as a callback, for any sampler; why a study stopped is recorded."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._numerics.acquisition.ei import ei
+from optuna_costbo._sampler.stopping import StopRule
+from optuna_costbo.stopping import CostAwareStopping
+
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _objective(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    y = trial.suggest_float("y", 0.0, 1.0)
+    report_cost(trial, 1.0 + 4.0 * x)
+    return (x - 0.3) ** 2 + (y - 0.6) ** 2
+
+
+def test_the_rule_compares_the_best_rate_with_the_exchange_rate() -> None:
+    rule = StopRule(0.01)
+    assert rule.reason(None) is None  # no cost model yet: go on
+    assert rule.reason(math.log(0.02)) is None
+    reason = rule.reason(math.log(0.005))
+    assert reason is not None and "0.005" in reason and "0.01" in reason
+
+
+@pytest.mark.parametrize("value_per_cost", [1e-2, 1e-4])
+def test_a_study_without_a_budget_stops_when_the_next_trial_is_not_worth_it(
+    value_per_cost: float,
+) -> None:
+    sampler = CostRolloutSampler(None, value_per_cost=value_per_cost, seed=0, acquisition="eipu")
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective)  # no n_trials, no budget: the rule ends it
+    last = study.trials[-1]
+    assert last.state == TrialState.PRUNED and last.system_attrs.get(SKIPPED_ATTR)
+    assert sampler.ledger(study).spent == pytest.approx(
+        sum(t.user_attrs["cost"] for t in study.trials[:-1])  # the last one cost nothing
+    )
+    reason = sampler.stop_reason(study)
+    assert reason is not None and "not worth its cost" in reason
+    assert study.user_attrs["cost_stop_reason"] == reason
+    assert "cost_budget" not in study.user_attrs  # JSON has no infinity
+    assert math.isinf(sampler.budget)
+
+
+def test_a_lower_exchange_rate_buys_more_trials_and_a_better_value() -> None:
+    runs = {}
+    for value_per_cost in (1e-2, 1e-5):
+        sampler = CostRolloutSampler(None, value_per_cost=value_per_cost, seed=1)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(_objective)
+        runs[value_per_cost] = (len(study.trials), study.best_value)
+    assert runs[1e-5][0] > runs[1e-2][0]
+    assert runs[1e-5][1] <= runs[1e-2][1]
+
+
+def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
+    from optuna_costbo._numerics.acquisition.registry import make_acquisition
+    from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
+    from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import ProposalRequest
+    from optuna_costbo._numerics.policy import propose
+    from optuna_costbo._numerics.search_space import BoxCodec
+    from optuna_costbo._numerics.search_space import NumericParam
+
+    X = np.array([[0.05], [0.25], [0.5], [0.7], [0.95]])
+    y = np.sin(6 * X[:, 0])
+    request = ProposalRequest(
+        codec=BoxCodec([NumericParam(0.0, 1.0)]),
+        X=X,
+        y=y,
+        remaining=math.inf,
+        budget=math.inf,
+        cost_data=CostData(X, 1.0 + 3.0 * X[:, 0]),
+        rate_needed=True,
+    )
+    for name in ("ei", "eipu", "rollout"):
+        proposal = propose(
+            request, make_acquisition(name, AcquisitionOptions()), np.random.default_rng(0)
+        )
+        grid = np.linspace(0.0, 1.0, 20001)[:, None]
+        mean, var = proposal.objective_model.predict(grid)
+        cost = proposal.cost_model.cost(grid)  # type: ignore[union-attr]
+        brute = np.max(ei(mean, var, float(y.min())) / cost)
+        assert proposal.best_log_rate == pytest.approx(math.log(brute), abs=1e-4), name
+
+
+def test_the_budget_ends_it_first_and_says_so() -> None:
+    sampler = CostRolloutSampler(8.0, value_per_cost=1e-9, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective)
+    assert sampler.stop_reason(study) is not None
+    assert sampler.stop_reason(study).startswith("the budget is spent")  # type: ignore[union-attr]
+
+
+def test_under_ask_and_tell_the_reason_is_recorded_and_the_trial_runs() -> None:
+    sampler = CostRolloutSampler(None, value_per_cost=10.0, seed=0, n_startup_trials=3)
+    study = optuna.create_study(sampler=sampler)
+    for _ in range(5):
+        trial = study.ask()
+        study.tell(trial, _objective(trial))  # no exception: there is no loop to stop
+    assert sampler.stop_reason(study) is not None
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+
+
+def test_bad_stopping_options_are_refused_with_what_is_allowed() -> None:
+    with pytest.raises(ValueError, match="budget=None needs a stopping rule"):
+        CostRolloutSampler(None)
+    for bad in (0.0, -1.0, math.inf, "1"):
+        with pytest.raises(ValueError, match="value_per_cost must be None or a positive"):
+            CostRolloutSampler(10.0, value_per_cost=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="value_per_cost must be a positive finite number"):
+        CostAwareStopping(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="min_trials"):
+        CostAwareStopping(1.0, min_trials=1)
+
+
+def test_the_callback_stops_any_sampler() -> None:
+    found = {}
+    for value_per_cost in (1e-2, 1e-4):
+        callback = CostAwareStopping(value_per_cost)
+        study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+        study.optimize(_objective, n_trials=300, callbacks=[callback])
+        assert len(study.trials) < 300
+        assert callback.last_rate is not None and callback.last_rate < value_per_cost
+        assert "not worth its cost" in study.user_attrs["cost_stop_reason"]
+        found[value_per_cost] = len(study.trials)
+    assert found[1e-4] > found[1e-2]
