@@ -182,25 +182,20 @@ class AcquisitionContext:
         exps = np.array([e if uses_cost else 0.0 for e in cost_exponents])  # (K,)
         cost = self.cost if uses_cost else None
 
-        def fun_and_grad(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            acq = LogEIPerCost(
+        def acquisition(which: np.ndarray) -> LogEIPerCost:  # (m,) the exponent of each row
+            return LogEIPerCost(
                 self.model,
                 self.best,
                 cost_model=cost,
                 cost_exponent=exps[which],
                 feasibility=self.feasibility,
             )
-            return acq.value_and_grad(Z)
+
+        def fun_and_grad(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return acquisition(which).value_and_grad(Z)
 
         def fun(Z: np.ndarray, which: np.ndarray) -> np.ndarray:
-            acq = LogEIPerCost(
-                self.model,
-                self.best,
-                cost_model=cost,
-                cost_exponent=exps[which],
-                feasibility=self.feasibility,
-            )
-            return acq(Z)
+            return acquisition(which)(Z)
 
         extra, max_evals = self.starts, None
         if cost is not None:
