@@ -152,3 +152,72 @@ def test_with_hyperband_every_bracket_shares_one_model_of_the_study(wrapped: boo
     assert max(calls) >= 18  # the model saw (almost) every trial, not one bracket's
     assert len(calls) >= 24 - 6  # all but the start-up (and a bracket's first few)
     assert any(t.state == TrialState.PRUNED for t in study.trials)
+
+
+def _pruners() -> dict[str, Any]:
+    p = optuna.pruners
+    return {
+        "median": lambda: p.MedianPruner(n_startup_trials=2),
+        "percentile": lambda: p.PercentilePruner(25.0, n_startup_trials=2),
+        "successive-halving": lambda: p.SuccessiveHalvingPruner(min_resource=1),
+        "hyperband": lambda: p.HyperbandPruner(min_resource=1, max_resource=9),
+        "patient": lambda: p.PatientPruner(p.MedianPruner(n_startup_trials=2), patience=0),
+        "threshold": lambda: p.ThresholdPruner(upper=1.2),
+        "wilcoxon": lambda: p.WilcoxonPruner(p_threshold=0.5, n_startup_steps=1),
+    }
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+@pytest.mark.parametrize("name", list(_pruners()))
+def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_model(
+    name: str, wrapped: bool
+) -> None:
+    # Every Optuna pruner, bare and inside CostBudgetPruner, with two workers at once: no
+    # trial fails, the budget ledger is the sum of every finished trial's cost (pruned ones
+    # at what they spent), the study stops at its budget, and once trials were pruned the
+    # model's observations include them.
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    real = suggest_mod.propose
+    seen: list[int] = []  # observations of each full suggestion
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        seen.append(len(args[0].y))
+        return real(*args, **kwargs)
+
+    pruner = _pruners()[name]()
+    budget, cap = 80.0, 150
+    sampler = CostRolloutSampler(budget=budget, acquisition="eipu", seed=1, n_startup_trials=4)
+    study = optuna.create_study(
+        sampler=sampler, pruner=CostBudgetPruner(pruner) if wrapped else pruner
+    )
+
+    def objective(trial: optuna.Trial) -> float:  # WilcoxonPruner compares step by step
+        x = trial.suggest_float("x", 0.0, 1.0)
+        spent = 0.0
+        for step in range(9):
+            spent += 0.1 + x
+            report_cost(trial, spent)
+            # Learns for 4 steps, then wavers (PatientPruner sees no progress).
+            value = (x - 0.3) ** 2 + 1.0 / (min(step, 3) + 1) + 0.01 * ((step * 7) % 3)
+            trial.report(value, step)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return (x - 0.3) ** 2 + 0.1
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", counted)
+        study.optimize(objective, n_trials=cap, n_jobs=2)
+    trials = study.get_trials(deepcopy=False)
+    assert not [t for t in trials if t.state == TrialState.FAIL]
+    charged = sum(float(t.user_attrs.get("cost", 0.0)) for t in trials if t.state.is_finished())
+    spent = budget - sampler.remaining_budget(study)
+    assert spent == pytest.approx(charged, rel=1e-9)
+    assert spent >= budget  # it ran until the budget was spent, not out of trials
+    assert len(trials) < cap
+    pruned = [t for t in trials if t.state == TrialState.PRUNED and t.intermediate_values]
+    assert pruned, f"{name} pruned nothing: the test does not exercise it"
+    complete = sum(t.state == TrialState.COMPLETE for t in trials)
+    # The model saw more observations than there were completed trials: the pruned ones
+    # (the last few trials may end after the last suggestion).
+    assert max(seen) >= complete + min(len(pruned), 3) - 1
