@@ -160,7 +160,7 @@ def _pruners() -> dict[str, Any]:
         "median": lambda: p.MedianPruner(n_startup_trials=2),
         "percentile": lambda: p.PercentilePruner(25.0, n_startup_trials=2),
         "successive-halving": lambda: p.SuccessiveHalvingPruner(min_resource=1),
-        "hyperband": lambda: p.HyperbandPruner(min_resource=1, max_resource=9),
+        "hyperband": lambda: p.HyperbandPruner(min_resource=1, max_resource=8, reduction_factor=2),
         "patient": lambda: p.PatientPruner(p.MedianPruner(n_startup_trials=2), patience=0),
         "threshold": lambda: p.ThresholdPruner(upper=1.2),
         "wilcoxon": lambda: p.WilcoxonPruner(p_threshold=0.5, n_startup_steps=1),
@@ -179,17 +179,23 @@ def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_m
     import optuna_costbo._sampler.suggest as suggest_mod
 
     real = suggest_mod.propose
-    seen: list[int] = []  # observations of each full suggestion
+    # (observations, completed trials, pruned trials) at each full suggestion
+    seen: list[tuple[int, int, int]] = []
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        seen.append(len(args[0].y))
+        states = [t.state for t in study.get_trials(deepcopy=False)]
+        n_pruned = states.count(TrialState.PRUNED)
+        seen.append((len(args[0].y), states.count(TrialState.COMPLETE), n_pruned))
         return real(*args, **kwargs)
 
     pruner = _pruners()[name]()
     budget, cap = 80.0, 150
     sampler = CostRolloutSampler(budget=budget, acquisition="eipu", seed=1, n_startup_trials=4)
+    # HyperbandPruner puts a trial in a bracket by a hash of the study's name: fixed here.
     study = optuna.create_study(
-        sampler=sampler, pruner=CostBudgetPruner(pruner) if wrapped else pruner
+        sampler=sampler,
+        pruner=CostBudgetPruner(pruner) if wrapped else pruner,
+        study_name=f"pruners-{name}",
     )
 
     def objective(trial: optuna.Trial) -> float:  # WilcoxonPruner compares step by step
@@ -217,7 +223,5 @@ def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_m
     assert len(trials) < cap
     pruned = [t for t in trials if t.state == TrialState.PRUNED and t.intermediate_values]
     assert pruned, f"{name} pruned nothing: the test does not exercise it"
-    complete = sum(t.state == TrialState.COMPLETE for t in trials)
-    # The model saw more observations than there were completed trials: the pruned ones
-    # (the last few trials may end after the last suggestion).
-    assert max(seen) >= complete + min(len(pruned), 3) - 1
+    # Once trials were pruned, the model had more observations than completed trials.
+    assert any(n_obs > n_complete for n_obs, n_complete, n_pruned in seen if n_pruned)
