@@ -47,6 +47,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         ["--value-per-cost", "0.002"],
         ["CostRolloutSampler:", "TPE with CostAwareStopping:", "not worth its cost"],
     ),
+    "pruning.py": (
+        ["--budget", "20"],
+        ["trials: ", "best validation error:", "spent/budget:"],
+    ),
     "sklearn_search_cv.py": (
         ["--budget", "0.5"],
         ["best params:", "test accuracy of the refitted forest:", "spent/budget:"],
