@@ -342,12 +342,11 @@ def _without_excluded(
     # NOTE: a run that ends on an evaluated point (EI converged onto the incumbent, or a
     # discrete space) gives way to the best of its discrete neighbours and the screened
     # points; evaluated only where nothing else is left.
-    nbrs = [codec.discrete_neighbors(x) for x in X[bad]]
-    more = [n for n in nbrs if len(n)]
+    more, _ = codec.discrete_neighbors_many(X[bad])  # (S, D)
     if "pool" not in cache:
         cache["pool"] = exclude(pool)  # (n_pool,)
-    X2 = np.vstack([X, *more, pool]) if more else np.vstack([X, pool])
-    V2 = np.concatenate([V, *(values_of(n) for n in more), pool_v])
+    X2 = np.vstack([X, more, pool])
+    V2 = np.concatenate([V, values_of(more) if len(more) else np.zeros(0), pool_v])
     V2 = np.where(np.concatenate([exclude(X2[: len(X2) - len(pool)]), cache["pool"]]), -np.inf, V2)
     if not np.isfinite(V2).any():
         return X, V
@@ -396,11 +395,11 @@ def _sweep(
         idx = np.flatnonzero(active)
         if len(idx) == 0:
             break
-        nbrs = [codec.discrete_neighbors(X[r]) for r in idx]
-        sizes = np.array([len(n) for n in nbrs])
-        if sizes.sum() == 0:
+        nbrs, owner = codec.discrete_neighbors_many(X[idx])  # (S, D), (S,)
+        if len(nbrs) == 0:
             break
-        nv = values_of(np.vstack(nbrs), np.repeat(which[idx], sizes))  # (sum sizes,)
+        sizes = np.bincount(owner, minlength=len(idx))  # (len(idx),)
+        nv = values_of(nbrs, which[idx][owner])  # (S,)
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         for j, r in enumerate(idx):
             if sizes[j] == 0:
@@ -409,7 +408,7 @@ def _sweep(
             seg = nv[offsets[j] : offsets[j + 1]]
             k = int(np.argmax(seg))
             if seg[k] > V[r]:
-                X[r], V[r] = nbrs[j][k], seg[k]
+                X[r], V[r] = nbrs[offsets[j] + k], seg[k]
                 moved[r] = True
             else:
                 active[r] = False

@@ -310,6 +310,46 @@ class BoxCodec:
             return np.empty((0, self.dim))
         return self.encode(np.array(rows))
 
+    def discrete_neighbors_many(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`discrete_neighbors` of every row of Z (R, D) at once.
+
+        Returns:
+            ``(neighbours (S, D), owner (S,))``: the neighbours of row 0, then of row 1, ...,
+            each row's in the order :meth:`discrete_neighbors` gives them, and the row each
+            one belongs to.
+        """
+        V = self.decode(np.asarray(Z, dtype=float).reshape(-1, self.dim))  # (R, P)
+        R = len(V)
+        rows: list[np.ndarray] = []  # each (R, P): one kind of move from every row
+        valid: list[np.ndarray] = []  # each (R,): where that move is legal
+        for i, num in self._numeric:
+            if num.step is None or num.constant:
+                continue
+            vi = V[:, i]  # (R,), NaN where inactive: no neighbours
+            on = ~np.isnan(vi)
+            safe = np.where(on, vi, num.low)
+            k = np.where(safe == num.top, num.n_steps, np.round((safe - num.low) / num.step))
+            for kk in (k - 1, k + 1):
+                row = V.copy()
+                row[:, i] = np.where(kk == num.n_steps, num.top, num.low + kk * num.step)
+                rows.append(row)
+                valid.append(on & (kk >= 0) & (kk <= num.n_steps))
+        for i, cols in self._categorical:
+            vi = V[:, i]
+            for c in range(len(cols)):
+                row = V.copy()
+                row[:, i] = c
+                rows.append(row)
+                valid.append(~np.isnan(vi) & (vi != c))
+        if not rows:
+            return np.empty((0, self.dim)), np.empty(0, dtype=np.intp)
+        keep = np.stack(valid, axis=1).ravel()  # (R * B,), row-major: row 0's moves first
+        cand = np.stack(rows, axis=1).reshape(-1, self.n_params)[keep]  # (S, P)
+        owner = np.repeat(np.arange(R, dtype=np.intp), len(rows))[keep]  # (S,)
+        if not len(cand):
+            return np.empty((0, self.dim)), owner
+        return self.encode(cand), owner
+
     def random_points(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` i.i.d. legal points, uniform over each parameter's encoded range: (n, D).
 

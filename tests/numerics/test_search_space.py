@@ -197,6 +197,20 @@ def test_discrete_neighbors_change_one_parameter(params: list[Param], seed: int)
         assert np.count_nonzero(row != v0) == 1
 
 
+@settings(max_examples=40, deadline=None)
+@given(params=param_lists, seed=st.integers(0, 2**32 - 1), n=st.integers(0, 6))
+def test_neighbours_of_many_points_are_each_points_neighbours_in_order(
+    params: list[Param], seed: int, n: int
+) -> None:
+    codec = BoxCodec(params)
+    Z = codec.random_points(n, np.random.default_rng(seed))
+    got, owner = codec.discrete_neighbors_many(Z)
+    each = [codec.discrete_neighbors(z) for z in Z]
+    expected = np.vstack([np.zeros((0, codec.dim)), *each])
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(owner, np.repeat(np.arange(n), [len(e) for e in each]))
+
+
 def test_equal_shares_for_linear_integers() -> None:
     for low, high, step in [(0, 9, 1), (-7, 5, 1), (3, 30, 3), (2, 2, 1), (0, 10, 4)]:
         codec = BoxCodec([NumericParam(low, high, step=step, integer=True)])
@@ -403,6 +417,10 @@ def test_discrete_neighbours_switch_parents_and_stay_legal() -> None:
     assert len(as_dart) == 1 and not np.isnan(as_dart[0]).any()  # dart switches drop on
     assert as_dart[0, 1] == 4  # and keeps the tree knobs
     assert np.isnan(values[values[:, 0] == 0][0, 1:5]).all()  # linear switches them off
+    Z = codec.random_points(5, np.random.default_rng(3))  # with and without the tree knobs
+    many, owner = codec.discrete_neighbors_many(Z)
+    np.testing.assert_array_equal(many, np.vstack([codec.discrete_neighbors(z) for z in Z]))
+    assert set(owner.tolist()) == set(range(5))
 
 
 def test_bad_conditions_are_refused_with_what_is_allowed() -> None:
