@@ -518,9 +518,10 @@ def write_report(
         "Per run, averaged over seeds: trials started, COMPLETE and pruned trials, pruned at "
         "the first step and at the last step (after the whole cost was paid), the share of "
         "the spent cost that went to pruned trials, and the median trial number at which the "
-        "run had 2(d+1) COMPLETE trials (where the package's start-up design ends, its "
-        "models seeing COMPLETE trials only; in brackets the runs that never got "
-        f"there); near repeats of a pruned trial: trials within {NEAR} of an earlier PRUNED "
+        "run had 2(d+1) COMPLETE trials (where the package's start-up design ended before "
+        "pruned trials informed its models, at ff6f55a; since, it counts pruned trials too; "
+        "in brackets the runs that never got there); near repeats of a pruned trial: "
+        f"trials within {NEAR} of an earlier PRUNED "
         "trial in every parameter (unit box, log scale where the parameter is); spent: the "
         f"cost spent over the budget; capped: runs stopped at {stepped.MAX_TRIALS} trials.",
         "",
