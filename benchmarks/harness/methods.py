@@ -8,13 +8,18 @@ Families:
 - ``optuna``: Optuna's ``GPSampler`` (``gp``), ``TPESampler`` (``tpe``), ``RandomSampler``
   (``random``), ``seed=s`` and their defaults unless options say otherwise;
 - ``botorch``: the references of :mod:`benchmarks.harness.botorch_ref` (``logei``,
-  ``logeipu``, ``eicool``).
+  ``logeipu``, ``eicool``);
+- ``peer``: strong optimizers from outside Optuna as Optuna samplers
+  (:mod:`benchmarks.harness.peers`): ``hebo`` is ``HEBOSampler(seed=s)``, HEBO with its
+  defaults. Cost-blind, and constraints are not passed (HEBO takes none). Not in the suite's
+  default methods (they need HEBO installed, see ``benchmarks/problems/README_yahpo.md``):
+  ask for them with ``--methods hebo``.
 
 Names:
 
 - the registered names of :data:`REGISTRY` (``rollout``, ``rollout-h4``, ``rollout-paper``,
   ``rollout-paper-h4``, ``ei``, ``eipu``, ``ei-cool``, ``optuna-gp``, ``optuna-tpe``,
-  ``random``, ``botorch-logei``, ``botorch-logeipu``, ``botorch-eicool``);
+  ``random``, ``botorch-logei``, ``botorch-logeipu``, ``botorch-eicool``, ``hebo``);
 - ``BASE:key=value,...``: a registered name (or ``ours``) with options added or replaced,
   e.g. ``ours:acquisition=eipu``, ``rollout:charge_sampler_time=false``,
   ``eipu:max_sampler_share=0.05``, ``optuna-tpe:multivariate=true``. Values are read as int,
@@ -55,9 +60,9 @@ import warnings
 class Method:
     name: str
     label: str
-    family: str  # "ours", "optuna", "botorch"
-    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant; ours: a probe
-    # (a function of benchmarks.harness.package_probes applied to the new sampler: a
+    family: str  # "ours", "optuna", "botorch", "peer"
+    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant; peer: "hebo"; ours:
+    # a probe (a function of benchmarks.harness.package_probes applied to the new sampler: a
     # benchmark-only variant such as the independent fallback of conditional parameters)
     options: tuple[tuple[str, Any], ...] = ()
     stopper: str = ""  # "", "terminator", "emmr", "cost-aware=L"
@@ -111,6 +116,7 @@ REGISTRY: dict[str, Method] = {
         Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
         Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
         Method("botorch-eicool", "BoTorch EI-cool", "botorch", "eicool"),
+        Method("hebo", "HEBO", "peer", "hebo"),
     )
 }
 SUITE_METHODS = (
@@ -266,11 +272,11 @@ def label(name: str) -> str:
 
 
 def make_sampler(method: Method, budget: float, seed: int, problem_options: dict[str, Any]) -> Any:
-    """The Optuna sampler of an ``ours`` or ``optuna`` method, seeded.
+    """The Optuna sampler of an ``ours``, ``optuna`` or ``peer`` method, seeded.
 
     ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours, and
     ``constraints_func`` of a constrained problem, for ours, GPSampler and TPE (Optuna's
-    random search has none: it ignores constraints anyway).
+    random search and the peers have none: they ignore constraints).
     """
     import optuna
 
@@ -284,6 +290,12 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
 
             getattr(package_probes, method.kind)(sampler)
         return sampler
+    if method.family == "peer":
+        from benchmarks.harness import peers
+
+        if method.kind != "hebo":
+            raise ValueError(f"{method.name!r}: unknown peer {method.kind!r}")
+        return peers.HEBOSampler(seed=seed, **method.kwargs)
     if method.family != "optuna":
         raise ValueError(f"{method.name!r} is not run through an Optuna sampler")
     cls = {
@@ -378,6 +390,10 @@ def unavailable(method: Method) -> str | None:
         from benchmarks.harness import botorch_ref
 
         return botorch_ref.check_available()
+    elif method.family == "peer":
+        from benchmarks.harness import peers
+
+        return peers.hebo_unavailable()
     if method.stopper in ("terminator", "emmr") or method.kind == "gp":
         try:
             import torch  # noqa: F401
