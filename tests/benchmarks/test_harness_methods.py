@@ -109,3 +109,18 @@ def test_hebo_is_a_peer_that_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPa
     assert why.startswith("HEBO is not installed") and "pip install --no-deps HEBO" in why
     with pytest.raises(ImportError):
         methods.make_sampler(hebo, 1.0, 0, {})
+
+
+def test_smac_is_a_peer_that_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.harness import peers_smac
+
+    smac = methods.resolve("smac")
+    assert (smac.family, smac.kind) == ("peer", "smac")
+
+    def missing() -> None:
+        raise ImportError("No module named 'smac'")
+
+    monkeypatch.setattr(peers_smac, "_import_smac", missing)
+    why = methods.unavailable(smac)
+    assert why is not None
+    assert why.startswith("SMAC3 is not installed") and "apt-get install swig" in why
