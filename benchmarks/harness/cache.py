@@ -43,7 +43,7 @@ def run_path(root: Path, problem: str, method: str, seed: int) -> Path:
 def _versions() -> dict[str, str]:
     """Installed versions (from the package metadata: nothing is imported)."""
     out: dict[str, str] = {}
-    for name in ("optuna-costbo", "optuna", "botorch", "torch"):
+    for name in ("optuna-costbo", "optuna", "botorch", "torch", "HEBO", "pymoo", "gpytorch"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from benchmarks.harness.report import Scored
 
 GRID = 41
-STYLES = {"ours": "-", "optuna": ":", "botorch": "--"}
+STYLES = {"ours": "-", "optuna": ":", "botorch": "--", "peer": "-."}
 
 
 def _pyplot() -> Any:

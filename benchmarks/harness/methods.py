@@ -8,13 +8,21 @@ Families:
 - ``optuna``: Optuna's ``GPSampler`` (``gp``), ``TPESampler`` (``tpe``), ``RandomSampler``
   (``random``), ``seed=s`` and their defaults unless options say otherwise;
 - ``botorch``: the references of :mod:`benchmarks.harness.botorch_ref` (``logei``,
-  ``logeipu``, ``eicool``).
+  ``logeipu``, ``eicool``);
+- ``peer``: strong optimizers from outside Optuna as Optuna samplers: ``hebo`` is
+  ``HEBOSampler(seed=s)`` (:mod:`benchmarks.harness.peers`), HEBO with its defaults; ``smac``
+  is ``SMACSampler(seed=s)`` (:mod:`benchmarks.harness.peers_smac`), SMAC3's
+  hyperparameter-optimization facade with its defaults. Cost-blind, and constraints are not
+  passed (neither takes them). Not in the suite's default methods (each needs its own
+  environment, see ``benchmarks/problems/README_yahpo.md``): ask for them with
+  ``--methods hebo smac``.
 
 Names:
 
 - the registered names of :data:`REGISTRY` (``rollout``, ``rollout-h4``, ``rollout-paper``,
   ``rollout-paper-h4``, ``ei``, ``eipu``, ``ei-cool``, ``optuna-gp``, ``optuna-tpe``,
-  ``random``, ``botorch-logei``, ``botorch-logeipu``, ``botorch-eicool``);
+  ``random``, ``botorch-logei``, ``botorch-logeipu``, ``botorch-eicool``, ``hebo``,
+  ``smac``);
 - ``BASE:key=value,...``: a registered name (or ``ours``) with options added or replaced,
   e.g. ``ours:acquisition=eipu``, ``rollout:charge_sampler_time=false``,
   ``eipu:max_sampler_share=0.05``, ``optuna-tpe:multivariate=true``. Values are read as int,
@@ -55,10 +63,11 @@ import warnings
 class Method:
     name: str
     label: str
-    family: str  # "ours", "optuna", "botorch"
-    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant; ours: a probe
-    # (a function of benchmarks.harness.package_probes applied to the new sampler: a
-    # benchmark-only variant such as the independent fallback of conditional parameters)
+    family: str  # "ours", "optuna", "botorch", "peer"
+    kind: str = ""  # optuna: "gp", "tpe", "random"; botorch: the variant; peer: "hebo",
+    # "smac"; ours: a probe (a function of benchmarks.harness.package_probes applied to the
+    # new sampler: a benchmark-only variant such as the independent fallback of conditional
+    # parameters)
     options: tuple[tuple[str, Any], ...] = ()
     stopper: str = ""  # "", "terminator", "emmr", "cost-aware=L"
     pruner: str = ""  # "", "median", "hyperband", "median-bare", "hyperband-bare"
@@ -111,6 +120,8 @@ REGISTRY: dict[str, Method] = {
         Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
         Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
         Method("botorch-eicool", "BoTorch EI-cool", "botorch", "eicool"),
+        Method("hebo", "HEBO", "peer", "hebo"),
+        Method("smac", "SMAC3 (HPO facade)", "peer", "smac"),
     )
 }
 SUITE_METHODS = (
@@ -266,11 +277,11 @@ def label(name: str) -> str:
 
 
 def make_sampler(method: Method, budget: float, seed: int, problem_options: dict[str, Any]) -> Any:
-    """The Optuna sampler of an ``ours`` or ``optuna`` method, seeded.
+    """The Optuna sampler of an ``ours``, ``optuna`` or ``peer`` method, seeded.
 
     ``problem_options``: ``cost_fn`` and ``sampler_options`` of the problem, for ours, and
     ``constraints_func`` of a constrained problem, for ours, GPSampler and TPE (Optuna's
-    random search has none: it ignores constraints anyway).
+    random search and the peers have none: they ignore constraints).
     """
     import optuna
 
@@ -284,6 +295,16 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
 
             getattr(package_probes, method.kind)(sampler)
         return sampler
+    if method.family == "peer":
+        if method.kind == "hebo":
+            from benchmarks.harness import peers
+
+            return peers.HEBOSampler(seed=seed, **method.kwargs)
+        if method.kind == "smac":
+            from benchmarks.harness import peers_smac
+
+            return peers_smac.SMACSampler(seed=seed, **method.kwargs)
+        raise ValueError(f"{method.name!r}: unknown peer {method.kind!r}")
     if method.family != "optuna":
         raise ValueError(f"{method.name!r} is not run through an Optuna sampler")
     cls = {
@@ -378,6 +399,14 @@ def unavailable(method: Method) -> str | None:
         from benchmarks.harness import botorch_ref
 
         return botorch_ref.check_available()
+    elif method.family == "peer":
+        if method.kind == "smac":
+            from benchmarks.harness import peers_smac
+
+            return peers_smac.smac_unavailable()
+        from benchmarks.harness import peers
+
+        return peers.hebo_unavailable()
     if method.stopper in ("terminator", "emmr") or method.kind == "gp":
         try:
             import torch  # noqa: F401

@@ -90,3 +90,37 @@ def test_fingerprint_changes_with_the_definition() -> None:
     assert problem.variant("x").name == "toy-x"
     other = Problem(**{**problem.__dict__, "settings": {"dataset": "a1a"}})
     assert other.fingerprint != problem.fingerprint
+
+
+def test_hebo_is_a_peer_that_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.harness import peers
+
+    hebo = methods.resolve("hebo")
+    assert (hebo.family, hebo.kind, hebo.label) == ("peer", "hebo", "HEBO")
+    assert methods.resolve("hebo+median").pruner == "median"
+    assert methods.resolve("hebo@terminator").stopper == "terminator"
+
+    def missing() -> None:
+        raise ImportError("No module named 'hebo'")
+
+    monkeypatch.setattr(peers, "_import_hebo", missing)
+    why = methods.unavailable(hebo)
+    assert why is not None
+    assert why.startswith("HEBO is not installed") and "pip install --no-deps HEBO" in why
+    with pytest.raises(ImportError):
+        methods.make_sampler(hebo, 1.0, 0, {})
+
+
+def test_smac_is_a_peer_that_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.harness import peers_smac
+
+    smac = methods.resolve("smac")
+    assert (smac.family, smac.kind) == ("peer", "smac")
+
+    def missing() -> None:
+        raise ImportError("No module named 'smac'")
+
+    monkeypatch.setattr(peers_smac, "_import_smac", missing)
+    why = methods.unavailable(smac)
+    assert why is not None
+    assert why.startswith("SMAC3 is not installed") and "apt-get install swig" in why
