@@ -186,7 +186,38 @@ def _evolution_effort(hebo_module: Any, options: dict[str, Any] | None) -> Itera
         hebo_module.EvolutionOpt = original
 
 
-class HEBOSampler(BaseSampler):
+class IndependentFallback(BaseSampler):
+    """A peer sampler's parameters outside its relative search space (conditional, dynamic)
+    go to ``self._independent_sampler``, as Optuna's own samplers do."""
+
+    _independent_sampler: BaseSampler
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        _check_single_objective(study)
+        return self._independent_sampler.sample_independent(
+            study, trial, param_name, param_distribution
+        )
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        self._independent_sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self._independent_sampler.after_trial(study, trial, state, values)
+
+
+class HEBOSampler(IndependentFallback):
     """HEBO as an Optuna sampler (single objective; benchmark-only).
 
     Each suggestion builds a fresh ``HEBO`` on the relative search space, observes every
@@ -317,30 +348,6 @@ class HEBOSampler(BaseSampler):
                 "HEBO's fallback acquisition"
             )
         return {name: frame[name].to_numpy()[0] for name in search_space}
-
-    def sample_independent(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        _check_single_objective(study)
-        return self._independent_sampler.sample_independent(
-            study, trial, param_name, param_distribution
-        )
-
-    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        self._independent_sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self._independent_sampler.after_trial(study, trial, state, values)
 
 
 def _integral(dist: BaseDistribution) -> bool:

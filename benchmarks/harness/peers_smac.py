@@ -23,7 +23,6 @@ the independent sampler.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import functools
 import math
 import tempfile
@@ -42,6 +41,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from benchmarks.harness.peers import IndependentFallback
 from benchmarks.harness.peers import _check_single_objective
 from benchmarks.harness.peers import _decode
 from benchmarks.harness.peers import _encode
@@ -108,7 +108,7 @@ def _smac_value(value: Any, dist: BaseDistribution) -> Any:
     return round(encoded)
 
 
-class SMACSampler(BaseSampler):
+class SMACSampler(IndependentFallback):
     """SMAC3's hyperparameter-optimization facade as an Optuna sampler (single objective;
     benchmark-only).
 
@@ -236,30 +236,6 @@ class SMACSampler(BaseSampler):
                 TrialInfo(config, seed=_RUN_SEED), TrialValue(cost=sign * t.value), save=False
             )
             self._told.add(t.number)
-
-    def sample_independent(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        _check_single_objective(study)
-        return self._independent_sampler.sample_independent(
-            study, trial, param_name, param_distribution
-        )
-
-    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        self._independent_sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self._independent_sampler.after_trial(study, trial, state, values)
 
 
 def _never_called(config: Any, seed: int = 0) -> float:
