@@ -373,43 +373,21 @@ def write_report(
     tests = {r: report.paired_tests(scored, problems, methods, seeds, r) for r in refs}
     prune = pruning_rows(scored, problems, methods)
 
-    summary: list[dict[str, Any]] = []
-    for p in problems:
-        for m in methods:
-            mine = [scored[(p.name, m, s)] for s in seeds if (p.name, m, s) in scored]
-            if not mine:
-                continue
-            fm, fse = stats.mean_se([x.final for x in mine])
-            hm, hse = stats.mean_se([x.half for x in mine])
-            summary.append(
-                {
-                    "problem": p.name,
-                    "group": p.group,
-                    "method": m,
-                    "n_seeds": len(mine),
-                    "final_mean": fm,
-                    "final_se": fse,
-                    "final_median": float(np.nanmedian([x.final for x in mine])),
-                    "half_mean": hm,
-                    "half_se": hse,
-                    "rank_end": per_problem.get((p.name, m, "end"), math.nan),
-                    "rank_half": per_problem.get((p.name, m, "half"), math.nan),
-                    "run_s_mean": float(np.mean([x.run.run_s for x in mine])),
-                    "suggest_s_mean": float(np.mean([x.run.suggest_s for x in mine])),
-                }
-            )
+    summary = [
+        {
+            **report.summary_row(p, m, mine),
+            **report.rank_fields(p, m, per_problem),
+            "run_s_mean": float(np.mean([x.run.run_s for x in mine])),
+            "suggest_s_mean": float(np.mean([x.run.suggest_s for x in mine])),
+        }
+        for p in problems
+        for m in methods
+        if (mine := [scored[(p.name, m, s)] for s in seeds if (p.name, m, s) in scored])
+    ]
     report.write_csv(out / "problem_summary.csv", summary)
     report.write_csv(out / "pruning.csv", prune)
     report.write_csv(out / "wilcoxon.csv", [row for r in refs for row in tests[r]])
-    report.write_csv(
-        out / "ranks.csv",
-        [
-            {"scope": scope, "point": point, "method": m, "avg_rank": grouped[(scope, m, point)]}
-            for scope in scope_list
-            for point in report.POINTS
-            for m in methods
-        ],
-    )
+    report.write_csv(out / "ranks.csv", report.rank_rows(grouped, scope_list, methods))
     report.write_csv(
         out / "runs_summary.csv",
         [

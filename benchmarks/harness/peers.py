@@ -187,10 +187,19 @@ def _evolution_effort(hebo_module: Any, options: dict[str, Any] | None) -> Itera
 
 
 class IndependentFallback(BaseSampler):
-    """A peer sampler's parameters outside its relative search space (conditional, dynamic)
-    go to ``self._independent_sampler``, as Optuna's own samplers do."""
+    """A peer sampler's relative search space is the intersection of the trials' spaces
+    (``self._search_space``); parameters outside it (conditional, dynamic) go to
+    ``self._independent_sampler``, as Optuna's own samplers do."""
 
     _independent_sampler: BaseSampler
+    _search_space: IntersectionSearchSpace
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        _check_single_objective(study)
+        space = self._search_space.calculate(study)
+        return {name: dist for name, dist in space.items() if not dist.single()}
 
     def sample_independent(
         self,
@@ -278,13 +287,6 @@ class HEBOSampler(IndependentFallback):
         self._rng = np.random.RandomState()
         self._scramble_seed = int(self._rng.randint(2**31 - 1))
         self._independent_sampler.reseed_rng()
-
-    def infer_relative_search_space(
-        self, study: Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        _check_single_objective(study)
-        space = self._search_space.calculate(study)
-        return {name: dist for name, dist in space.items() if not dist.single()}
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]

@@ -163,13 +163,6 @@ class SMACSampler(IndependentFallback):
         self._facade = None  # started again, with a seed of SMAC's, at the next suggestion
         self._independent_sampler.reseed_rng()
 
-    def infer_relative_search_space(
-        self, study: Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        _check_single_objective(study)
-        space = self._search_space.calculate(study)
-        return {name: dist for name, dist in space.items() if not dist.single()}
-
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:

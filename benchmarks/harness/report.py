@@ -318,42 +318,20 @@ def write_suite_report(
                 )
     write_csv(out / "runs_summary.csv", run_rows)
 
-    summary_rows = []
-    for p in problems:
-        for m in methods:
-            mine = [scored[(p.name, m, s)] for s in seeds if (p.name, m, s) in scored]
-            if not mine:
-                continue
-            fm, fse = stats.mean_se([x.final for x in mine])
-            hm, hse = stats.mean_se([x.half for x in mine])
-            summary_rows.append(
-                {
-                    "problem": p.name,
-                    "group": p.group,
-                    "method": m,
-                    "n_seeds": len(mine),
-                    "final_mean": fm,
-                    "final_se": fse,
-                    "final_median": float(np.nanmedian([x.final for x in mine])),
-                    "half_mean": hm,
-                    "half_se": hse,
-                    "half_median": float(np.nanmedian([x.half for x in mine])),
-                    "trials_median": float(np.median([x.n_trials for x in mine])),
-                    "run_s_mean": float(np.mean([x.run.run_s for x in mine])),
-                    "rank_end": per_problem.get((p.name, m, "end"), math.nan),
-                    "rank_half": per_problem.get((p.name, m, "half"), math.nan),
-                }
-            )
+    summary_rows = [
+        {
+            **summary_row(p, m, mine),
+            "half_median": float(np.nanmedian([x.half for x in mine])),
+            "trials_median": float(np.median([x.n_trials for x in mine])),
+            "run_s_mean": float(np.mean([x.run.run_s for x in mine])),
+            **rank_fields(p, m, per_problem),
+        }
+        for p in problems
+        for m in methods
+        if (mine := [scored[(p.name, m, s)] for s in seeds if (p.name, m, s) in scored])
+    ]
     write_csv(out / "problem_summary.csv", summary_rows)
-    write_csv(
-        out / "ranks.csv",
-        [
-            {"scope": scope, "point": point, "method": m, "avg_rank": grouped[(scope, m, point)]}
-            for scope in scope_list
-            for point in POINTS
-            for m in methods
-        ],
-    )
+    write_csv(out / "ranks.csv", rank_rows(grouped, scope_list, methods))
     write_csv(out / "wilcoxon.csv", tests)
     curve_rows = figures.suite_figure(out / "regret_vs_cost.png", scored, problems, methods, seeds)
     write_csv(out / "curves.csv", curve_rows)
@@ -720,3 +698,48 @@ def problem_report(
     if figure_name:
         out += ["", f"![best-so-far vs cumulative cost]({figure_name})"]
     return "\n".join(out) + "\n"
+
+
+def summary_row(
+    problem: Problem,
+    method: str,
+    mine: Sequence[Any],
+) -> dict[str, Any]:
+    """The fields every report's ``problem_summary.csv`` starts with for one (problem,
+    method): its scored runs ``mine`` (one per seed) and their final and half-budget
+    regrets."""
+    fm, fse = stats.mean_se([x.final for x in mine])
+    hm, hse = stats.mean_se([x.half for x in mine])
+    return {
+        "problem": problem.name,
+        "group": problem.group,
+        "method": method,
+        "n_seeds": len(mine),
+        "final_mean": fm,
+        "final_se": fse,
+        "final_median": float(np.nanmedian([x.final for x in mine])),
+        "half_mean": hm,
+        "half_se": hse,
+    }
+
+
+def rank_fields(
+    problem: Problem, method: str, per_problem: dict[tuple[str, str, str], float]
+) -> dict[str, float]:
+    """The method's average rank within the problem at the end and at half budget."""
+    return {
+        "rank_end": per_problem.get((problem.name, method, "end"), math.nan),
+        "rank_half": per_problem.get((problem.name, method, "half"), math.nan),
+    }
+
+
+def rank_rows(
+    grouped: dict[tuple[str, str, str], float], scope_list: Sequence[str], methods: Sequence[str]
+) -> list[dict[str, Any]]:
+    """``ranks.csv``: the average rank of each method in each scope at each point."""
+    return [
+        {"scope": scope, "point": point, "method": m, "avg_rank": grouped[(scope, m, point)]}
+        for scope in scope_list
+        for point in POINTS
+        for m in methods
+    ]

@@ -2,7 +2,8 @@
 BLAS thread (as the benchmark scripts run: several threads on a shared 2-core machine make the
 sensor problem's kriging 20x slower), and the offline data, found through
 ``COSTBO_DATA_DIR``, else ``../shared/data`` beside the repository; a test that needs absent
-data is skipped with the reason."""
+data is skipped with the reason; ``surrogates``: skip unless yahpo_gym and the YAHPO Gym data
+are there."""
 
 from __future__ import annotations
 
@@ -52,3 +53,18 @@ def need_data() -> Callable[..., Path]:
         return root
 
     return need
+
+
+@pytest.fixture(scope="module")
+def surrogates() -> None:
+    """Skip unless yahpo_gym and the YAHPO data are there."""
+    pytest.importorskip(
+        "yahpo_gym",
+        reason="yahpo_gym is not installed (benchmark-only: benchmarks/problems/README_yahpo.md)",
+    )
+    from benchmarks.problems import yahpo
+
+    try:
+        yahpo.yahpo_data_dir()
+    except FileNotFoundError as exc:
+        pytest.skip(f"the YAHPO Gym data folder is absent: {exc}")

@@ -26,19 +26,6 @@ LCBENCH = "yahpo-lcbench-189905-epochs"
 XGB = "yahpo-xgb-gbtree-46-trainsize"
 
 
-@pytest.fixture(scope="module")
-def surrogates() -> None:
-    """Skip unless yahpo_gym and the YAHPO data are there."""
-    pytest.importorskip(
-        "yahpo_gym",
-        reason="yahpo_gym is not installed (benchmark-only: benchmarks/problems/README_yahpo.md)",
-    )
-    try:
-        yahpo.yahpo_data_dir()
-    except FileNotFoundError as exc:
-        pytest.skip(f"the YAHPO Gym data folder is absent: {exc}")
-
-
 # -- the problems (defined without yahpo_gym) -----------------------------------------------
 
 

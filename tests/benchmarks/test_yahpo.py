@@ -32,19 +32,6 @@ TREE_KNOBS |= {"colsample_bylevel"}
 DART_KNOBS = {"rate_drop", "skip_drop"}
 
 
-@pytest.fixture(scope="module")
-def surrogates() -> None:
-    """Skip unless yahpo_gym and the YAHPO data are there."""
-    pytest.importorskip(
-        "yahpo_gym",
-        reason="yahpo_gym is not installed (benchmark-only: benchmarks/problems/README_yahpo.md)",
-    )
-    try:
-        yahpo.yahpo_data_dir()
-    except FileNotFoundError as exc:
-        pytest.skip(f"the YAHPO Gym data folder is absent: {exc}")
-
-
 def _one_per_scenario() -> list[yahpo.YahpoInstance]:
     seen: dict[str, yahpo.YahpoInstance] = {}
     for inst in yahpo.INSTANCES:
