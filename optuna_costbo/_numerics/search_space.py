@@ -45,6 +45,7 @@ import math
 import numpy as np
 from scipy.stats import qmc
 
+from optuna_costbo._numerics.activity import ActivityRule
 from optuna_costbo._numerics.param_specs import CategoricalParam
 from optuna_costbo._numerics.param_specs import Condition
 from optuna_costbo._numerics.param_specs import NumericEncoding
@@ -137,6 +138,7 @@ class BoxCodec:
         self._fill: dict[int, float] = {
             i: float(num.encode(num.decode(np.array([0.5])))[0]) for i, num in self._numeric
         }  # the middle legal value of each numeric
+        self._activity = ActivityRule(params, self.conditions)
 
     @property
     def conditional(self) -> bool:
@@ -144,23 +146,12 @@ class BoxCodec:
         return bool(self.conditions)
 
     def _active(self, values: np.ndarray) -> np.ndarray:
-        """Which parameters are active in each row of internal values (n, P): (n, P) bool.
+        """Which parameters are active in each row of internal values (n, P): (n, P) bool."""
+        return self._activity.active(values)
 
-        A conditional parameter is active where its parent is active and takes one of the
-        condition's choices (parents are resolved first, so chains of conditions work).
-        """
-        active = np.ones(values.shape, dtype=bool)  # (n, P)
-        for _ in range(len(self.conditions)):
-            changed = False
-            for i, cond in self.conditions.items():
-                parent = values[:, cond.parent]
-                ok = active[:, cond.parent] & np.isin(parent, list(cond.choices))
-                if not np.array_equal(ok, active[:, i]):
-                    active[:, i] = ok
-                    changed = True
-            if not changed:
-                break
-        return active
+    def _active_in_box(self, z: np.ndarray) -> np.ndarray:
+        """:meth:`_active` of box points z (n, D), from the parents' blocks only: (n, P)."""
+        return self._activity.active_in_box(z, self._columns)
 
     def deactivate(self, z: np.ndarray) -> np.ndarray:
         """A copy of the box points z (n, D) with inactive parameters' columns at their fill
@@ -174,7 +165,7 @@ class BoxCodec:
         mask = np.zeros(z.shape, dtype=bool)  # (n, D)
         if not self.conditions:
             return mask
-        active = self._active(self._decode_raw(self._check_z(z)))  # (n, P)
+        active = self._active_in_box(self._check_z(z))  # (n, P)
         for i in self.conditions:
             mask[:, self._columns[i]] = ~active[:, i][:, None]
         return mask
@@ -229,7 +220,7 @@ class BoxCodec:
 
     def _deactivate(self, z: np.ndarray) -> np.ndarray:
         """``z`` (n, D) with the columns of inactive parameters at their fill (in place)."""
-        active = self._active(self._decode_raw(z))  # (n, P)
+        active = self._active_in_box(z)  # (n, P)
         for i in self.conditions:
             off = ~active[:, i]
             if not off.any():

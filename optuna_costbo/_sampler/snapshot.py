@@ -297,7 +297,9 @@ def read_snapshot(
         cost_attr: The trial user attr holding costs.
         pending: This process's proposals for running trials (trial id -> params).
     """
-    finished = [t for t in trials if t.state in FINISHED_STATES and bridge.holds(t)]
+    done = [t for t in trials if t.state in FINISHED_STATES]
+    held_done = bridge.holds_many([t.params for t in done])  # (len(done),)
+    finished = [t for t, ok in zip(done, held_done, strict=True) if ok]
     encoded = bridge.encode_trials(finished)  # (f, D)
     # A trial whose reported cost was invalid counts as failed: its value stays out.
     complete = np.array([_usable(t) for t in finished], dtype=bool)  # (f,)
@@ -337,7 +339,7 @@ def read_snapshot(
         t for t in trials if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
     ]
     points = [point_of(t, pending.get(t._trial_id)) for t in others]
-    held = [i for i, p in enumerate(points) if bridge.holds_params(p)]
+    held = [int(i) for i in np.flatnonzero(bridge.holds_many(points))]
     X_running = bridge.encode_params([points[i] for i in held]) if held else None  # (r, D)
     y_running = None
     reported = [others[i] for i in held if others[i].intermediate_values]

@@ -184,12 +184,33 @@ class SpaceBridge:
 
     def holds(self, trial: FrozenTrial) -> bool:
         """Whether ``trial`` has every parameter of this space, each within its distribution."""
-        return self.holds_params(trial.params)
+        return bool(self.holds_many([trial.params])[0])
 
     def holds_params(self, params: Mapping[str, Any]) -> bool:
         """Whether ``params`` has every parameter of this space that it should (a conditional
         one may be missing), each within its distribution, and is a point the codec can encode
         (a missing parameter that its parent's choice asks for is not)."""
+        return bool(self.holds_many([params])[0])
+
+    def holds_many(self, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """:meth:`holds_params` of each dict: (n,) bool. A conditional space's check of what
+        the choices ask for is one encode and decode of all of them (it was one per trial
+        and suggestion, a tenth of a 100-trial suggestion on a conditional space)."""
+        ok = np.array([self._each_within(p) for p in params], dtype=bool)  # (n,)
+        if self.codec.conditions and ok.any():
+            rows = np.flatnonzero(ok)
+            kept = [params[int(r)] for r in rows]
+            z = self.encode_params(kept)  # (m, D), what they have
+            given = np.array([[name in p for name in self.names] for p in kept])  # (m, P)
+            asked = ~np.isnan(self.codec.decode(z))  # (m, P): what their choices switch on
+            conditional = np.zeros(len(self.names), dtype=bool)
+            conditional[list(self.codec.conditions)] = True
+            ok[rows[np.any(asked & ~given & conditional, axis=1)]] = False
+        return ok
+
+    def _each_within(self, params: Mapping[str, Any]) -> bool:
+        """Every parameter present (a conditional one may be missing) and within its
+        distribution."""
         for i, (name, dist) in enumerate(zip(self.names, self.distributions, strict=True)):
             if name not in params:
                 if i not in self.conditional:
@@ -199,13 +220,5 @@ class SpaceBridge:
                 if not distribution_contains(dist, dist.to_internal_repr(params[name])):
                     return False
             except (ValueError, TypeError):
-                return False
-        if self.codec.conditions:
-            z = self.encode_params([params])  # the point with the parameters it has
-            given = np.array([name in params for name in self.names])
-            asked = ~np.isnan(self.codec.decode(z)[0])  # what its choices switch on
-            if np.any(
-                asked & ~given & np.isin(np.arange(len(self.names)), list(self.codec.conditions))
-            ):
                 return False
         return True
