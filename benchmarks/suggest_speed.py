@@ -13,6 +13,10 @@ Single-threaded: BLAS and torch are limited to one thread before they load.
     pip install torch==2.13.0     # for GPSampler
     python benchmarks/suggest_speed.py [--dims 2 5 10] [--trials 25 50 100 200 500 1000]
 
+``--space conditional`` times a define-by-run space instead (a categorical ``kind`` of three
+choices first, then x0 and x1 always and the other D - 2 coordinates only for two of the kinds,
+as a booster's tree knobs): D is then the number of floats, plus a one-hot block of 3 columns.
+
 ``--clock cpu`` times CPU seconds of this process instead of wall-clock seconds (for a machine
 shared with other work). ``--baseline DIR`` also times the package found in ``DIR`` (another
 checkout, e.g. a ``git worktree`` of the commit before a change) in the same run: for each cell
@@ -41,6 +45,8 @@ import time
 
 import numpy as np
 import optuna
+from optuna.distributions import BaseDistribution
+from optuna.distributions import CategoricalDistribution
 from optuna.distributions import FloatDistribution
 
 from optuna_costbo import CostRolloutSampler
@@ -59,22 +65,58 @@ def test_function(x: np.ndarray) -> tuple[float, float]:
     return value, cost
 
 
+_KINDS = ("linear", "tree", "dart")
+
+# NOTE: "--space conditional" (passed to the children of --baseline through the environment).
+_CONDITIONAL = os.environ.get("COSTBO_SPEED_SPACE") == "conditional"
+
+
+def _point(params: dict[str, object], dim: int) -> tuple[float, float]:
+    """The test function at a trial's parameters (inactive coordinates at 0), plus an offset
+    per kind in the conditional space."""
+    x = np.array([float(params.get(f"x{i}", 0.0)) for i in range(dim)])  # type: ignore[arg-type]
+    value, cost = test_function(x)
+    if "kind" in params:
+        value += 3.0 * _KINDS.index(str(params["kind"]))
+    return value, cost
+
+
 def make_study(sampler: optuna.samplers.BaseSampler, dim: int, n: int, seed: int) -> optuna.Study:
     rng = np.random.default_rng(seed)
     study = optuna.create_study(sampler=sampler)
-    dists = {f"x{i}": FloatDistribution(-1.0, 1.0) for i in range(dim)}
+    dists: dict[str, BaseDistribution] = {
+        f"x{i}": FloatDistribution(-1.0, 1.0) for i in range(dim)
+    }
     for _ in range(n):
         x = rng.uniform(-1.0, 1.0, dim)
-        value, cost = test_function(x)
+        params: dict[str, object] = {f"x{i}": float(x[i]) for i in range(dim)}
+        if _CONDITIONAL:
+            params["kind"] = _KINDS[int(rng.integers(3))]
+            if params["kind"] == "linear":
+                params = {k: v for k, v in params.items() if k in ("kind", "x0", "x1")}
+        value, cost = _point(params, dim)
         study.add_trial(
             optuna.create_trial(
-                params={f"x{i}": float(x[i]) for i in range(dim)},
-                distributions=dists,
+                params=params,
+                distributions={
+                    k: CategoricalDistribution(_KINDS) if k == "kind" else dists[k] for k in params
+                },
                 value=value,
                 user_attrs={"cost": cost},
             )
         )
     return study
+
+
+def _ask(trial: optuna.Trial, dim: int) -> dict[str, object]:
+    """The trial's parameters, asked as the space says (define-by-run when conditional)."""
+    params: dict[str, object] = {}
+    if _CONDITIONAL:
+        params["kind"] = trial.suggest_categorical("kind", _KINDS)
+    for i in range(dim):
+        if i < 2 or params.get("kind") != "linear":
+            params[f"x{i}"] = trial.suggest_float(f"x{i}", -1.0, 1.0)
+    return params
 
 
 # NOTE: "--clock cpu" (also passed to the children of --baseline through the environment)
@@ -92,9 +134,9 @@ def time_suggestions(study: optuna.Study, dim: int, repeats: int) -> list[float]
     for _ in range(repeats):
         start = _now()
         trial = study.ask()
-        x = np.array([trial.suggest_float(f"x{i}", -1.0, 1.0) for i in range(dim)])
+        params = _ask(trial, dim)
         times.append(_now() - start)
-        value, cost = test_function(x)
+        value, cost = _point(params, dim)
         trial.set_user_attr("cost", cost)
         study.tell(trial, value)
     return times
@@ -191,8 +233,15 @@ def compare(args: argparse.Namespace) -> None:
     print()
     print(table)
     print(f"\ngeometric mean of current / baseline: {statistics.geometric_mean(ratios):.3f}")
+    command = " ".join(["python benchmarks/suggest_speed.py", *sys.argv[1:]])
+    clock = "CPU" if _CPU_CLOCK else "wall-clock"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "suggest_speed_vs_baseline.md").write_text(table + "\n")
+    (args.out / "suggest_speed_vs_baseline.md").write_text(
+        f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, warm"
+        " median, this checkout against the baseline cell by cell.\n\n"
+        + table
+        + f"\n\ngeometric mean of current / baseline: {statistics.geometric_mean(ratios):.3f}\n"
+    )
 
 
 def main() -> None:
@@ -221,6 +270,12 @@ def main() -> None:
         "--clock", choices=["wall", "cpu"], default="wall", help="seconds measured (default wall)"
     )
     parser.add_argument(
+        "--space",
+        choices=["box", "conditional"],
+        default="box",
+        help="the space of the study (default box: D floats)",
+    )
+    parser.add_argument(
         "--samplers",
         nargs="+",
         default=None,
@@ -231,6 +286,10 @@ def main() -> None:
         global _CPU_CLOCK
         _CPU_CLOCK = True
         os.environ["COSTBO_SPEED_CLOCK"] = "cpu"  # for the children of --baseline
+    if args.space == "conditional":
+        global _CONDITIONAL
+        _CONDITIONAL = True
+        os.environ["COSTBO_SPEED_SPACE"] = "conditional"  # for the children of --baseline
     if args.baseline is not None:
         compare(args)
         return

@@ -1,0 +1,41 @@
+"""The conditional space of ``benchmarks/suggest_speed.py``: what its studies hold and ask."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from benchmarks import suggest_speed
+from optuna_costbo import CostRolloutSampler
+
+
+@pytest.fixture
+def conditional(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suggest_speed, "_CONDITIONAL", True)
+
+
+@pytest.mark.usefixtures("conditional")
+def test_conditional_studies_hold_tree_knobs_only_for_tree_kinds() -> None:
+    study = suggest_speed.make_study(optuna.samplers.RandomSampler(0), 4, 30, seed=1)
+    kinds = {t.params["kind"] for t in study.trials}
+    assert kinds == set(suggest_speed._KINDS)
+    for t in study.trials:
+        expected = {"kind", "x0", "x1"} | (set() if t.params["kind"] == "linear" else {"x2", "x3"})
+        assert set(t.params) == expected
+        assert t.value == pytest.approx(suggest_speed._point(t.params, 4)[0])
+
+
+@pytest.mark.usefixtures("conditional")
+def test_the_sampler_models_the_conditional_space_it_is_timed_on() -> None:
+    sampler = CostRolloutSampler(1e9, cost_attr="cost", acquisition="eipu", seed=0)
+    study = suggest_speed.make_study(sampler, 4, 20, seed=2)
+    times = suggest_speed.time_suggestions(study, 4, 3)
+    assert len(times) == 3 and all(t > 0 for t in times)
+    last = study.trials[-3:]
+    for t in last:
+        assert set(t.params) == {"kind", "x0", "x1"} | (
+            set() if t.params["kind"] == "linear" else {"x2", "x3"}
+        )
+    # Every asked parameter came from the model (relative), none from the fallback.
+    space = sampler.infer_relative_search_space(study, last[-1])
+    assert {"kind", "x0", "x1", "x2", "x3"} <= set(space)
