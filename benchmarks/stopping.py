@@ -103,9 +103,11 @@ def save_scales(out: Path) -> None:
 
 def reference_regret(problem: Problem) -> float:
     """R0 of ``problem`` (computed once per definition, see :func:`random_regret`)."""
+    for fingerprint in sorted(problem.fingerprints):  # written in another environment
+        if f"{problem.name}:{fingerprint}" in _SCALES:
+            return _SCALES[f"{problem.name}:{fingerprint}"]
     key = f"{problem.name}:{problem.fingerprint}"
-    if key not in _SCALES:
-        _SCALES[key] = random_regret(problem)
+    _SCALES[key] = random_regret(problem)
     return _SCALES[key]
 
 

@@ -134,7 +134,7 @@ def read_run(path: Path, max_trials: int | None = None) -> Run | None:
 def load_valid(root: Path, problem: Problem, method: str, seed: int) -> Run | None:
     """The cached run if it is there, of the current problem definition, and not failed."""
     run = read_run(run_path(root, problem.name, method, seed), problem.max_trials)
-    if run is None or run.error or run.meta.get("fingerprint") != problem.fingerprint:
+    if run is None or run.error or not problem.accepts(run.meta.get("fingerprint")):
         return None
     return run
 
@@ -152,7 +152,7 @@ def load_all(
             run = read_run(run_path(root, problem.name, m, s), problem.max_trials)
             if run is None:
                 continue
-            if run.meta.get("fingerprint") != problem.fingerprint:
+            if not problem.accepts(run.meta.get("fingerprint")):
                 other += 1
             elif run.error:
                 failed.append(run)

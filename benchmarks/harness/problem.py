@@ -169,6 +169,10 @@ class LastStep:
         return float(last[1]), float(last[2])
 
 
+_F_STAR_ULPS = 4
+"""Ulps of f* within which two fingerprints name one definition (``Problem.fingerprints``)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """A benchmark problem (see the module docstring)."""
@@ -262,11 +266,36 @@ class Problem:
     @property
     def fingerprint(self) -> str:
         """Identifies the definition in cached run files."""
+        return self._fingerprint(self.f_star)
+
+    @property
+    def fingerprints(self) -> frozenset[str]:
+        """The fingerprints a cached run of this definition may carry: :attr:`fingerprint`
+        and those of f* a few ulps away.
+
+        NOTE: some f* are computed numerically (L-BFGS-B polish of Hartmann's published
+        minimizers); numpy 1.26 and 2.x give results 1-2 ulps apart, so the same problem had
+        two fingerprints and a cache written in one benchmark environment was silently not
+        read in the other. Up to 4 ulps is the same definition.
+        """
+        if self.f_star is None or not math.isfinite(self.f_star):
+            return frozenset({self.fingerprint})
+        out, up, down = {self.fingerprint}, self.f_star, self.f_star
+        for _ in range(_F_STAR_ULPS):
+            up, down = math.nextafter(up, math.inf), math.nextafter(down, -math.inf)
+            out |= {self._fingerprint(up), self._fingerprint(down)}
+        return frozenset(out)
+
+    def accepts(self, fingerprint: object) -> bool:
+        """Whether a cached run's ``fingerprint`` is of this definition (:attr:`fingerprints`)."""
+        return fingerprint in self.fingerprints
+
+    def _fingerprint(self, f_star: float | None) -> str:
         parts: list[Any] = [
             self.name,
             self.budget,
             tuple(_Text(p.fingerprint_text()) for p in self.params),
-            self.f_star,
+            f_star,
             self.version,
         ]
         # Only when set, so that the suite's first fingerprints stay what they were.

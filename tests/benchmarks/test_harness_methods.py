@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 import sys
 
@@ -90,6 +91,23 @@ def test_fingerprint_changes_with_the_definition() -> None:
     assert problem.variant("x").name == "toy-x"
     other = Problem(**{**problem.__dict__, "settings": {"dataset": "a1a"}})
     assert other.fingerprint != problem.fingerprint
+
+
+def test_an_f_star_a_few_ulps_away_is_the_same_definition() -> None:
+    """A numerically computed f* (Hartmann's) differs by an ulp or two between numpy 1.26
+    and 2.x: their cached runs must be read in either environment; a real change is not."""
+    base = Problem(**{**_conditional_problem().__dict__, "f_star": -3.862779787332659})
+    near = Problem(**{**base.__dict__, "f_star": -3.8627797873326593})  # numpy 1.26's
+    assert near.fingerprint != base.fingerprint
+    assert base.accepts(near.fingerprint) and near.accepts(base.fingerprint)
+    five = base.f_star
+    for _ in range(5):
+        five = math.nextafter(five, 0.0)
+    assert not base.accepts(Problem(**{**base.__dict__, "f_star": five}).fingerprint)
+    assert not base.accepts(Problem(**{**base.__dict__, "f_star": -3.8627}).fingerprint)
+    assert not base.accepts(base.variant("smoke", budget=2.0).fingerprint)
+    unknown = Problem(**{**base.__dict__, "f_star": None})
+    assert unknown.fingerprints == {unknown.fingerprint}
 
 
 def test_hebo_is_a_peer_that_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
