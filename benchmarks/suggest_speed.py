@@ -17,6 +17,10 @@ Single-threaded: BLAS and torch are limited to one thread before they load.
 choices first, then x0 and x1 always and the other D - 2 coordinates only for two of the kinds,
 as a booster's tree knobs): D is then the number of floats, plus a one-hot block of 3 columns.
 
+``--runs R`` times every cell R times over (fresh studies in the same states): the tables give
+the median over the runs, and a last table each ratio's median and range over them. One run's
+per-cell ratio at 25-100 trials moved by 30-40 % between runs of the same code here.
+
 ``--clock cpu`` times CPU seconds of this process instead of wall-clock seconds (for a machine
 shared with other work). ``--baseline DIR`` also times the package found in ``DIR`` (another
 checkout, e.g. a ``git worktree`` of the commit before a change) in the same run: for each cell
@@ -270,6 +274,13 @@ def main() -> None:
         "--clock", choices=["wall", "cpu"], default="wall", help="seconds measured (default wall)"
     )
     parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="time every cell this many times (fresh studies, the same states): the tables "
+        "give the median over runs, and a last table the spread of each ratio over the runs",
+    )
+    parser.add_argument(
         "--space",
         choices=["box", "conditional"],
         default="box",
@@ -302,18 +313,65 @@ def main() -> None:
         time_suggestions(make_study(make(), 2, 5, 0), 2, 1)
 
     rows = []
+    per_run: dict[tuple[int, int], list[dict[str, tuple[float, float, float]]]] = {}
     for dim in args.dims:
         for n in args.trials:
-            medians = _cell(makers, dim, n, args.repeats)
+            runs = [_cell(makers, dim, n, args.repeats) for _ in range(args.runs)]
+            per_run[(dim, n)] = runs
+            medians = {
+                k: (
+                    statistics.median(r[k][0] for r in runs),
+                    statistics.fmean(r[k][1] for r in runs),
+                    statistics.median(r[k][2] for r in runs),
+                )
+                for k in runs[0]
+            }
             rows.append((dim, n, medians))
             cells = "  ".join(f"{k}: {v[0] * 1e3:7.1f} ms" for k, v in medians.items())
             print(f"D={dim:<3} n={n:<4} {cells}", flush=True)
 
     table = report(rows, list(makers), args)
+    if args.runs > 1:
+        table += run_spread(per_run, list(makers))
     print()
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "suggest_speed.md").write_text(table)
+
+
+def run_spread(
+    per_run: dict[tuple[int, int], list[dict[str, tuple[float, float, float]]]],
+    names: list[str],
+) -> str:
+    """The last section with ``--runs``: each ratio of warm medians, run by run, as its median
+    [min - max] over the runs (how much one run's verdict on a cell can be trusted)."""
+    pairs = [
+        (k, ref)
+        for ref in ("optuna GPSampler", "costbo EIpu")
+        if ref in names
+        for k in names
+        if k not in (ref, "optuna GPSampler")
+    ]
+    if not pairs:
+        return ""
+    short = {"optuna GPSampler": "GPSampler", "costbo EIpu": "EIpu"}
+    runs = len(next(iter(per_run.values())))
+    lines = [
+        "",
+        f"## Ratios over {runs} runs: median [min - max]",
+        "",
+        "| D | n | " + " | ".join(f"{k} / {short[r]}" for k, r in pairs) + " |",
+        "|" + "---|" * (len(pairs) + 2),
+    ]
+    for (dim, n), cell_runs in per_run.items():
+        cells = []
+        for k, r in pairs:
+            ratios = [c[k][0] / c[r][0] for c in cell_runs]
+            cells.append(
+                f"{statistics.median(ratios):.2f} [{min(ratios):.2f} - {max(ratios):.2f}]"
+            )
+        lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def report(

@@ -39,3 +39,14 @@ def test_the_sampler_models_the_conditional_space_it_is_timed_on() -> None:
     # Every asked parameter came from the model (relative), none from the fallback.
     space = sampler.infer_relative_search_space(study, last[-1])
     assert {"kind", "x0", "x1", "x2", "x3"} <= set(space)
+
+
+def test_the_spread_over_runs_gives_each_ratios_median_and_range() -> None:
+    cell = [
+        {"costbo EIpu": (0.010, 0.0, 0.0), "costbo rollout h=2": (t, 0.0, 0.0)}
+        for t in (0.030, 0.015, 0.020)
+    ]
+    text = suggest_speed.run_spread({(5, 50): cell}, ["costbo EIpu", "costbo rollout h=2"])
+    assert "## Ratios over 3 runs" in text
+    assert "| 5 | 50 | 2.00 [1.50 - 3.00] |" in text
+    assert suggest_speed.run_spread({(5, 50): cell}, ["costbo rollout h=2"]) == ""
