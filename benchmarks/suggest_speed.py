@@ -53,6 +53,7 @@ from optuna.distributions import BaseDistribution
 from optuna.distributions import CategoricalDistribution
 from optuna.distributions import FloatDistribution
 
+import optuna_costbo
 from optuna_costbo import CostRolloutSampler
 
 
@@ -339,6 +340,28 @@ def main() -> None:
     (args.out / "suggest_speed.md").write_text(table)
 
 
+def package_version() -> str:
+    """The optuna_costbo this process imported: its folder and, in a git checkout, the
+    commit (a venv's editable install may point at another worktree than this script's)."""
+    root = Path(optuna_costbo.__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "optuna_costbo"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"`{root}`"
+    return f"`{root}` at {commit}" + (" with uncommitted changes" if dirty else "")
+
+
 def run_spread(
     per_run: dict[tuple[int, int], list[dict[str, tuple[float, float, float]]]],
     names: list[str],
@@ -386,6 +409,8 @@ def report(
     lines = [
         f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, each"
         " cell in one run of the samplers side by side.",
+        "",
+        f"Package measured: {package_version()}.",
         "",
         "## Warm suggestion, median (mean) ms",
         "",
