@@ -93,6 +93,13 @@ def test_the_bridge_encodes_trials_that_lack_a_parameter_and_decodes_without_it(
     assert all(bridge.holds_params(p) for p in rows)
     assert not bridge.holds_params({"booster": "tree", "lr": 0.01})  # tree asks for depth
     assert not bridge.holds_params({"lr": 0.01})  # the parent itself is always asked
+    # In one batch, each dict is judged as alone, in its own place.
+    mixed = [rows[0], {"booster": "tree", "lr": 0.01}, rows[1], {"lr": 0.01}, rows[0]]
+    np.testing.assert_array_equal(
+        bridge.holds_many(mixed), [bridge.holds_params(p) for p in mixed]
+    )
+    assert bridge.holds_many(mixed).tolist() == [True, False, True, False, True]
+    assert bridge.holds_many([]).shape == (0,)
     Z = bridge.encode_params(rows)  # (2, D)
     assert bridge.decode_many(Z) == [
         {"booster": "linear", "lr": pytest.approx(0.01)},
