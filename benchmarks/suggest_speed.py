@@ -235,17 +235,14 @@ def compare(args: argparse.Namespace) -> None:
         lines.append(f"| {dim} | {n} | " + " | ".join(cells) + " |")
     ratios = [cur[k][0] / base[k][0] for _, _, base, cur in rows for k in names]
     table = "\n".join(lines)
+    mean = f"geometric mean of current / baseline: {statistics.geometric_mean(ratios):.3f}"
     print()
     print(table)
-    print(f"\ngeometric mean of current / baseline: {statistics.geometric_mean(ratios):.3f}")
-    command = " ".join(["python benchmarks/suggest_speed.py", *sys.argv[1:]])
-    clock = "CPU" if _CPU_CLOCK else "wall-clock"
+    print(f"\n{mean}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "suggest_speed_vs_baseline.md").write_text(
-        f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, warm"
-        " median, this checkout against the baseline cell by cell.\n\n"
-        + table
-        + f"\n\ngeometric mean of current / baseline: {statistics.geometric_mean(ratios):.3f}\n"
+        _header("warm median, this checkout against the baseline cell by cell")
+        + f"\n\n{table}\n\n{mean}\n"
     )
 
 
@@ -340,6 +337,13 @@ def main() -> None:
     (args.out / "suggest_speed.md").write_text(table)
 
 
+def _header(what: str) -> str:
+    """The first line of a result file: the command, the clock, then ``what`` was timed."""
+    command = " ".join(["python benchmarks/suggest_speed.py", *sys.argv[1:]])
+    clock = "CPU" if _CPU_CLOCK else "wall-clock"
+    return f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, {what}."
+
+
 def package_version() -> str:
     """The optuna_costbo this process imported: its folder and, in a git checkout, the
     commit (a venv's editable install may point at another worktree than this script's)."""
@@ -404,11 +408,8 @@ def report(
 ) -> str:
     """The result file: the command, then one section per table (warm times, their ratios to
     GPSampler and to EIpu, cold first suggestions), each under a heading of its own."""
-    command = " ".join(["python benchmarks/suggest_speed.py", *sys.argv[1:]])
-    clock = "CPU" if _CPU_CLOCK else "wall-clock"
     lines = [
-        f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, each"
-        " cell in one run of the samplers side by side.",
+        _header("each cell in one run of the samplers side by side"),
         "",
         f"Package measured: {package_version()}.",
         "",

@@ -51,9 +51,9 @@ def on_active(
         return fun_and_grad, fun
 
     def wrapped(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Zd = codec.deactivate(Z)  # (m, D)
+        Zd, off = codec.deactivate_with_mask(Z)  # (m, D) each
         values, grads = fun_and_grad(Zd, which)
-        return values, np.where(codec.inactive_columns(Zd), 0.0, grads)
+        return values, np.where(off, 0.0, grads)
 
     def wrapped_fun(Z: np.ndarray, which: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
         return fun(codec.deactivate(Z), which)

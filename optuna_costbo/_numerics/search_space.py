@@ -138,6 +138,9 @@ class BoxCodec:
         self._fill: dict[int, float] = {
             i: float(num.encode(num.decode(np.array([0.5])))[0]) for i, num in self._numeric
         }  # the middle legal value of each numeric
+        self._fill_row = np.zeros(col)  # (D,) every column's fill (0 in categorical blocks)
+        for i, value in self._fill.items():
+            self._fill_row[self._columns[i]] = value
         self._activity = ActivityRule(params, self.conditions)
 
     @property
@@ -159,13 +162,26 @@ class BoxCodec:
         out = np.array(z, dtype=float)
         return self._deactivate(out) if self.conditions else out
 
+    def deactivate_with_mask(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(deactivate(z), inactive_columns(z))`` of box points z (n, D) in [0, 1], from one
+        reading of the activity (deactivating keeps it): what the acquisition optimizer needs
+        at every function evaluation."""
+        out = np.array(z, dtype=float)  # (n, D)
+        if not self.conditions:
+            return out, np.zeros(out.shape, dtype=bool)
+        mask = self._mask(self._active_in_box(out))  # (n, D)
+        return np.where(mask, self._fill_row, out), mask
+
     def inactive_columns(self, z: np.ndarray) -> np.ndarray:
         """Which columns of the box points z (n, D) belong to inactive parameters: (n, D)."""
         z = np.atleast_2d(np.asarray(z, dtype=float))
-        mask = np.zeros(z.shape, dtype=bool)  # (n, D)
         if not self.conditions:
-            return mask
-        active = self._active_in_box(self._check_z(z))  # (n, P)
+            return np.zeros(z.shape, dtype=bool)
+        return self._mask(self._active_in_box(self._check_z(z)))
+
+    def _mask(self, active: np.ndarray) -> np.ndarray:
+        """The columns (n, D) of the parameters ``active`` (n, P) marks inactive."""
+        mask = np.zeros((active.shape[0], self.dim), dtype=bool)  # (n, D)
         for i in self.conditions:
             mask[:, self._columns[i]] = ~active[:, i][:, None]
         return mask

@@ -70,6 +70,10 @@ def test_activity_in_the_box_equals_activity_of_the_full_decode() -> None:
     np.testing.assert_array_equal(zd[~mask], z[~mask])
     np.testing.assert_array_equal(codec.inactive_columns(zd), mask)
     np.testing.assert_array_equal(codec._active_in_box(zd), expected)
+    # The optimizer's one-pass form gives both at once.
+    zd2, mask2 = codec.deactivate_with_mask(z)
+    np.testing.assert_array_equal(zd2, zd)
+    np.testing.assert_array_equal(mask2, mask)
 
 
 def test_a_cycle_of_conditions_falls_back_to_the_fixed_point() -> None:
