@@ -171,6 +171,12 @@ class CostRolloutSampler(BaseSampler):
             each constraint and every acquisition, the rollout's trajectories included, is
             weighted by the probability of feasibility; until a trial is feasible the sampler
             looks for feasibility. Infeasible trials are charged as any other.
+        pruned_trials: How a trial a pruner stopped informs the objective model.
+            ``"impute"`` (default): an observation at its last report plus the median move of
+            the completed learning curves from that step to their end. ``"censored"``: a
+            censored observation, known only to be no better than its last report plus the
+            largest move of any completed curve, taken at the model's mean given that bound
+            (docs/pruning.md compares the two). Without pruning both are the same.
     """
 
     def __init__(
@@ -194,6 +200,7 @@ class CostRolloutSampler(BaseSampler):
         prefetch: bool = False,
         value_per_cost: float | None = None,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
+        pruned_trials: str = "impute",
     ) -> None:
         check_stopping(budget, value_per_cost)
         if constraints_func is not None and not callable(constraints_func):
@@ -211,6 +218,7 @@ class CostRolloutSampler(BaseSampler):
             charge_sampler_time=charge_sampler_time,
             cost_unit=cost_unit,
             prefetch=prefetch,
+            pruned_trials=pruned_trials,
         )
         self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
         options = AcquisitionOptions(
@@ -240,6 +248,7 @@ class CostRolloutSampler(BaseSampler):
             charges_time=self._charges_time,
             prefetch=bool(prefetch),
             stop_rule=StopRule(value_per_cost) if value_per_cost is not None else None,
+            censored=pruned_trials == "censored",
         )
         self._independent = IndependentSampling(
             independent_sampler,

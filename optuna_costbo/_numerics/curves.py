@@ -12,6 +12,11 @@ it would have reached, and the cost it ran up is evidence about a full trial's c
   the objective model never learns the regions the pruner rejects and keeps proposing them.
   The offset follows the learning-curve extrapolation of Domhan et al. (IJCAI 2015) and
   freeze-thaw BO (Swersky et al., 2014) in its simplest, non-parametric form.
+- **A bound on the final value** (:func:`final_bounds`): the stopped curve could at best have
+  moved as far as the completed curve that moved the most from that step to its end, so its
+  final value is at least ``v + min_c (final_c - v_c(s))``. The objective model can take a
+  stopped trial as a censored observation above that bound (``pruned_trials="censored"``,
+  :mod:`.censored`) instead of an exact one at the median imputation.
 - **Full cost.** Cost grows with steps: a trial stopped at step ``s`` of ``S`` (the last step
   of the completed curves) ran the fraction ``s / S`` of a full trial, so its full cost is
   estimated as ``cost / (s / S)``.
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-__all__ = ["Curve", "PruningStats", "impute_finals", "run_fractions"]
+__all__ = ["Curve", "PruningStats", "final_bounds", "impute_finals", "run_fractions"]
 
 
 Curve = tuple[np.ndarray, np.ndarray]
@@ -72,6 +77,24 @@ def impute_finals(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.nda
         last_step, last = float(steps[-1]), float(values[-1])
         moves = [float(c[1][-1]) - _value_at(c, last_step) for c in complete if len(c[0])]
         out[j] = last + (float(np.median(moves)) if moves else 0.0)
+    return out
+
+
+def final_bounds(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.ndarray:
+    """A lower bound on each stopped curve's final value: its last value plus the largest
+    improvement (most negative change) of the completed curves from that step to their end,
+    (p,); NaN without completed curves (no evidence of how far a curve can still move).
+
+    Args:
+        complete: The completed trials' curves (their last value is the final one).
+        stopped: The curves of trials stopped early (pruned, or still running).
+    """
+    out = np.full(len(stopped), np.nan)  # (p,)
+    for j, (steps, values) in enumerate(stopped):
+        last_step, last = float(steps[-1]), float(values[-1])
+        moves = [float(c[1][-1]) - _value_at(c, last_step) for c in complete if len(c[0])]
+        if moves:
+            out[j] = last + min(moves)
     return out
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.strategies import Choice
+from optuna_costbo._numerics.censored import impute_censored
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
@@ -235,6 +236,52 @@ def _objective_model(
     return fitted, warm.objective is None
 
 
+def _censoring(request: ProposalRequest) -> np.ndarray | None:
+    """The bounds of censored observations (n,), NaN where exact; None when every value is
+    taken as exact (no bounds, or fewer than 2 exact observations to fit a model of them)."""
+    lower = request.y_lower
+    if lower is None:
+        return None
+    censored = np.isfinite(lower)  # (n,)
+    if not censored.any() or int((~censored).sum()) < 2:
+        return None
+    return lower
+
+
+def _censored_model(
+    request: ProposalRequest,
+    X: np.ndarray,  # (n, D)
+    y: np.ndarray,  # (n,)
+    lower: np.ndarray,  # (n,) finite: censored at this bound, NaN: exact
+    warm: WarmStart,
+    rng: np.random.Generator,
+    route: Route,
+) -> tuple[GPModel, bool, np.ndarray, int]:
+    """The objective model with censored observations at their posterior means given their
+    bounds (see :mod:`.censored`): hyperparameters fitted (or kept) on the exact
+    observations, the model conditioned on all. Also whether the hyperparameters were
+    optimized, the values the model sees (n,) and how many observations they were fitted on.
+
+    NOTE: a parallel clash's reuse of the fits is skipped with censoring (the values seen
+    are not the request's), so the fit is redone; clashes are rare.
+    """
+    censored = np.isfinite(lower)  # (n,)
+    exact = ~censored
+    on_exact, optimized = _objective_model(request, X[exact], y[exact], warm, rng, route)
+    seen = y.copy()  # (n,)
+    seen[censored] = impute_censored(on_exact, X[censored], lower[censored])
+    fitted = _rebuild(
+        X,
+        seen,
+        on_exact.hyper,
+        rng,
+        request.min_noise_var,
+        request.deterministic,
+        request.schedule,
+    )
+    return fitted, optimized, seen, int(exact.sum())
+
+
 def _cost_model(
     request: ProposalRequest, warm: WarmStart, rng: np.random.Generator, route: Route
 ) -> tuple[CostModel | None, int]:
@@ -317,8 +364,10 @@ def build_models(
     X = request.X  # (n, D)
     y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
+    lower = _censoring(request)
     if (
         reuse is not None
+        and lower is None
         and reuse.fitted is not None
         and _same_data(reuse, X, y, request.cost_data)
     ):
@@ -328,7 +377,11 @@ def build_models(
         if request.known_cost is not None and needs_cost:
             cost = request.known_cost  # the current state (moving costs) may have changed
     else:
-        fitted, optimized = _objective_model(request, X, y, warm, rng, route)
+        if lower is None:
+            fitted, optimized = _objective_model(request, X, y, warm, rng, route)
+            fit_n = len(y)
+        else:
+            fitted, optimized, y, fit_n = _censored_model(request, X, y, lower, warm, rng, route)
         cost, cost_n = (
             _cost_model(request, warm, rng, route) if needs_cost else (None, warm.cost_n)
         )
@@ -343,7 +396,7 @@ def build_models(
                 objective=fitted.hyper,
                 cost=fitted_cost.hyper if fitted_cost is not None else warm.cost,
                 n_fits=warm.n_fits + 1,
-                objective_n=len(y) if optimized else warm.objective_n,
+                objective_n=fit_n if optimized else warm.objective_n,
                 cost_n=cost_n,
             )
     if reuse is None or cost is not reuse.cost_model:

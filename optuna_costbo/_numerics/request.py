@@ -117,6 +117,9 @@ class ProposalRequest:
         constraints: The observations' constraint values (feasible: all <= 0), shape (n, k),
             NaN where not known; ``None`` without constraints. The acquisitions are then
             weighted by the probability of feasibility (:mod:`.feasibility`).
+        y_lower: Lower bounds of censored observations (trials stopped early, see
+            :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
+            taken as exact (a stopped trial at its imputed value).
     """
 
     codec: BoxCodec
@@ -136,6 +139,7 @@ class ProposalRequest:
     pruning: PruningStats | None = None
     rate_needed: bool = False
     constraints: np.ndarray | None = None  # (n, k)
+    y_lower: np.ndarray | None = None  # (n,)
 
 
 @dataclass

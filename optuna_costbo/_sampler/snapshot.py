@@ -36,6 +36,7 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import Curve
 from optuna_costbo._numerics.curves import PruningStats
+from optuna_costbo._numerics.curves import final_bounds
 from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.curves import run_fractions
 from optuna_costbo._numerics.policy import CostData
@@ -228,6 +229,9 @@ class Snapshot:
         pruning: How the study's pruner treated its trials; None if it stopped none.
         constraints: The observed trials' constraint values (feasible: all <= 0), (n, k),
             NaN where unknown; None in an unconstrained study.
+        y_lower: A lower bound on each stopped trial's final value
+            (:func:`.curves.final_bounds`), NaN for completed trials (and where no curve has
+            completed), shape (n,); None if no trial was stopped.
     """
 
     X: np.ndarray  # (n, D)
@@ -239,6 +243,7 @@ class Snapshot:
     y_running: np.ndarray | None = None  # (r,)
     pruning: PruningStats | None = None
     constraints: np.ndarray | None = None  # (n, k)
+    y_lower: np.ndarray | None = None  # (n,)
 
     def request(
         self,
@@ -251,8 +256,10 @@ class Snapshot:
         deterministic: bool,
         schedule: FitSchedule,
         rate_needed: bool = False,
+        censored: bool = False,
     ) -> ProposalRequest:
-        """The policy's request for this suggestion (``deterministic``: the objective's)."""
+        """The policy's request for this suggestion (``deterministic``: the objective's;
+        ``censored``: stopped trials as censored observations, not exact ones)."""
         return ProposalRequest(
             codec=codec,
             X=self.X,
@@ -270,6 +277,7 @@ class Snapshot:
             pruning=self.pruning,
             rate_needed=rate_needed,
             constraints=self.constraints,
+            y_lower=self.y_lower if censored else None,
         )
 
 
@@ -316,9 +324,11 @@ def read_snapshot(
     stopped = np.array([_stopped(t) for t in finished], dtype=bool)  # (f,)
     complete_curves = [_curve(t, sign) for t in finished if _usable(t) and t.intermediate_values]
     pruning = None
+    lower = np.full(len(finished), np.nan)  # (f,)
     if stopped.any():
         curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
         values[stopped] = impute_finals(complete_curves, curves)
+        lower[stopped] = final_bounds(complete_curves, curves)
         fractions = run_fractions(complete_curves, curves)  # (p,)
         costs[stopped] = np.where(costs[stopped] >= 0.0, costs[stopped] / fractions, -1.0)
         pruning = PruningStats(
@@ -358,6 +368,7 @@ def read_snapshot(
         y_running=y_running,
         pruning=pruning,
         constraints=constraints,
+        y_lower=lower[observed] if pruning is not None else None,
     )
 
 

@@ -82,6 +82,7 @@ class Suggester:
             ``study`` (the sampler's resolved option).
         prefetch: Compute the next proposal while a trial runs.
         stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
+        censored: Trials stopped by a pruner are censored observations, not imputed ones.
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class Suggester:
         charges_time: Callable[[optuna.Study, Sequence[FrozenTrial]], bool],
         prefetch: bool,
         stop_rule: StopRule | None = None,
+        censored: bool = False,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition
@@ -118,6 +120,7 @@ class Suggester:
         moving = user_cost is not None and user_cost.moving
         self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
         self.stop_rule = stop_rule
+        self.censored = censored
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -246,6 +249,7 @@ class Suggester:
             deterministic=self.deterministic,
             schedule=self.schedule,
             rate_needed=self.stop_rule is not None,
+            censored=self.censored,
         )
         sid = study._study_id
         plan = self.effort.plan(sid, len(snap.y), ledger.remaining if charged else None)

@@ -63,13 +63,55 @@ def test_a_pruned_trial_is_an_observation_of_its_imputed_final_value_and_full_co
     assert snap.pruning.run_fraction == pytest.approx((0.25 + 0.5) / 2)
 
 
+def test_a_pruned_trials_bound_is_its_last_report_plus_the_largest_completed_move() -> None:
+    study = _study()
+    trials = study.get_trials(deepcopy=False)
+    snap = read_snapshot(
+        trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
+    )
+    assert snap.y_lower is not None
+    assert np.isnan(snap.y_lower[:2]).all()  # completed: exact
+    np.testing.assert_allclose(snap.y_lower[2:], [5.0 - 2.0, 3.5 - 1.0])
+
+
+@pytest.mark.parametrize("route", ["impute", "censored"])
+def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> None:
+    sampler = CostRolloutSampler(
+        budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2, pruned_trials=route
+    )
+    study = _study()
+    study.sampler = sampler
+    requests: list[Any] = []
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    real = suggest_mod.propose
+
+    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
+        requests.append(request)
+        return real(request, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", spy)
+        study.ask().suggest_float("x", 0.0, 1.0)
+    lower = requests[0].y_lower
+    if route == "impute":
+        assert lower is None
+    else:
+        np.testing.assert_allclose(lower[2:], [3.0, 2.5])
+
+
+def test_an_unknown_pruned_trials_route_is_refused() -> None:
+    with pytest.raises(ValueError, match="pruned_trials must be 'impute' or 'censored'"):
+        CostRolloutSampler(budget=10.0, pruned_trials="drop")
+
+
 def test_without_pruned_trials_nothing_changes() -> None:
     study = _study()
     trials = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
     snap = read_snapshot(
         trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
     )
-    assert snap.pruning is None and snap.y_running is None
+    assert snap.pruning is None and snap.y_running is None and snap.y_lower is None
     np.testing.assert_allclose(snap.y, [1.0, 0.9])
 
 
@@ -225,3 +267,16 @@ def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_m
     assert pruned, f"{name} pruned nothing: the test does not exercise it"
     # Once trials were pruned, the model had more observations than completed trials.
     assert any(n_obs > n_complete for n_obs, n_complete, n_pruned in seen if n_pruned)
+
+
+def test_the_censored_route_runs_a_pruned_study_and_finds_the_optimum() -> None:
+    # The censored route end to end with MedianPruner: no trial fails, trials get pruned, and
+    # the best completed trial lands near the optimum x = 0.3 of the learning-curve problem.
+    sampler = CostRolloutSampler(
+        budget=60.0, acquisition="eipu", seed=0, n_startup_trials=4, pruned_trials="censored"
+    )
+    study = optuna.create_study(sampler=sampler, pruner=optuna.pruners.MedianPruner(2, 1))
+    study.optimize(_learning_curve, n_trials=60)
+    states = [t.state for t in study.trials]
+    assert TrialState.FAIL not in states and TrialState.PRUNED in states
+    assert abs(study.best_params["x"] - 0.3) < 0.02  # random search, same seed: 0.08 off
