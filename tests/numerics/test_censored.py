@@ -11,6 +11,7 @@ from scipy.stats import truncnorm
 from optuna_costbo._numerics.censored import impute_censored
 from optuna_costbo._numerics.censored import truncated_mean
 from optuna_costbo._numerics.curves import final_bounds
+from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.models import build_models
@@ -116,3 +117,25 @@ def test_without_bounds_or_exact_observations_the_values_are_taken_as_given() ->
         other = build_models(_request(lower), np.random.default_rng(0), needs_cost=False)
         np.testing.assert_array_equal(other.y, base.y)
         np.testing.assert_allclose(other.fitted.hyper.lengthscales, base.fitted.hyper.lengthscales)
+
+
+def test_imputations_and_bounds_match_a_pair_by_pair_count_on_random_curves() -> None:
+    rng = np.random.default_rng(4)
+
+    def random_curve() -> tuple[np.ndarray, np.ndarray]:
+        steps = np.sort(rng.choice(np.arange(1, 30), size=int(rng.integers(1, 10)), replace=False))
+        return steps.astype(float), rng.normal(size=len(steps))
+
+    complete = [random_curve() for _ in range(15)]
+    stopped = [random_curve() for _ in range(25)]
+
+    def value_at(curve: tuple[np.ndarray, np.ndarray], step: float) -> float:
+        before = [v for s, v in zip(*curve, strict=True) if s <= step]
+        return float(before[-1]) if before else float(curve[1][0])
+
+    for (steps, values), finals, bound in zip(
+        stopped, impute_finals(complete, stopped), final_bounds(complete, stopped), strict=True
+    ):
+        moves = [c[1][-1] - value_at(c, steps[-1]) for c in complete]
+        assert finals == pytest.approx(values[-1] + np.median(moves))
+        assert bound == pytest.approx(values[-1] + min(moves))
