@@ -28,7 +28,7 @@ def check_options(
     charge_sampler_time: Any,
     cost_unit: Any = None,
     prefetch: Any = False,
-    pruned_trials: Any = "impute",
+    pruned_trials: Any = "censored",
 ) -> None:
     """Raise ``ValueError`` for the first option outside what is allowed."""
     for name, value, default in (("horizon", horizon, 2), ("n_samples", n_samples, 64)):
@@ -49,7 +49,7 @@ def check_options(
     if not isinstance(prefetch, bool):
         raise ValueError(f"prefetch must be True or False, got {prefetch!r}")
     if pruned_trials not in ("impute", "censored"):
-        raise ValueError(f"pruned_trials must be 'impute' or 'censored', got {pruned_trials!r}")
+        raise ValueError(f"pruned_trials must be 'censored' or 'impute', got {pruned_trials!r}")
     if cost_unit is not None and not isinstance(cost_unit, str):
         raise ValueError(f"cost_unit must be None or a str such as '$', got {cost_unit!r}")
 

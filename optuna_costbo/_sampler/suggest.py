@@ -99,7 +99,7 @@ class Suggester:
         charges_time: Callable[[optuna.Study, Sequence[FrozenTrial]], bool],
         prefetch: bool,
         stop_rule: StopRule | None = None,
-        censored: bool = False,
+        censored: bool = True,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition

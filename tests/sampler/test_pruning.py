@@ -101,7 +101,7 @@ def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> No
 
 
 def test_an_unknown_pruned_trials_route_is_refused() -> None:
-    with pytest.raises(ValueError, match="pruned_trials must be 'impute' or 'censored'"):
+    with pytest.raises(ValueError, match="pruned_trials must be 'censored' or 'impute'"):
         CostRolloutSampler(budget=10.0, pruned_trials="drop")
 
 
