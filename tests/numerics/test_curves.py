@@ -7,11 +7,15 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+from optuna_costbo._numerics.acquisition.screening import screen
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._numerics.cost_model import shares_objective
 from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.curves import run_fractions
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.gp.model import GPModel
 
 
 def _curve(steps: list[int], values: list[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -71,3 +75,43 @@ def test_the_gradient_of_the_expected_log_cost_matches_finite_differences() -> N
         shifted[:, d] += h
         fd = (cost.log_cost(shifted) - mean) / h
         np.testing.assert_allclose(dmean[:, d], fd, rtol=1e-4, atol=1e-6)
+
+
+def test_an_acquisition_hands_its_prediction_to_the_expected_cost_with_the_same_result() -> None:
+    # With the very objective model of the PrunedCost, EIpu and the screen hand over the
+    # prediction they just made; the values and gradients are those of a PrunedCost reading
+    # an equal but separate model (which predicts again), bit for bit.
+    cost, _ = _pruned_cost()
+    twin = PrunedCost(
+        cost.base,
+        GPModel(cost.objective.X, cost.objective.y, cost.objective.hyper),
+        cost.threshold,
+        cost.pruned_share,
+        cost.run_fraction,
+    )
+    assert shares_objective(cost, cost.objective) and not shares_objective(twin, cost.objective)
+    Z = np.random.default_rng(3).random((40, 2))
+    best = float(cost.objective.y.min())
+    told = LogEIPerCost(cost.objective, best, cost_model=cost, cost_exponent=1.0)
+    fresh = LogEIPerCost(cost.objective, best, cost_model=twin, cost_exponent=1.0)
+    np.testing.assert_array_equal(told(Z), fresh(Z))
+    for a, b in zip(told.value_and_grad(Z), fresh.value_and_grad(Z), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(
+        screen(Z, cost.objective, best, cost).log_cost,
+        screen(Z, cost.objective, best, twin).log_cost,
+    )
+    # ... and the shared model is predicted once per call, not twice.
+    calls: list[int] = []
+    predict = cost.objective.predict
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return predict(*args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cost.objective, "predict", counted)
+        told.value_and_grad(Z)
+        told(Z)
+        screen(Z, cost.objective, best, cost)
+    assert len(calls) == 3

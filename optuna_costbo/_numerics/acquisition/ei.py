@@ -24,6 +24,9 @@ import numpy as np
 from scipy.special import erfcx
 from scipy.special import ndtr
 
+from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._numerics.cost_model import shares_objective
+
 
 __all__ = [
     "LogCostModel",
@@ -314,6 +317,12 @@ class LogEIPerCost:
         self.cost_exponent = float(exponent) if exponent.ndim == 0 else exponent
         self.feasibility = feasibility
         self._uses_cost = cost_model is not None and bool(np.any(exponent != 0.0))
+        # The cost model's own prediction of ``model`` is the one made here: handed over.
+        self._told: PrunedCost | None = (
+            cost_model
+            if self._uses_cost and best is not None and shares_objective(cost_model, model)
+            else None
+        )
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         """Acquisition values at box points Z (m, D): (m,)."""
@@ -326,7 +335,12 @@ class LogEIPerCost:
             value = value + self.feasibility.log_pf(Z)[0]
         if self._uses_cost:
             assert self.cost_model is not None
-            value = value - self.cost_exponent * self.cost_model.log_cost(Z)
+            log_c = (
+                self._told.log_cost_told(Z, (mean, var))
+                if self._told is not None
+                else self.cost_model.log_cost(Z)
+            )
+            value = value - self.cost_exponent * log_c
         return value
 
     def value_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,7 +348,8 @@ class LogEIPerCost:
         if self.best is None:
             value, grad = np.zeros(len(Z)), np.zeros(Z.shape)  # feasibility alone
         else:
-            mean, var, dmean, dvar = self.model.predict(Z, True)
+            told = self.model.predict(Z, True)
+            mean, var, dmean, dvar = told
             value, g_mean, g_var = log_ei_and_grad(mean, var, self.best)  # (m,) each
             grad = g_mean[:, None] * dmean + g_var[:, None] * dvar  # (m, D)
         if self.feasibility is not None:
@@ -342,7 +357,11 @@ class LogEIPerCost:
             value, grad = value + pf_value, grad + pf_grad
         if self._uses_cost:
             assert self.cost_model is not None
-            c_mean, c_dmean = self.cost_model.log_cost_and_grad(Z)
+            c_mean, c_dmean = (
+                self._told.log_cost_and_grad_told(Z, told)
+                if self._told is not None
+                else self.cost_model.log_cost_and_grad(Z)
+            )
             e = self.cost_exponent
             value = value - e * c_mean
             grad = grad - (e[:, None] if isinstance(e, np.ndarray) else e) * c_dmean

@@ -25,6 +25,7 @@ from optuna_costbo._numerics.acquisition.ei import Feasible
 from optuna_costbo._numerics.acquisition.ei import LogCostModel
 from optuna_costbo._numerics.acquisition.ei import PosteriorModel
 from optuna_costbo._numerics.acquisition.ei import log_ei
+from optuna_costbo._numerics.cost_model import shares_objective
 
 
 __all__ = ["Screen", "screen"]
@@ -85,7 +86,11 @@ def screen(
     if best is None and feasibility is None:
         raise ValueError("best=None (no feasible point yet) needs a feasibility model")
     mean, var = model.predict(points, False)[:2]  # (M,), (M,)
-    log_cost = cost.log_cost(points) if cost is not None else None  # (M,)
+    log_cost: np.ndarray | None = None  # (M,)
+    if cost is not None and shares_objective(cost, model):
+        log_cost = cost.log_cost_told(points, (mean, var))  # the prediction just made
+    elif cost is not None:
+        log_cost = cost.log_cost(points)
     log_pf = feasibility.log_pf(points)[0] if feasibility is not None else None  # (M,)
     values = np.zeros(len(points)) if best is None else log_ei(mean, var, best)  # (M,)
     return Screen(points, mean, var, values, log_cost, log_pf)
