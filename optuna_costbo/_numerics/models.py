@@ -4,7 +4,8 @@
 quick route) the objective model, chooses the cost model (:func:`_cost_model`: the user's
 known cost, else a GP on log cost, else none) and conditions the objective model on the
 running trials (:func:`with_pending`, a kriging believer). A new kind of cost model is chosen
-in :func:`_cost_model` and reaches both routes.
+in :func:`_cost_model` and reaches both routes. Trials a pruner stopped enter the objective
+model as censored observations when the request gives their bounds (:func:`_censored_model`).
 """
 
 from __future__ import annotations
