@@ -49,8 +49,12 @@ def _objective(config: dict[str, Any], worker: str) -> Any:
         trial.set_user_attr("ran", True)
         trial.set_user_attr("worker", worker)
         if hang_marker is not None:
-            # A worker that the test kills mid-trial: say so, then hang.
-            Path(hang_marker).write_text(str(trial.number))
+            # A worker that the test kills mid-trial: say so, then hang. The marker appears
+            # whole (written aside, then renamed: atomic on POSIX), so a test that sees it
+            # exist never reads it empty (a CI run did).
+            partial = Path(f"{hang_marker}.partial")
+            partial.write_text(str(trial.number))
+            partial.replace(hang_marker)
             time.sleep(600.0)
         time.sleep(rng.uniform(sleep_min, sleep_max))
         if report:
