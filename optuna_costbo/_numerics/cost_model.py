@@ -176,7 +176,7 @@ class KnownCost:
 def shares_objective(cost: object, model: object) -> TypeGuard[PrunedCost]:
     """Whether ``cost`` is a :class:`PrunedCost` reading the very objective model ``model``:
     an acquisition that has just predicted ``model`` at its points can then hand the
-    prediction over (``log_cost_told``) instead of the cost model predicting it again.
+    prediction over (``log_cost(Z, told)``) instead of the cost model predicting it again.
 
     NOTE: in a sequential study the acquisition's model is the fitted one (no running trials
     to condition on), and the second prediction was 15 % of a pruned study's suggestion
@@ -251,27 +251,19 @@ class PrunedCost:
         factor = 1.0 - saved * P  # (m,)
         return np.log(factor), -saved * dP / factor[:, None]
 
-    def log_cost(self, Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-        """The base model's log cost, shifted by ``log(1 - P (1 - f))``."""
-        out: np.ndarray = self.base.log_cost(Z) + self._log_factor(Z, False)[0]
-        return out
-
-    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        log_c, dlog_c = self.base.log_cost_and_grad(Z)  # (m,), (m, D)
-        shift, dshift = self._log_factor(Z, True)
-        return log_c + shift, dlog_c + dshift
-
-    def log_cost_told(self, Z: np.ndarray, told: tuple[np.ndarray, ...]) -> np.ndarray:
-        """:meth:`log_cost` with the objective model's prediction at Z, ``(mean, var)``,
-        already made by the caller (the same model, see :func:`shares_objective`)."""
+    def log_cost(
+        self, Z: np.ndarray, told: tuple[np.ndarray, ...] | None = None
+    ) -> np.ndarray:  # (m, D) -> (m,)
+        """The base model's log cost, shifted by ``log(1 - P (1 - f))``. ``told``: the
+        objective model's prediction at Z, ``(mean, var)``, when the caller has just made it
+        (the same model, see :func:`shares_objective`)."""
         out: np.ndarray = self.base.log_cost(Z) + self._log_factor(Z, False, told)[0]
         return out
 
-    def log_cost_and_grad_told(
-        self, Z: np.ndarray, told: tuple[np.ndarray, ...]
+    def log_cost_and_grad(
+        self, Z: np.ndarray, told: tuple[np.ndarray, ...] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`log_cost_and_grad` with the objective model's prediction at Z,
-        ``(mean, var, dmean, dvar)``, already made by the caller."""
+        """:meth:`log_cost` and its gradient (m, D); ``told``: ``(mean, var, dmean, dvar)``."""
         log_c, dlog_c = self.base.log_cost_and_grad(Z)  # (m,), (m, D)
         shift, dshift = self._log_factor(Z, True, told)
         return log_c + shift, dlog_c + dshift

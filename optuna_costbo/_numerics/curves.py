@@ -35,7 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
-__all__ = ["Curve", "PruningStats", "final_bounds", "impute_finals", "run_fractions"]
+__all__ = [
+    "Curve",
+    "PruningStats",
+    "final_bounds",
+    "finals_and_bounds",
+    "impute_finals",
+    "run_fractions",
+]
 
 
 Curve = tuple[np.ndarray, np.ndarray]
@@ -75,6 +82,17 @@ def _moves(complete: Sequence[Curve], stopped: Sequence[Curve]) -> tuple[np.ndar
     return last, moves
 
 
+def finals_and_bounds(
+    complete: Sequence[Curve], stopped: Sequence[Curve]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`impute_finals` and :func:`final_bounds` of the stopped curves, (p,) each, from
+    one reading of the completed curves' moves."""
+    last, moves = _moves(complete, stopped)  # (p,), (p, c)
+    if moves.shape[1] == 0:
+        return last, np.full(len(stopped), np.nan)
+    return last + np.median(moves, axis=1), last + moves.min(axis=1)
+
+
 def impute_finals(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.ndarray:
     """The imputed final value of each stopped curve: its last value plus the median change
     of the completed curves from that step to their end, (p,).
@@ -83,11 +101,7 @@ def impute_finals(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.nda
         complete: The completed trials' curves (their last value is the final one).
         stopped: The curves of trials stopped early (pruned, or still running).
     """
-    last, moves = _moves(complete, stopped)  # (p,), (p, c)
-    if moves.shape[1] == 0:
-        return last
-    out: np.ndarray = last + np.median(moves, axis=1)
-    return out
+    return finals_and_bounds(complete, stopped)[0]
 
 
 def final_bounds(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.ndarray:
@@ -99,11 +113,7 @@ def final_bounds(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.ndar
         complete: The completed trials' curves (their last value is the final one).
         stopped: The curves of trials stopped early (pruned, or still running).
     """
-    last, moves = _moves(complete, stopped)  # (p,), (p, c)
-    if moves.shape[1] == 0:
-        return np.full(len(stopped), np.nan)
-    out: np.ndarray = last + moves.min(axis=1)
-    return out
+    return finals_and_bounds(complete, stopped)[1]
 
 
 def run_fractions(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.ndarray:

@@ -36,7 +36,7 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import Curve
 from optuna_costbo._numerics.curves import PruningStats
-from optuna_costbo._numerics.curves import final_bounds
+from optuna_costbo._numerics.curves import finals_and_bounds
 from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.curves import run_fractions
 from optuna_costbo._numerics.policy import CostData
@@ -327,8 +327,7 @@ def read_snapshot(
     lower = np.full(len(finished), np.nan)  # (f,)
     if stopped.any():
         curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
-        values[stopped] = impute_finals(complete_curves, curves)
-        lower[stopped] = final_bounds(complete_curves, curves)
+        values[stopped], lower[stopped] = finals_and_bounds(complete_curves, curves)
         fractions = run_fractions(complete_curves, curves)  # (p,)
         costs[stopped] = np.where(costs[stopped] >= 0.0, costs[stopped] / fractions, -1.0)
         pruning = PruningStats(

@@ -336,7 +336,7 @@ class LogEIPerCost:
         if self._uses_cost:
             assert self.cost_model is not None
             log_c = (
-                self._told.log_cost_told(Z, (mean, var))
+                self._told.log_cost(Z, (mean, var))
                 if self._told is not None
                 else self.cost_model.log_cost(Z)
             )
@@ -358,7 +358,7 @@ class LogEIPerCost:
         if self._uses_cost:
             assert self.cost_model is not None
             c_mean, c_dmean = (
-                self._told.log_cost_and_grad_told(Z, told)
+                self._told.log_cost_and_grad(Z, told)
                 if self._told is not None
                 else self.cost_model.log_cost_and_grad(Z)
             )

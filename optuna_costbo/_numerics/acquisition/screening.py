@@ -88,7 +88,7 @@ def screen(
     mean, var = model.predict(points, False)[:2]  # (M,), (M,)
     log_cost: np.ndarray | None = None  # (M,)
     if cost is not None and shares_objective(cost, model):
-        log_cost = cost.log_cost_told(points, (mean, var))  # the prediction just made
+        log_cost = cost.log_cost(points, (mean, var))  # the prediction just made
     elif cost is not None:
         log_cost = cost.log_cost(points)
     log_pf = feasibility.log_pf(points)[0] if feasibility is not None else None  # (M,)
