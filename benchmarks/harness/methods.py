@@ -43,7 +43,9 @@ Names:
   (``HyperbandPruner(min_resource=1, max_resource=<the problem's last step>,
   reduction_factor=3)``); ours gets it wrapped as a user writes it,
   ``CostBudgetPruner(pruner)``, and ``+median-bare`` / ``+hyperband-bare`` give ours the bare
-  pruner; Optuna's samplers always get the bare one. Without a pruner a problem with steps
+  pruner, ``+median-consult`` / ``+hyperband-consult`` ``CostBudgetPruner(pruner,
+  consult_sampler=True)`` (the sampler may keep a trial the pruner would stop); Optuna's
+  samplers always get the bare one. Without a pruner a problem with steps
   gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
 The method's name is also its folder in the cache (see ``cache.method_dir``).
@@ -70,7 +72,7 @@ class Method:
     # parameters)
     options: tuple[tuple[str, Any], ...] = ()
     stopper: str = ""  # "", "terminator", "emmr", "cost-aware=L"
-    pruner: str = ""  # "", "median", "hyperband", "median-bare", "hyperband-bare"
+    pruner: str = ""  # "", "median", "hyperband", and either with "-bare" or "-consult"
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -169,7 +171,9 @@ PRUNING_REFERENCES = ("rollout+hyperband", "rollout+median")
 """The methods the pruning benchmark compares against every other one."""
 PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
 """The pruners of ``NAME+PRUNER`` (and their labels)."""
-_PRUNED = re.compile(r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<bare>-bare)?")
+_PRUNED = re.compile(
+    r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<variant>-bare|-consult)?"
+)
 
 
 STOPPERS = {
@@ -243,13 +247,14 @@ def resolve(name: str) -> Method:
             raise ValueError(f"{name!r} has two pruners")
         if base.family == "botorch":
             raise ValueError(f"{name!r}: the BoTorch references run no Optuna study to prune")
-        bare = bool(pruned["bare"])
-        if bare and base.family != "ours":
+        variant = pruned["variant"] or ""
+        if variant and base.family != "ours":
             raise ValueError(
-                f"{name!r}: '-bare' is for ours (Optuna's samplers always get the bare pruner)"
+                f"{name!r}: '{variant}' is for ours (Optuna's samplers always get the bare pruner)"
             )
-        label = f"{base.label} + {PRUNERS[pruned['pruner']]}" + (" (bare)" if bare else "")
-        pruner = pruned["pruner"] + ("-bare" if bare else "")
+        shown = {"": "", "-bare": " (bare)", "-consult": " (consults the sampler)"}[variant]
+        label = f"{base.label} + {PRUNERS[pruned['pruner']]}{shown}"
+        pruner = pruned["pruner"] + variant
         return dataclasses.replace(base, name=name, label=label, pruner=pruner)
     base, sep, rest = name.partition(":")
     if sep:
@@ -355,7 +360,8 @@ def make_pruner(method: Method, max_step: int) -> Any:
     runner reports every step, and Optuna's implicit default would be ``MedianPruner``).
     ``median``: ``MedianPruner()`` with Optuna's defaults (5 start-up trials, no warm-up
     steps). ``hyperband``: ``HyperbandPruner(min_resource=1, max_resource=max_step,
-    reduction_factor=3)``. Ours gets it as ``CostBudgetPruner(pruner)`` unless ``-bare``.
+    reduction_factor=3)``. Ours gets it as ``CostBudgetPruner(pruner)`` unless ``-bare``;
+    ``-consult`` adds ``consult_sampler=True``.
 
     NOTE(bracket view): Optuna shows a sampler only the trials of the running trial's
     Hyperband bracket when ``study.pruner`` is a ``HyperbandPruner``
@@ -367,7 +373,7 @@ def make_pruner(method: Method, max_step: int) -> Any:
 
     if not method.pruner:
         return optuna.pruners.NopPruner() if max_step else None
-    kind, _, bare = method.pruner.partition("-")
+    kind, _, variant = method.pruner.partition("-")
     pruner: Any
     if kind == "median":
         pruner = optuna.pruners.MedianPruner()
@@ -379,10 +385,10 @@ def make_pruner(method: Method, max_step: int) -> Any:
         )
     else:
         raise ValueError(f"{method.name}: unknown pruner {method.pruner!r}")
-    if method.family == "ours" and not bare:
+    if method.family == "ours" and variant != "bare":
         from optuna_costbo import CostBudgetPruner
 
-        pruner = CostBudgetPruner(pruner)
+        pruner = CostBudgetPruner(pruner, consult_sampler=variant == "consult")
     return pruner
 
 
