@@ -280,3 +280,110 @@ def test_the_censored_route_runs_a_pruned_study_and_finds_the_optimum() -> None:
     states = [t.state for t in study.trials]
     assert TrialState.FAIL not in states and TrialState.PRUNED in states
     assert abs(study.best_params["x"] - 0.3) < 0.02  # random search, same seed: 0.08 off
+
+
+def _slow_learners_end_best(trial: optuna.Trial) -> float:
+    # The best final value (x = 0.8) comes from a curve that starts worst: a median pruner
+    # stops the trials that would have ended best.
+    x = trial.suggest_float("x", 0.0, 1.0)
+    final = (x - 0.8) ** 2
+    spent = 0.0
+    for step in range(9):
+        spent += 0.2
+        trial.report(final + 3.0 * x / (step + 1), step)
+        if trial.should_prune():
+            report_cost(trial, spent)
+            raise optuna.TrialPruned()
+    report_cost(trial, spent)
+    return final
+
+
+def _consulted_study(sampler: optuna.samplers.BaseSampler) -> tuple[optuna.Study, Any]:
+    pruner = CostBudgetPruner(optuna.pruners.MedianPruner(3, 1), consult_sampler=True)
+    study = optuna.create_study(sampler=sampler, pruner=pruner)
+    return study, pruner
+
+
+def test_a_consulting_pruner_keeps_exactly_the_trials_the_sampler_says_to_finish() -> None:
+    sampler = CostRolloutSampler(budget=40.0, acquisition="eipu", seed=0, n_startup_trials=4)
+    study, pruner = _consulted_study(sampler)
+    verdicts: list[tuple[int, int, bool | None]] = []
+    real = sampler.worth_finishing
+
+    def spy(study: optuna.Study, trial: Any, spent: float, trials: Any = None) -> bool | None:
+        verdict = real(study, trial, spent, trials)
+        verdicts.append((trial.number, max(trial.intermediate_values), verdict))
+        return verdict
+
+    sampler.worth_finishing = spy  # type: ignore[method-assign]
+    study.optimize(_slow_learners_end_best, n_trials=40)
+    assert TrialState.FAIL not in [t.state for t in study.trials]
+    kept = [(n, s) for n, s, v in verdicts if v is True]
+    assert kept and pruner.vetoes == len(kept)
+    assert any(v is False for _, _, v in verdicts)  # it does not keep everything
+    for number, step, verdict in verdicts:
+        trial = study.trials[number]
+        stopped_here = trial.state == TrialState.PRUNED and max(trial.intermediate_values) == step
+        # The wrapped pruner said stop: the trial stopped there unless the sampler kept it
+        # (the budget check alone can still stop a kept trial, not here: 40 >> a trial's 1.8).
+        assert stopped_here == (verdict is not True)
+
+
+def test_the_sampler_has_no_opinion_before_its_models_and_none_on_a_hopeless_trial() -> None:
+    sampler = CostRolloutSampler(budget=1e3, acquisition="eipu", seed=0, n_startup_trials=4)
+    study, _ = _consulted_study(sampler)
+    trial = study.ask()
+    trial.suggest_float("x", 0.0, 1.0)
+    trial.report(1.0, 0)
+    frozen = study._storage.get_trial(trial._trial_id)
+    assert sampler.worth_finishing(study, frozen, 0.1) is None  # no model-based proposal yet
+    study.tell(trial, state=TrialState.PRUNED)
+    study.optimize(_slow_learners_end_best, n_trials=12)
+    trial = study.ask()
+    trial.suggest_float("x", 0.0, 1.0)
+    best = study.best_value
+    # Reports so bad that even the largest completed improvement leaves it above the best.
+    trial.report(best + 100.0, 8)
+    frozen = study._storage.get_trial(trial._trial_id)
+    assert sampler.worth_finishing(study, frozen, 0.1) is False
+
+
+def test_a_consulting_pruner_with_another_sampler_is_its_wrapped_pruner() -> None:
+    def run(consult: bool) -> list[TrialState]:
+        pruner = CostBudgetPruner(optuna.pruners.MedianPruner(3, 1), consult_sampler=consult)
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(0), pruner=pruner)
+        study.optimize(_slow_learners_end_best, n_trials=20)
+        assert pruner.vetoes == 0
+        return [t.state for t in study.trials]
+
+    assert run(True) == run(False)
+    assert TrialState.PRUNED in run(True)
+
+
+def test_the_proposal_finds_a_new_trials_best_rate_only_for_a_consulting_pruner() -> None:
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    asked: list[bool] = []
+    real = suggest_mod.propose
+
+    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(request.rate_needed)
+        return real(request, *args, **kwargs)
+
+    for consult in (False, True):
+        sampler = CostRolloutSampler(budget=1e3, acquisition="eipu", seed=0, n_startup_trials=3)
+        pruner = CostBudgetPruner(optuna.pruners.MedianPruner(3, 1), consult_sampler=consult)
+        study = optuna.create_study(sampler=sampler, pruner=pruner)
+        suggest_mod.propose = spy
+        try:
+            study.optimize(_slow_learners_end_best, n_trials=6)
+        finally:
+            suggest_mod.propose = real
+        assert asked and set(asked) == {consult}
+        asked.clear()
+
+
+def test_consult_sampler_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match="consult_sampler must be True or False"):
+        CostBudgetPruner(optuna.pruners.MedianPruner(), consult_sampler="yes")  # type: ignore[arg-type]
+    assert not CostBudgetPruner(consult_sampler=True).consults_sampler  # nothing to overrule
