@@ -37,12 +37,6 @@ class CostBudgetPruner(BasePruner):
             ``None`` (default), as the sampler's default: counted when the trials' costs are
             measured wall-clock time, not when the objective reports them or a ``cost_fn``
             gives them.
-        consult_sampler: When the wrapped pruner would stop a trial and the study's sampler is
-            a :class:`~optuna_costbo.CostRolloutSampler`, ask the sampler first
-            (:meth:`~optuna_costbo.CostRolloutSampler.worth_finishing`): a trial whose
-            expected improvement, given its reports, per unit of the cost still to come is at
-            least the best a new trial offers is kept. The budget check still applies. With
-            any other sampler, or before the sampler has models, the wrapped pruner decides.
 
     Raises:
         ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, or
@@ -68,7 +62,6 @@ class CostBudgetPruner(BasePruner):
         wrapped_pruner: BasePruner | None = None,
         cost_attr: str = "cost",
         charge_sampler_time: bool | None = None,
-        consult_sampler: bool = False,
     ) -> None:
         # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written
         # elsewhere (PatientPruner(MedianPruner(), ...)); it means the wrapped pruner.
@@ -89,45 +82,17 @@ class CostBudgetPruner(BasePruner):
         self._wrapped = wrapped_pruner
         self._cost_attr = cost_attr
         self._charge_sampler_time = charge_sampler_time
-        if not isinstance(consult_sampler, bool):
-            raise ValueError(f"consult_sampler must be True or False, got {consult_sampler!r}")
-        self._consult = consult_sampler
-        self.vetoes = 0  # how often the sampler kept a trial the wrapped pruner would stop
-
-    @property
-    def consults_sampler(self) -> bool:
-        """Whether a trial the wrapped pruner would stop is first put to the sampler (the
-        sampler reads this to know its proposals must also find the best rate of a new trial)."""
-        return self._consult and self._wrapped is not None
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
-        wrapped_says = self._wrapped is not None and self._wrapped.prune(study, trial)
-        if wrapped_says and not self.consults_sampler:
+        if self._wrapped is not None and self._wrapped.prune(study, trial):
             return True
         budget = self._budget if self._budget is not None else stored_budget(study)
-        trials = storage_trials(study) if budget is not None or wrapped_says else []
+        if budget is None:
+            return False
+        trials = storage_trials(study)
         charged = self._charge_sampler_time
         if charged is None:
             charged = bool(measured_costs(trials))
-        own = charged_cost(trial, self._cost_attr, charged)
-        if wrapped_says and not self._sampler_keeps(study, trial, own, trials):
-            return True
-        if budget is None:
-            return False
         ledger = charge_and_sum(study, trials, budget, self._cost_attr, charged)
+        own = charged_cost(trial, self._cost_attr, charged)
         return ledger.spent + own > budget
-
-    def _sampler_keeps(
-        self, study: optuna.Study, trial: FrozenTrial, own: float, trials: list[FrozenTrial]
-    ) -> bool:
-        """Whether the study's sampler says ``trial`` is worth finishing (see
-        ``consult_sampler``); False when it has no opinion or is not ours."""
-        # Imported here: the sampler module imports this package's pieces, not the pruner.
-        from optuna_costbo.sampler import CostRolloutSampler
-
-        sampler = study.sampler
-        if not isinstance(sampler, CostRolloutSampler):
-            return False
-        keep = sampler.worth_finishing(study, trial, own, trials) is True
-        self.vetoes += int(keep)
-        return keep

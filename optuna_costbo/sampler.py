@@ -52,7 +52,6 @@ from optuna_costbo._sampler import record_stop
 from optuna_costbo._sampler import startup_count
 from optuna_costbo._sampler import stop
 from optuna_costbo._sampler import stop_reason
-from optuna_costbo._sampler import worth_continuing
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
@@ -285,36 +284,6 @@ class CostRolloutSampler(BaseSampler):
         """Why ``study`` stopped (its budget was spent, or the next trial was not worth its
         cost), as stored on the study (user attr ``cost_stop_reason``); None while it runs."""
         return stop_reason(study)
-
-    def worth_finishing(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        spent: float,
-        trials: Sequence[FrozenTrial] | None = None,
-    ) -> bool | None:
-        """Whether a running trial that has reported is worth finishing, under this sampler's
-        latest models of ``study`` (this process's): its expected improvement given its
-        reports (its final value is at least its last report plus the largest improvement any
-        completed curve made from that step on), per unit of the cost still to come (the
-        predicted cost of a full trial less ``spent``), at least the best EI per unit cost a
-        new trial offered. :class:`~optuna_costbo.CostBudgetPruner` asks this with
-        ``consult_sampler=True`` before it lets its wrapped pruner stop a trial.
-
-        Args:
-            study: The study.
-            trial: The running trial.
-            spent: The cost it has run up so far, in cost units.
-            trials: The study's trials, if the caller has read them.
-
-        Returns:
-            ``None`` when the sampler has no opinion: no model-based proposal yet in this
-            process, none since the study's pruner began consulting it, a trial outside the
-            modelled search space, or no completed trial with reports.
-        """
-        if trials is None:
-            trials = root_study(study).get_trials(deepcopy=False)
-        return worth_continuing(self._suggester.latest, study._study_id, trials, trial, spent)
 
     def reseed_rng(self) -> None:
         self._suggester.reseed()

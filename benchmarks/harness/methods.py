@@ -44,7 +44,9 @@ Names:
   reduction_factor=3)``); ours gets it wrapped as a user writes it,
   ``CostBudgetPruner(pruner)``, and ``+median-bare`` / ``+hyperband-bare`` give ours the bare
   pruner, ``+median-consult`` / ``+hyperband-consult`` ``CostBudgetPruner(pruner,
-  consult_sampler=True)`` (the sampler may keep a trial the pruner would stop); Optuna's
+  consult_sampler=True)`` (the sampler kept a trial the pruner would stop when finishing it
+  was worth its cost; tried and dropped, it runs only with the package at 36c370c, see
+  docs/pruning.md; its cached runs still report); Optuna's
   samplers always get the bare one. Without a pruner a problem with steps
   gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
@@ -388,7 +390,8 @@ def make_pruner(method: Method, max_step: int) -> Any:
     if method.family == "ours" and variant != "bare":
         from optuna_costbo import CostBudgetPruner
 
-        pruner = CostBudgetPruner(pruner, consult_sampler=variant == "consult")
+        options = {"consult_sampler": True} if variant == "consult" else {}
+        pruner = CostBudgetPruner(pruner, **options)
     return pruner
 
 
@@ -399,6 +402,8 @@ def unavailable(method: Method) -> str | None:
 
         try:
             CostRolloutSampler(**{"budget": 1.0, **method.kwargs})
+            if method.pruner.endswith("-consult"):
+                make_pruner(method, 1)
         except (ValueError, TypeError) as exc:
             return f"the installed optuna_costbo rejects it: {exc}"
     elif method.family == "botorch":

@@ -26,13 +26,11 @@ import math
 
 import numpy as np
 from scipy.special import erfcx
-from scipy.special import log_ndtr
-from scipy.special import ndtr
 
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["impute_censored", "truncated_ei", "truncated_mean"]
+__all__ = ["impute_censored", "truncated_mean"]
 
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -57,45 +55,6 @@ def truncated_mean(mean: np.ndarray, sd: np.ndarray, lower: np.ndarray) -> np.nd
     a = (np.asarray(lower, dtype=float) - mean) / sd
     out: np.ndarray = mean + sd * _SQRT_2_OVER_PI / erfcx(a / _SQRT2)
     return out
-
-
-def truncated_ei(
-    mean: np.ndarray, sd: np.ndarray, best: np.ndarray, lower: np.ndarray
-) -> np.ndarray:
-    """``E[(best - Y)+ | Y >= lower]`` for ``Y ~ N(mean, sd^2)``, elementwise (broadcast shapes):
-    the expected improvement on ``best`` of a value known to be at least ``lower``.
-
-    With ``a = (lower - mean) / sd``, ``c = (best - mean) / sd`` and ``lower < best``:
-
-        ((best - mean) (Phi(-a) - Phi(-c)) - sd (phi(a) - phi(c))) / Phi(-a),
-
-    written with the ratios ``Phi(-c) / Phi(-a)`` (``log_ndtr``) and ``phi(a) / Phi(-a)``
-    (``erfcx``, as :func:`truncated_mean`), so that it stays accurate where ``Phi(-a)`` rounds
-    to zero. Zero where ``lower >= best``; ``lower = -inf`` gives the plain EI
-    ``(best - mean) Phi(c) + sd phi(c)``.
-
-    Args:
-        mean: Means of the untruncated normals.
-        sd: Their standard deviations, > 0.
-        best: The value to improve on.
-        lower: The truncation points (``-inf``: no truncation).
-    """
-    mean, sd, best, lower = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (mean, sd, best, lower))
-    )
-    a = (lower - mean) / sd
-    c = (best - mean) / sd
-    with np.errstate(invalid="ignore", over="ignore"):
-        tail = np.exp(log_ndtr(-c) - log_ndtr(-a))  # Phi(-c) / Phi(-a), in [0, 1]
-        mills = _SQRT_2_OVER_PI / erfcx(a / _SQRT2)  # phi(a) / Phi(-a)
-        mills_c = mills * np.exp(-0.5 * (c - a) * (c + a))  # phi(c) / Phi(-a)
-        mills = np.where(np.isneginf(a), 0.0, mills)
-        plain = np.exp(-0.5 * c * c) / math.sqrt(2.0 * math.pi)  # phi(c)
-        mills_c = np.where(np.isneginf(a), plain, mills_c)
-        tail = np.where(np.isneginf(a), ndtr(-c), tail)
-        out = (best - mean) * (1.0 - tail) - sd * (mills - mills_c)
-    result: np.ndarray = np.where(lower < best, np.maximum(out, 0.0), 0.0)
-    return result
 
 
 def impute_censored(model: GPModel, X: np.ndarray, lower: np.ndarray) -> np.ndarray:

@@ -91,7 +91,6 @@ class Models:
             cost_data=request.cost_data,
             observed=(self.X, self.y),
             best_log_rate=best_log_rate,
-            best=self.best,
         )
 
 

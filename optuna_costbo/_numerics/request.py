@@ -113,8 +113,7 @@ class ProposalRequest:
             reported, NaN where not (the model's own mean stands in, a kriging believer).
         pruning: How the study's pruner has treated its trials; ``None`` without pruning.
             The expected cost of a proposal then counts on it (:class:`.cost_model.PrunedCost`).
-        rate_needed: Also find the largest EI per unit cost (a stopping rule reads it, and
-            :class:`~optuna_costbo.CostBudgetPruner` when it consults the sampler).
+        rate_needed: Also find the largest EI per unit cost (a stopping rule reads it).
         constraints: The observations' constraint values (feasible: all <= 0), shape (n, k),
             NaN where not known; ``None`` without constraints. The acquisitions are then
             weighted by the probability of feasibility (:mod:`.feasibility`).
@@ -157,4 +156,3 @@ class Proposal:
     cost_data: CostData | None = None  # what the cost model was fitted to
     observed: tuple[np.ndarray, np.ndarray] | None = None  # the request's X (n, D), y (n,)
     best_log_rate: float | None = None  # max log(EI / c), when the request asked for it
-    best: float | None = None  # the value the acquisition improved on (None: none feasible)

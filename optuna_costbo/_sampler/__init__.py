@@ -14,8 +14,6 @@ Modules, in the order one suggestion meets them:
 - :mod:`.prefetch`: the next proposal computed while a trial runs;
 - :mod:`.trial_book`: this process's records of its running trials;
 - :mod:`.study_control`: one objective, stopping the optimize loop, the end of the budget;
-- :mod:`.continuation`: whether a trial its pruner would stop is worth finishing (for
-  ``CostBudgetPruner(consult_sampler=True)``);
 - :mod:`.stopping`: stopping when the next trial is not worth its cost; why a study stopped;
 - :mod:`.chart_schedule`: when the dashboard chart is redrawn.
 
@@ -23,7 +21,6 @@ What :mod:`optuna_costbo.sampler` uses is named here.
 """
 
 from optuna_costbo._sampler.chart_schedule import ChartSchedule
-from optuna_costbo._sampler.continuation import worth_continuing
 from optuna_costbo._sampler.effort import DEFAULT_SHARE
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.independent import IndependentSampling
@@ -60,5 +57,4 @@ __all__ = [
     "startup_count",
     "stop",
     "stop_reason",
-    "worth_continuing",
 ]

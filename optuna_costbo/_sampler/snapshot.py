@@ -36,7 +36,6 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import Curve
 from optuna_costbo._numerics.curves import PruningStats
-from optuna_costbo._numerics.curves import final_bounds
 from optuna_costbo._numerics.curves import finals_and_bounds
 from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.curves import run_fractions
@@ -52,7 +51,7 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["Snapshot", "TrialReads", "read_snapshot", "report_bound"]
+__all__ = ["Snapshot", "TrialReads", "read_snapshot"]
 
 
 class _SpaceOfStudy:
@@ -370,18 +369,6 @@ def read_snapshot(
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
     )
-
-
-def report_bound(trials: Sequence[FrozenTrial], trial: FrozenTrial, sign: float) -> float:
-    """The lower bound that ``trial``'s reports put on its final value, to minimize
-    (:func:`.curves.final_bounds` against the study's completed curves); NaN when it has not
-    reported or no completed trial has a curve."""
-    if not trial.intermediate_values:
-        return float("nan")
-    complete = [_curve(t, sign) for t in trials if _usable(t) and t.intermediate_values]
-    if not complete:
-        return float("nan")
-    return float(final_bounds(complete, [_curve(trial, sign)])[0])
 
 
 def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:

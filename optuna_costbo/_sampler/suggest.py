@@ -37,7 +37,6 @@ from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
-from optuna_costbo._sampler.continuation import LatestProposals
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.prefetch import Prefetch
 from optuna_costbo._sampler.snapshot import TrialReads
@@ -122,7 +121,6 @@ class Suggester:
         self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
         self.stop_rule = stop_rule
         self.censored = censored
-        self.latest = LatestProposals()  # for a pruner that consults the sampler
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -233,7 +231,7 @@ class Suggester:
             trials,
             trial,
             bridge,
-            sign=_sign(study),
+            sign=-1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0,
             cost_attr=self.cost_attr,
             pending=self.pending.snapshot(),
         )
@@ -250,7 +248,7 @@ class Suggester:
             warm=self.warm.get(key),
             deterministic=self.deterministic,
             schedule=self.schedule,
-            rate_needed=self.stop_rule is not None or _pruner_consults(study),
+            rate_needed=self.stop_rule is not None,
             censored=self.censored,
         )
         sid = study._study_id
@@ -270,22 +268,7 @@ class Suggester:
             sid, plan.route, time.perf_counter() - start, n=len(snap.y), refit=plan.refit
         )
         self.warm[key] = proposal.warm
-        if plan.route == "full":
-            self.latest.set(sid, bridge, proposal, _sign(study))
         if proposal.message is not None:
             _logger.debug(f"Trial {trial.number}: {proposal.message}")
             note_budget_end(study, ledger, self.budget_end_noted)
         return proposal
-
-
-def _sign(study: optuna.Study) -> float:
-    """-1 for a maximize study, 1 for minimize (values are minimized inside)."""
-    return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-
-
-def _pruner_consults(study: optuna.Study) -> bool:
-    """Whether the study's pruner asks the sampler whether a trial is worth finishing
-    (:class:`~optuna_costbo.CostBudgetPruner` with ``consult_sampler=True``): the proposal
-    then also finds the best EI per unit cost of a new trial. Duck-typed, so that this module
-    does not import the public pruner module."""
-    return bool(getattr(study.pruner, "consults_sampler", False))

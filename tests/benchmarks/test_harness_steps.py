@@ -131,7 +131,15 @@ def test_methods_with_pruners_resolve_and_build_their_pruners() -> None:
     # without a pruner: NopPruner on a problem with steps, Optuna's default without steps
     assert isinstance(methods.make_pruner(methods.resolve("rollout"), 9), optuna.pruners.NopPruner)
     assert methods.make_pruner(methods.resolve("rollout"), 0) is None
-    for bad in ("optuna-tpe+median-bare", "botorch-logei+median", "rollout+median+hyperband"):
+    # The dropped "consult the sampler" variant still names its cached runs; the package no
+    # longer takes the option, so it cannot run (docs/pruning.md, "Tried and dropped").
+    consult = methods.resolve("rollout+hyperband-consult")
+    assert consult.pruner == "hyperband-consult"
+    assert consult.label == "ours rollout h=2 + Hyperband (consults the sampler)"
+    assert "consult_sampler" in (methods.unavailable(consult) or "")
+    assert methods.unavailable(ours) is None
+    bad_names = ("optuna-tpe+median-bare", "optuna-tpe+median-consult", "botorch-logei+median")
+    for bad in (*bad_names, "rollout+median+hyperband"):
         with pytest.raises(ValueError):
             methods.resolve(bad)
     with pytest.raises(ValueError, match="needs a problem with steps"):

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import integrate
-from scipy.stats import norm
 from scipy.stats import truncnorm
 
 from optuna_costbo._numerics.censored import impute_censored
-from optuna_costbo._numerics.censored import truncated_ei
 from optuna_costbo._numerics.censored import truncated_mean
 from optuna_costbo._numerics.curves import final_bounds
 from optuna_costbo._numerics.curves import impute_finals
@@ -52,58 +49,6 @@ def test_the_truncated_mean_matches_monte_carlo() -> None:
         se = kept.std() / np.sqrt(len(kept))
         got = float(truncated_mean(np.array(mean), np.array(sd), np.array(lower)))
         assert abs(got - kept.mean()) < 5 * se
-
-
-def _ei_by_quadrature(mean: float, sd: float, best: float, lower: float) -> float:
-    """E[(best - Y)+ | Y >= lower] by numerical integration of the density."""
-    if lower >= best:
-        return 0.0
-    lo = max(lower, mean - 40.0 * sd)
-    num = integrate.quad(lambda y: (best - y) * norm.pdf(y, mean, sd), lo, best, epsabs=0.0)[0]
-    return float(num / norm.sf(lower, mean, sd)) if np.isfinite(lower) else float(num)
-
-
-def test_the_truncated_ei_matches_quadrature() -> None:
-    rng = np.random.default_rng(5)
-    cases = [
-        (float(m), float(s), float(m + s * c), float(m + s * a))
-        for m, s, c, a in zip(
-            rng.normal(size=60) * 2.0,
-            rng.uniform(0.1, 3.0, size=60),
-            rng.uniform(-3.0, 4.0, size=60),
-            rng.uniform(-6.0, 3.5, size=60),
-            strict=True,
-        )
-    ]
-    cases += [(0.0, 1.0, 0.5, -np.inf), (2.0, 0.5, 1.0, -np.inf), (0.0, 1.0, 1.0, 1.0)]
-    for mean, sd, best, lower in cases:
-        got = float(truncated_ei(np.array(mean), np.array(sd), np.array(best), np.array(lower)))
-        assert got == pytest.approx(_ei_by_quadrature(mean, sd, best, lower), rel=1e-7, abs=1e-12)
-    # lower = -inf is the plain EI closed form.
-    c = 0.7
-    plain = float(truncated_ei(np.array(0.0), np.array(1.0), np.array(c), np.array(-np.inf)))
-    assert plain == pytest.approx(c * norm.cdf(c) + norm.pdf(c), rel=1e-12)
-    # Above the best there is nothing to gain.
-    assert float(truncated_ei(np.array(0.0), np.array(1.0), np.array(1.0), np.array(2.0))) == 0.0
-
-
-def test_the_truncated_ei_stays_accurate_far_in_the_upper_tail() -> None:
-    # Given Y >= a = 40 (sd 1), Y - a is close to an exponential of rate a: the gain on
-    # best = a + d is d - (1 - exp(-a d)) / a to O(1/a^3), where 1 - Phi(a) is 4e-350.
-    a, d = 40.0, 0.5
-    got = float(truncated_ei(np.array(0.0), np.array(1.0), np.array(a + d), np.array(a)))
-    assert got == pytest.approx(d - (1.0 - np.exp(-a * d)) / a, abs=5e-5)
-
-
-def test_the_truncated_ei_matches_monte_carlo() -> None:
-    rng = np.random.default_rng(6)
-    draws = rng.normal(size=2_000_000)  # (N,)
-    cases = [(0.0, 1.0, 0.3, -0.5), (1.0, 0.4, 0.8, 0.2), (0.0, 2.0, 3.0, 1.0)]
-    for mean, sd, best, lower in cases:
-        y = mean + sd * draws
-        gain = np.maximum(best - y[y >= lower], 0.0)
-        got = float(truncated_ei(np.array(mean), np.array(sd), np.array(best), np.array(lower)))
-        assert abs(got - gain.mean()) < 5 * gain.std() / np.sqrt(len(gain))
 
 
 def test_the_bound_is_the_last_report_plus_the_largest_completed_move() -> None:
