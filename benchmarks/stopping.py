@@ -337,6 +337,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def rate_probe(sampler: Any, study: Any) -> dict[str, Any]:
+    """What the rule read at each trial (its largest log(EI / c), None where it read none):
+    ``benchmarks/stopping_threshold.py`` replays the rule at higher exchange rates from it."""
+    from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
+
+    trials = study.get_trials(deepcopy=False)
+    return {"log_rates": [t.system_attrs.get(NEXT_RATE_ATTR) for t in trials]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     load_scales(args.out)
@@ -353,7 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         unique = {(p.name, m, s): (p, m, s) for p, m, s in tasks}
         save_scales(args.out)
         tasks = list(unique.values())
-        runner.run_tasks(tasks, args.out / "runs", resume=args.resume, jobs=args.jobs)
+        runner.run_tasks(
+            tasks, args.out / "runs", resume=args.resume, jobs=args.jobs, probe=rate_probe
+        )
     command = "python -m benchmarks.stopping " + " ".join(sys.argv[1:] if argv is None else argv)
     path = write_report(args.out, problems, args.kappas, args.cap, seeds, command.strip())
     save_scales(args.out)

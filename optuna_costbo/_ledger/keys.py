@@ -18,6 +18,7 @@ __all__ = [
     "COST_SOURCE_ATTR",
     "FINISHED_STATES",
     "INVALID_COST_ATTR",
+    "NEXT_RATE_ATTR",
     "REMAINING_ATTR",
     "SAMPLER_SECONDS_ATTR",
     "SKIPPED_ATTR",
@@ -38,6 +39,9 @@ SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
 COST_SOURCE_ATTR = "costbo:cost_source"
 INVALID_COST_ATTR = "costbo:invalid_reported_cost"
 SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
+# With a stopping rule: the largest log(EI / c) over the space when the trial was proposed, the
+# quantity the rule compares with log(value_per_cost) (a trial of the start-up design has none).
+NEXT_RATE_ATTR = "costbo:best_log_rate"
 
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 

@@ -18,6 +18,7 @@ import math
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import STOP_REASON_ATTR
 from optuna_costbo._logging import get_logger
@@ -69,7 +70,13 @@ class StopRule:
         """Stop the study if the rule says so: the reason is recorded, the optimize loop is
         stopped and ``trial`` is pruned before its objective runs (it costs nothing). Under
         ask-and-tell there is no loop: the reason is recorded and logged, and the trial runs
-        (check ``sampler.stop_reason(study)`` before ``ask``)."""
+        (check ``sampler.stop_reason(study)`` before ``ask``).
+
+        The rate is recorded on the trial (system attr ``costbo:best_log_rate``): the record of
+        how the rule's quantity moved through the study, and what a study stopped at a higher
+        ``value_per_cost`` would have been (it stops at the first trial below it)."""
+        if best_log_rate is not None and math.isfinite(best_log_rate):
+            study._storage.set_trial_system_attr(trial._trial_id, NEXT_RATE_ATTR, best_log_rate)
         reason = self.reason(best_log_rate)
         if reason is None:
             return

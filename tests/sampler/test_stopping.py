@@ -12,6 +12,7 @@ import pytest
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._sampler.stopping import StopRule
@@ -53,6 +54,30 @@ def test_a_study_without_a_budget_stops_when_the_next_trial_is_not_worth_it(
     assert study.user_attrs["cost_stop_reason"] == reason
     assert "cost_budget" not in study.user_attrs  # JSON has no infinity
     assert math.isinf(sampler.budget)
+
+
+def test_each_model_trial_records_the_rate_the_rule_read_and_only_the_last_is_below() -> None:
+    value_per_cost = 1e-3
+    sampler = CostRolloutSampler(None, value_per_cost=value_per_cost, seed=2, acquisition="eipu")
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective)
+    rates = [t.system_attrs.get(NEXT_RATE_ATTR) for t in study.trials]
+    recorded = [i for i, r in enumerate(rates) if r is not None]
+    # The start-up design has no rate; every trial after it has one.
+    assert recorded and recorded == list(range(recorded[0], len(rates)))
+    below = [i for i in recorded if rates[i] < math.log(value_per_cost)]
+    assert below == [len(rates) - 1]  # the rule stopped at the first trial below its rate
+    # The same study at a higher exchange rate is this one cut at the first trial whose
+    # recorded rate is below it (the records predict where it stops).
+    middle = recorded[len(recorded) // 2]
+    higher = math.exp(rates[middle]) * 1.0001
+    cut = next(i for i in recorded if rates[i] < math.log(higher))
+    again = optuna.create_study(
+        sampler=CostRolloutSampler(None, value_per_cost=higher, seed=2, acquisition="eipu")
+    )
+    again.optimize(_objective)
+    assert len(again.trials) == cut + 1
+    assert [t.params for t in again.trials[:cut]] == [t.params for t in study.trials[:cut]]
 
 
 def test_a_lower_exchange_rate_buys_more_trials_and_a_better_value() -> None:
