@@ -338,12 +338,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def rate_probe(sampler: Any, study: Any) -> dict[str, Any]:
-    """What the rule read at each trial (its largest log(EI / c), None where it read none):
-    ``benchmarks/stopping_threshold.py`` replays the rule at higher exchange rates from it."""
+    """What the rule read at each trial (its largest log(EI / c), None where it read none) and
+    the log EI of the trial's own point: ``benchmarks/stopping_threshold.py`` replays the rule
+    at higher exchange rates, and with the model's expectations discounted, from them."""
+    from optuna_costbo._ledger.keys import CHOSEN_EI_ATTR
     from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
 
     trials = study.get_trials(deepcopy=False)
-    return {"log_rates": [t.system_attrs.get(NEXT_RATE_ATTR) for t in trials]}
+    return {
+        "log_rates": [t.system_attrs.get(NEXT_RATE_ATTR) for t in trials],
+        "chosen_log_ei": [t.system_attrs.get(CHOSEN_EI_ATTR) for t in trials],
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from optuna.trial import TrialState
 
 __all__ = [
     "BUDGET_ATTR",
+    "CHOSEN_EI_ATTR",
     "COST_SOURCE_ATTR",
     "FINISHED_STATES",
     "INVALID_COST_ATTR",
@@ -42,6 +43,8 @@ SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
 # With a stopping rule: the largest log(EI / c) over the space when the trial was proposed, the
 # quantity the rule compares with log(value_per_cost) (a trial of the start-up design has none).
 NEXT_RATE_ATTR = "costbo:best_log_rate"
+# ... and the log EI of the point it was given (what the model expected of the trial).
+CHOSEN_EI_ATTR = "costbo:chosen_log_ei"
 
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 

@@ -77,7 +77,11 @@ class Models:
         return float(np.min(self.y[self.feasible])) if self.feasible.any() else None
 
     def proposal(
-        self, choice: Choice, request: ProposalRequest, best_log_rate: float | None = None
+        self,
+        choice: Choice,
+        request: ProposalRequest,
+        best_log_rate: float | None = None,
+        chosen_log_ei: float | None = None,
     ) -> Proposal:
         """The proposal of ``choice`` made with these models."""
         return Proposal(
@@ -91,6 +95,7 @@ class Models:
             cost_data=request.cost_data,
             observed=(self.X, self.y),
             best_log_rate=best_log_rate,
+            chosen_log_ei=chosen_log_ei,
         )
 
 

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
@@ -84,4 +85,9 @@ def propose(
         strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()
         choice = strategy.choose(ctx)
         rate = ctx.best_log_rate() if request.rate_needed else None
-        return models.proposal(choice, request, rate)
+        chosen = None
+        if request.rate_needed and models.best is not None:
+            # What the model expects of the chosen point, for the stopping rule's record.
+            mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
+            chosen = float(log_ei(mean, var, models.best)[0])
+        return models.proposal(choice, request, rate, chosen)

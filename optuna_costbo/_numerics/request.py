@@ -156,3 +156,4 @@ class Proposal:
     cost_data: CostData | None = None  # what the cost model was fitted to
     observed: tuple[np.ndarray, np.ndarray] | None = None  # the request's X (n, D), y (n,)
     best_log_rate: float | None = None  # max log(EI / c), when the request asked for it
+    chosen_log_ei: float | None = None  # log EI at z, when the request asked for the rate

@@ -18,6 +18,7 @@ import math
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.keys import CHOSEN_EI_ATTR
 from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import STOP_REASON_ATTR
@@ -66,7 +67,13 @@ class StopRule:
             f"of predicted cost is {rate:.4g}, below value_per_cost = {self.value_per_cost:.4g}"
         )
 
-    def apply(self, study: optuna.Study, trial: FrozenTrial, best_log_rate: float | None) -> None:
+    def apply(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        best_log_rate: float | None,
+        chosen_log_ei: float | None = None,
+    ) -> None:
         """Stop the study if the rule says so: the reason is recorded, the optimize loop is
         stopped and ``trial`` is pruned before its objective runs (it costs nothing). Under
         ask-and-tell there is no loop: the reason is recorded and logged, and the trial runs
@@ -74,9 +81,13 @@ class StopRule:
 
         The rate is recorded on the trial (system attr ``costbo:best_log_rate``): the record of
         how the rule's quantity moved through the study, and what a study stopped at a higher
-        ``value_per_cost`` would have been (it stops at the first trial below it)."""
+        ``value_per_cost`` would have been (it stops at the first trial below it). So is the
+        log EI of the trial's own point (``costbo:chosen_log_ei``): set against the values
+        the trials reached, how far the model's expectations were met."""
         if best_log_rate is not None and math.isfinite(best_log_rate):
             study._storage.set_trial_system_attr(trial._trial_id, NEXT_RATE_ATTR, best_log_rate)
+        if chosen_log_ei is not None and math.isfinite(chosen_log_ei):
+            study._storage.set_trial_system_attr(trial._trial_id, CHOSEN_EI_ATTR, chosen_log_ei)
         reason = self.reason(best_log_rate)
         if reason is None:
             return

@@ -160,7 +160,7 @@ class Suggester:
                 return self.design.params(bridge, trial.number, outcome.evaluated)
             proposal = outcome
             if self.stop_rule is not None:
-                self.stop_rule.apply(study, trial, proposal.best_log_rate)
+                self.stop_rule.apply(study, trial, proposal.best_log_rate, proposal.chosen_log_ei)
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
         params = self._settle_clashes(study, trial, bridge, proposal, params)

@@ -12,6 +12,7 @@ import pytest
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import CHOSEN_EI_ATTR
 from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.acquisition.ei import ei
@@ -78,6 +79,33 @@ def test_each_model_trial_records_the_rate_the_rule_read_and_only_the_last_is_be
     again.optimize(_objective)
     assert len(again.trials) == cut + 1
     assert [t.params for t in again.trials[:cut]] == [t.params for t in study.trials[:cut]]
+
+
+def test_with_eipu_the_chosen_points_ei_per_known_cost_is_the_recorded_best_rate() -> None:
+    # EIpu's point is the maximizer of EI / c, so its recorded log EI less log c(x) (a known
+    # cost) is the best rate the rule read: the two records come from one model and point.
+    def cost(params: dict[str, float]) -> float:
+        return 1.0 + 4.0 * params["x"]
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        return (x - 0.3) ** 2 + (y - 0.6) ** 2
+
+    sampler = CostRolloutSampler(
+        None, value_per_cost=1e-8, seed=3, acquisition="eipu", cost_fn=cost
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=25)
+    checked = 0
+    for t in study.trials:
+        if NEXT_RATE_ATTR not in t.system_attrs or not t.params:
+            continue
+        assert t.system_attrs[CHOSEN_EI_ATTR] - math.log(cost(t.params)) == pytest.approx(
+            t.system_attrs[NEXT_RATE_ATTR], rel=1e-6, abs=1e-6
+        )
+        checked += 1
+    assert checked >= 10
 
 
 def test_a_lower_exchange_rate_buys_more_trials_and_a_better_value() -> None:
