@@ -7,6 +7,7 @@ import math
 
 from benchmarks.harness import runner
 from benchmarks.stopping_threshold import cut_at
+from benchmarks.stopping_threshold import cut_calibrated
 
 
 def _run(rates: list[float | None]) -> runner.Run:
@@ -37,3 +38,20 @@ def test_a_run_without_recorded_rates_is_not_replayed() -> None:
     run = _run([None, -1.0])
     run.meta = {}
     assert cut_at(run, 0.0) is None
+
+
+def test_the_calibrated_rule_stops_once_the_model_has_overpromised() -> None:
+    # Trials 1-3 were each expected to gain e^0 = 1 and gained nothing (values 10, 10, 10),
+    # while every best rate is log 2 against log lambda = 0: the plain rule never stops. With
+    # w = 1 pseudo-trial the calibration before trial i (i model trials done) is 1 / (i + 1):
+    # log 2 + log(1/3) < 0 first at trial 3 (the 3rd model trial), so the run is cut there.
+    run = _run([None] + [math.log(2.0)] * 4)
+    run.values = [10.0] * 5
+    run.meta["chosen_log_ei"] = [None, 0.0, 0.0, 0.0, 0.0]
+    cut = cut_calibrated(run, 0.0, 1.0)
+    assert cut is not None and len(cut.costs) == 3
+    assert cut_at(run, 0.0) is not None and len(cut_at(run, 0.0).costs) == 5  # type: ignore[union-attr]
+    # Expectations met in full: no discount, the plain rule's run.
+    run.values = [10.0, 9.0, 8.0, 7.0, 6.0]
+    kept = cut_calibrated(run, 0.0, 1.0)
+    assert kept is not None and len(kept.costs) == 5
