@@ -17,6 +17,7 @@ from optuna_costbo._ledger.keys import NEXT_RATE_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._sampler.stopping import StopRule
+from optuna_costbo._sampler.stopping import calibration
 from optuna_costbo.stopping import CostAwareStopping
 
 
@@ -36,6 +37,10 @@ def test_the_rule_compares_the_best_rate_with_the_exchange_rate() -> None:
     assert rule.reason(math.log(0.02)) is None
     reason = rule.reason(math.log(0.005))
     assert reason is not None and "0.005" in reason and "0.01" in reason
+    # Discounted by the share of its promises the model kept: 0.02 x 0.4 < 0.01.
+    assert rule.reason(math.log(0.02), 0.6) is None
+    discounted = rule.reason(math.log(0.02), 0.4)
+    assert discounted is not None and "0.008" in discounted and "0.4" in discounted
 
 
 @pytest.mark.parametrize("value_per_cost", [1e-2, 1e-4])
@@ -57,28 +62,66 @@ def test_a_study_without_a_budget_stops_when_the_next_trial_is_not_worth_it(
     assert math.isinf(sampler.budget)
 
 
-def test_each_model_trial_records_the_rate_the_rule_read_and_only_the_last_is_below() -> None:
+def test_each_model_trial_records_what_the_rule_read_and_only_the_last_is_below() -> None:
     value_per_cost = 1e-3
     sampler = CostRolloutSampler(None, value_per_cost=value_per_cost, seed=2, acquisition="eipu")
     study = optuna.create_study(sampler=sampler)
     study.optimize(_objective)
-    rates = [t.system_attrs.get(NEXT_RATE_ATTR) for t in study.trials]
+    trials = study.trials
+    rates = [t.system_attrs.get(NEXT_RATE_ATTR) for t in trials]
     recorded = [i for i, r in enumerate(rates) if r is not None]
-    # The start-up design has no rate; every trial after it has one.
+    # The start-up design has no rate; every trial after it has one, and the log EI of its point.
     assert recorded and recorded == list(range(recorded[0], len(rates)))
-    below = [i for i in recorded if rates[i] < math.log(value_per_cost)]
+    assert all(CHOSEN_EI_ATTR in trials[i].system_attrs for i in recorded)
+    # The rule's quantity, the rate discounted by the calibration of the trials before it:
+    discounted = [
+        rates[i] + math.log(calibration(trials[:i], 1.0, trials[i].system_attrs[CHOSEN_EI_ATTR]))
+        for i in recorded
+    ]
+    below = [i for i, d in zip(recorded, discounted, strict=True) if d < math.log(value_per_cost)]
     assert below == [len(rates) - 1]  # the rule stopped at the first trial below its rate
     # The same study at a higher exchange rate is this one cut at the first trial whose
-    # recorded rate is below it (the records predict where it stops).
-    middle = recorded[len(recorded) // 2]
-    higher = math.exp(rates[middle]) * 1.0001
-    cut = next(i for i in recorded if rates[i] < math.log(higher))
+    # discounted rate is below it (the records predict where it stops).
+    middle = len(recorded) // 2
+    higher = math.exp(discounted[middle]) * 1.0001
+    cut = next(i for i, d in zip(recorded, discounted, strict=True) if d < math.log(higher))
     again = optuna.create_study(
         sampler=CostRolloutSampler(None, value_per_cost=higher, seed=2, acquisition="eipu")
     )
     again.optimize(_objective)
     assert len(again.trials) == cut + 1
-    assert [t.params for t in again.trials[:cut]] == [t.params for t in study.trials[:cut]]
+    assert [t.params for t in again.trials[:cut]] == [t.params for t in trials[:cut]]
+
+
+def test_the_calibration_is_the_share_of_expected_improvement_achieved() -> None:
+    def trial(number: int, value: float, log_ei: float | None) -> optuna.trial.FrozenTrial:
+        attrs = {} if log_ei is None else {NEXT_RATE_ATTR: 0.0, CHOSEN_EI_ATTR: log_ei}
+        t = optuna.trial.create_trial(value=value, system_attrs=attrs)
+        t.number = number
+        return t
+
+    # Start-up 5.0, then model trials expecting EI 1, 1, 2 and reaching 4.5 (gain 0.5), 6.0
+    # (gain 0) and 2.5 (gain 2): G = 2.5, P = 4. The next trial expects e^0 = 1, so the prior's
+    # mean expectation is (4 + 1) / 4 and k = (2.5 + 1.25) / (4 + 1.25).
+    trials = [
+        trial(0, 5.0, None),
+        trial(1, 4.5, 0.0),
+        trial(2, 6.0, 0.0),
+        trial(3, 2.5, math.log(2)),
+    ]
+    assert calibration(trials, 1.0, 0.0) == pytest.approx(3.75 / 5.25)
+    assert calibration(trials[:1], 1.0, 0.0) == 1.0  # no record yet
+    # A maximize study: the same trials with values negated give the same calibration.
+    maximize = [
+        trial(0, -5.0, None),
+        trial(1, -4.5, 0.0),
+        trial(2, -6.0, 0.0),
+        trial(3, -2.5, math.log(2)),
+    ]
+    assert calibration(maximize, -1.0, 0.0) == pytest.approx(3.75 / 5.25)
+    # Promises kept in full: no discount.
+    kept = [trial(0, 5.0, None), trial(1, 4.0, 0.0), trial(2, 3.0, 0.0)]
+    assert calibration(kept, 1.0, 0.0) == 1.0
 
 
 def test_with_eipu_the_chosen_points_ei_per_known_cost_is_the_recorded_best_rate() -> None:
