@@ -177,10 +177,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--cap", type=float, default=3.0)
     parser.add_argument("--taus", nargs="+", type=float, default=list(TAUS))
+    parser.add_argument(
+        "--groups", nargs="+", default=["adversarial", "control"],
+        help="problem groups; with real (YAHPO Gym, its venv) the given --problems are one "
+        "set, reported with no choice made on them",
+    )  # fmt: skip
+    parser.add_argument("--problems", nargs="+", default=None)
+    parser.add_argument(
+        "--chosen", default="calibrated w=1",
+        help="the variant reported where no tuning half chooses one (default: the shipped rule)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     stopping.load_scales(args.out)
-    problems = stopping.problems_of(["adversarial", "control"], None)
-    halves = {h: split(problems, h) for h in ("tuning", "confirmation")}
+    problems = stopping.problems_of(args.groups, args.problems)
+    if "real" in args.groups:
+        halves = {"checked": problems}
+    else:
+        halves = {h: split(problems, h) for h in ("tuning", "confirmation")}
     seeds = list(range(args.seeds))
     kappas = list(stopping.KAPPAS)
     found = entries(problems, kappas, args.taus, args.cap, seeds, args.out / "runs")
@@ -198,8 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "budgets are the runs of the same folder.",
         "",
     ]
-    chosen = "rule x 1"
-    for half in ("tuning", "confirmation"):
+    chosen: str = args.chosen
+    for half in halves:
         names = [p.name for p in halves[half]]
         lines += [f"## {half.capitalize()} half ({', '.join(names)})", ""]
         total: dict[str, float] = {}
