@@ -44,6 +44,7 @@ from benchmarks.harness import runner
 from benchmarks.harness import stats
 from benchmarks.harness.problem import Problem
 from benchmarks.harness.problem import split
+from optuna_costbo._sampler.stopping import running_calibrations
 
 
 TAUS = (1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -81,24 +82,17 @@ def cut_calibrated(run: runner.Run, log_lam: float, weight: float) -> runner.Run
     n = len(run.costs)
     if not rates or not chosen or len(rates) != n or len(chosen) != n:
         return None
-    best = math.inf
-    gained = expected = 0.0
-    count = 0
-    stop = n
-    for i in range(n):
-        if rates[i] is not None and chosen[i] is not None:
-            prior = weight * (expected + math.exp(chosen[i])) / (count + 1)
-            k = min(1.0, (gained + prior) / (expected + prior))
-            if rates[i] + math.log(max(k, 1e-300)) < log_lam:
-                stop = i
-                break
-        value = run.values[i]
-        if math.isfinite(value):
-            if rates[i] is not None and chosen[i] is not None:
-                gained += max(0.0, best - value) if math.isfinite(best) else 0.0
-                expected += math.exp(chosen[i])
-                count += 1
-            best = min(best, value)
+    # A model trial records both; the package's own running calibration, on the run's record.
+    log_eis = [c if r is not None else None for r, c in zip(rates, chosen, strict=True)]
+    ks = running_calibrations(run.values, log_eis, weight)
+    stop = next(
+        (
+            i
+            for i in range(n)
+            if log_eis[i] is not None and rates[i] + math.log(max(ks[i], 1e-300)) < log_lam
+        ),
+        n,
+    )
     return dataclasses.replace(
         run, costs=run.costs[:stop], values=run.values[:stop], capped=run.capped and stop == n
     )

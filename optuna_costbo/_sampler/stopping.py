@@ -42,7 +42,7 @@ from optuna_costbo._optuna_compat import in_optimize_loop
 from optuna_costbo._sampler.study_control import stop
 
 
-__all__ = ["StopRule", "calibration", "record_stop", "stop_reason"]
+__all__ = ["StopRule", "calibration", "record_stop", "running_calibrations", "stop_reason"]
 
 PSEUDO_TRIALS = 1.0
 """Weight of the calibration's prior: trials that met the model's mean expectation."""
@@ -65,16 +65,52 @@ def record_stop(study: optuna.Study, reason: str) -> None:
     _logger.info(f"Study {study.study_name!r} stops: {reason}.")
 
 
+def running_calibrations(
+    values: Sequence[float],
+    log_eis: Sequence[float | None],
+    weight: float = PSEUDO_TRIALS,
+) -> list[float]:
+    """The calibration ``k`` before each trial of a study, in trial order (1.0 where the
+    trial has no record of what the model expected of it).
+
+    Before trial ``i``: G, the improvements the earlier trials with a record achieved on the
+    best value before each; P, the EI expected of them. With ``p`` the mean of those
+    expectations and of trial ``i``'s own, ``k = min(1, (G + w p) / (P + w p))``: 1 before
+    any record, smaller as promises go unmet. Shared by the sampler (:func:`calibration`, the
+    trial being proposed last) and ``benchmarks/stopping_threshold.py`` (a recorded run).
+
+    Args:
+        values: The trials' values to minimize (NaN: no value, as a pruned or failed trial).
+        log_eis: The log EI the model expected of each trial's point (None: no record).
+        weight: ``w``, the pseudo-trials of the prior.
+    """
+    out = []
+    best = math.inf
+    gained = expected = 0.0
+    count = 0
+    for value, log_ei in zip(values, log_eis, strict=True):
+        if log_ei is None:
+            out.append(1.0)
+        else:
+            prior = weight * (expected + math.exp(log_ei)) / (count + 1)
+            out.append(min(1.0, (gained + prior) / (expected + prior)))
+        if not math.isfinite(value):
+            continue
+        if log_ei is not None:
+            gained += max(0.0, best - value) if math.isfinite(best) else 0.0
+            expected += math.exp(log_ei)
+            count += 1
+        best = min(best, value)
+    return out
+
+
 def calibration(
     trials: Sequence[FrozenTrial], sign: float, next_log_ei: float, weight: float = PSEUDO_TRIALS
 ) -> float:
-    """How far the model's expectations were met so far, in (0, 1].
-
-    Over the COMPLETE trials that recorded what the model expected of them (the log EI of
-    their point, ``costbo:chosen_log_ei``), in trial order: G, the improvements they achieved
-    on the best value before each; P, the EI expected of them. With ``p`` the mean of those
-    expectations and of the next trial's (``next_log_ei``), ``k = min(1, (G + w p) / (P + w
-    p))``: 1 before any record, smaller as promises go unmet.
+    """How far the model's expectations were met so far, in (0, 1]: :func:`running_calibrations`
+    of the study's COMPLETE trials that recorded what the model expected of them (the log EI of
+    their point, ``costbo:chosen_log_ei``), for the trial being proposed, whose point the model
+    expects ``next_log_ei`` of.
 
     Args:
         trials: The study's trials.
@@ -82,21 +118,14 @@ def calibration(
         next_log_ei: The log EI the model expects of the trial being proposed.
         weight: ``w``, the pseudo-trials of the prior.
     """
-    best = math.inf
-    gained = expected = 0.0
-    count = 0
+    values, log_eis = [], []
     for t in sorted(trials, key=lambda t: t.number):
         if t.state != TrialState.COMPLETE or t.value is None or not math.isfinite(t.value):
             continue
-        value = sign * float(t.value)
-        log_ei = t.system_attrs.get(CHOSEN_EI_ATTR)
-        if log_ei is not None and NEXT_RATE_ATTR in t.system_attrs:
-            gained += max(0.0, best - value) if math.isfinite(best) else 0.0
-            expected += math.exp(float(log_ei))
-            count += 1
-        best = min(best, value)
-    prior = weight * (expected + math.exp(next_log_ei)) / (count + 1)
-    return min(1.0, (gained + prior) / (expected + prior))
+        values.append(sign * float(t.value))
+        recorded = t.system_attrs.get(CHOSEN_EI_ATTR)
+        log_eis.append(float(recorded) if recorded is not None else None)
+    return running_calibrations([*values, math.nan], [*log_eis, next_log_ei], weight)[-1]
 
 
 class StopRule:
@@ -138,6 +167,7 @@ class StopRule:
         trial: FrozenTrial,
         best_log_rate: float | None,
         chosen_log_ei: float | None = None,
+        trials: Sequence[FrozenTrial] = (),
     ) -> None:
         """Stop the study if the rule says so: the reason is recorded, the optimize loop is
         stopped and ``trial`` is pruned before its objective runs (it costs nothing). Under
@@ -146,16 +176,16 @@ class StopRule:
 
         The rate is recorded on the trial (system attr ``costbo:best_log_rate``), and so is the
         log EI of the trial's own point (``costbo:chosen_log_ei``): set against the values the
-        trials reached, how far the model's expectations were met (:func:`calibration`). From
-        both, where the same study at a higher ``value_per_cost`` stops: at the first trial
-        whose discounted rate is below it."""
+        trials reached, how far the model's expectations were met (:func:`calibration` of
+        ``trials``, the read of the study the proposal was made from). From both, where the
+        same study at a higher ``value_per_cost`` stops: at the first trial whose discounted
+        rate is below it."""
         if best_log_rate is not None and math.isfinite(best_log_rate):
             study._storage.set_trial_system_attr(trial._trial_id, NEXT_RATE_ATTR, best_log_rate)
         k = 1.0
         if chosen_log_ei is not None and math.isfinite(chosen_log_ei):
             study._storage.set_trial_system_attr(trial._trial_id, CHOSEN_EI_ATTR, chosen_log_ei)
             sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-            trials = study._storage.get_all_trials(study._study_id, deepcopy=False)
             k = calibration(trials, sign, chosen_log_ei)
         reason = self.reason(best_log_rate, k)
         if reason is None:

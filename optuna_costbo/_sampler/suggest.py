@@ -121,10 +121,12 @@ class Suggester:
         self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
         self.stop_rule = stop_rule
         self.censored = censored
+        self.last_read: list[FrozenTrial] = []  # the trials the last proposal was made from
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["lock"]
+        state["last_read"] = []  # a read of the study is not carried to another process
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -160,7 +162,16 @@ class Suggester:
                 return self.design.params(bridge, trial.number, outcome.evaluated)
             proposal = outcome
             if self.stop_rule is not None:
-                self.stop_rule.apply(study, trial, proposal.best_log_rate, proposal.chosen_log_ei)
+                # The read the proposal was made from; a proposal computed ahead read the study
+                # before the trials that finished since, so the rule reads it again.
+                read = (
+                    self.last_read
+                    if ready is None
+                    else root_study(study).get_trials(deepcopy=False)
+                )
+                self.stop_rule.apply(
+                    study, trial, proposal.best_log_rate, proposal.chosen_log_ei, read
+                )
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
         params = self._settle_clashes(study, trial, bridge, proposal, params)
@@ -226,6 +237,7 @@ class Suggester:
             if previous is None
             else root_study(study).get_trials(deepcopy=False)
         )
+        self.last_read = trials
         charged = self.charges_time(study, trials)
         snap = read_snapshot(
             trials,
