@@ -52,21 +52,81 @@ WEIGHTS = (1.0, 3.0, 10.0)
 """Pseudo-trials of the calibrated rule's prior (see :func:`cut_calibrated`)."""
 
 
+RECORDS_RATE = 1e-300
+"""value_per_cost of a records run: the rule never fires in practice (log 1e-300 = -690.8; a
+rate below it is below every practical threshold too), so the run goes on to the cap with
+what the rule read at every trial. Every variant, one that stops later than the shipped rule
+included, is that run cut at its own stop, exactly: the proposals do not depend on
+value_per_cost (with ``budget=None`` the remaining budget is unbounded for every rule)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A stopping rule replayed from recorded rates: stop at the ``patience``-th model trial in
+    a row whose best rate, times the calibration ``k`` (1 without ``weight``; at most
+    ``ceiling``), is below ``tau x value_per_cost``. The trials before the stop are paid, the
+    stopping trial costs nothing."""
+
+    label: str
+    tau: float = 1.0
+    weight: float | None = None
+    ceiling: float = 1.0
+    patience: int = 1
+
+    @property
+    def needs_records(self) -> bool:
+        """True if it can stop later than the shipped rule: only a records run replays it."""
+        return self.tau < 1.0 or self.ceiling > 1.0 or self.patience > 1
+
+
+SHIPPED = Variant("calibrated w=1", weight=1.0)
+VARIANTS = (
+    *(Variant(f"rule x {t:g}", tau=t) for t in TAUS),
+    *(Variant(f"calibrated w={w:g}", weight=w) for w in WEIGHTS),
+    # Fixed before the records runs were made (issue 27, fourth session): promises exceeded
+    # raise the rate as promises unmet lower it; a rule that waits for m low rates in a row.
+    *(Variant(f"two-sided w={w:g}", weight=w, ceiling=math.inf) for w in WEIGHTS),
+    *(Variant(f"calibrated w=1, {m} in a row", weight=1.0, patience=m) for m in (2, 3)),
+)
+
+
+def cut(run: runner.Run, log_lam: float, variant: Variant) -> runner.Run | None:
+    """The run as ``variant`` at ``exp(log_lam)`` would have made it; None if the run lacks
+    the records the variant reads."""
+    rates = run.meta.get("log_rates")
+    n = len(run.costs)
+    if not rates or len(rates) != n:
+        return None
+    ks = [1.0] * n
+    log_eis: list[float | None] = [None] * n
+    if variant.weight is not None:
+        chosen = run.meta.get("chosen_log_ei")
+        if not chosen or len(chosen) != n:
+            return None
+        # A model trial records both; the package's own running calibration, on the record.
+        log_eis = [c if r is not None else None for r, c in zip(rates, chosen, strict=True)]
+        ks = running_calibrations(run.values, log_eis, variant.weight, variant.ceiling)
+    threshold = log_lam + math.log(variant.tau)
+    stop, below = n, 0
+    for i, rate in enumerate(rates):
+        if rate is None or (variant.weight is not None and log_eis[i] is None):
+            continue
+        if rate + math.log(max(ks[i], 1e-300)) < threshold:
+            below += 1
+            if below >= variant.patience:
+                stop = i
+                break
+        else:
+            below = 0
+    return dataclasses.replace(
+        run, costs=run.costs[:stop], values=run.values[:stop], capped=run.capped and stop == n
+    )
+
+
 def cut_at(run: runner.Run, log_threshold: float) -> runner.Run | None:
     """The run as the rule at ``exp(log_threshold)`` would have made it: the trials before the
     first whose recorded rate is below the threshold; None if the run has no rates."""
-    rates = run.meta.get("log_rates")
-    if not rates or len(rates) != len(run.costs):
-        return None
-    stop = next(
-        (i for i, r in enumerate(rates) if r is not None and r < log_threshold), len(rates)
-    )
-    return dataclasses.replace(
-        run,
-        costs=run.costs[:stop],
-        values=run.values[:stop],
-        capped=run.capped and stop == len(rates),
-    )
+    return cut(run, log_threshold, Variant("rule"))
 
 
 def cut_calibrated(run: runner.Run, log_lam: float, weight: float) -> runner.Run | None:
@@ -76,66 +136,84 @@ def cut_calibrated(run: runner.Run, log_lam: float, weight: float) -> runner.Run
     the model trials so far achieved (G, on the best value before each) over the EI the model
     expected of their points (P), shrunk to 1 by ``w`` pseudo-trials that met the mean
     expectation ``p``. As ``k <= 1`` the rule stops no later than the run did, so the cut is
-    exact. None if the run has no records."""
-    rates = run.meta.get("log_rates")
-    chosen = run.meta.get("chosen_log_ei")
-    n = len(run.costs)
-    if not rates or not chosen or len(rates) != n or len(chosen) != n:
-        return None
-    # A model trial records both; the package's own running calibration, on the run's record.
-    log_eis = [c if r is not None else None for r, c in zip(rates, chosen, strict=True)]
-    ks = running_calibrations(run.values, log_eis, weight)
-    stop = next(
-        (
-            i
-            for i in range(n)
-            if log_eis[i] is not None and rates[i] + math.log(max(ks[i], 1e-300)) < log_lam
-        ),
-        n,
+    exact even from a run of the rule itself. None if the run has no records."""
+    return cut(run, log_lam, Variant("calibrated", weight=weight))
+
+
+def records_policy(problem: Problem, cap: float) -> stopping.Policy:
+    """The records run of ``problem``: the rule at :data:`RECORDS_RATE` under the adaptive
+    policies' cap."""
+    capped = problem.variant(
+        f"cap{cap:g}", budget=cap * problem.budget, max_trials=stopping.ADAPTIVE_MAX_TRIALS
     )
-    return dataclasses.replace(
-        run, costs=run.costs[:stop], values=run.values[:stop], capped=run.capped and stop == n
+    return stopping.Policy(
+        "records", capped, f"rollout:budget=none,value_per_cost={RECORDS_RATE:g}"
     )
+
+
+def same_trials(rule: runner.Run, records: runner.Run) -> bool:
+    """True if the rule's run made the same trials as the records run up to its stop (the
+    trial the rule stopped on, which ran nothing, aside): the replay's premise."""
+    m = len(rule.costs)
+    if m and math.isnan(rule.costs[-1]):
+        m -= 1  # the trial the rule stopped on ran nothing
+    if m > len(records.costs):
+        return False
+    pairs = zip(
+        rule.values[:m] + rule.costs[:m], records.values[:m] + records.costs[:m], strict=True
+    )
+    return all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in pairs)
 
 
 def entries(
-    problems: Sequence[Problem], kappas: Sequence[float], taus: Sequence[float], cap: float,
-    seeds: Sequence[int], root: Path,
-) -> dict[tuple[float, str, str, int], dict]:  # fmt: skip
-    """(kappa, problem, label, seed) -> scaled CAR entry: "rule x tau" and the fixed budgets."""
+    problems: Sequence[Problem], kappas: Sequence[float], variants: Sequence[Variant],
+    cap: float, seeds: Sequence[int], root: Path,
+) -> tuple[dict[tuple[float, str, str, int], dict], list[str]]:  # fmt: skip
+    """(kappa, problem, label, seed) -> scaled CAR entry of each variant and fixed budget,
+    and notes on the sources. A variant is cut from the records run of (problem, seed) when
+    there is one, else from the rule's own run at that kappa (only variants that never stop
+    later than it)."""
     out: dict[tuple[float, str, str, int], dict] = {}
+    checked = agreed = 0
     for p in problems:
         pols = stopping.policies(p, kappas, cap)
         cap_problem = next(q.problem for q in pols if q.label == "Terminator")
-        for pol in pols:
-            fixed = pol.label.startswith("fixed")
-            if not (fixed or pol.label == "rule"):
-                continue
-            for s in seeds:
-                run = cache.load_valid(root, pol.problem, pol.method, s)
-                if run is None:
-                    continue
-                if fixed:
+        records_pol = records_policy(p, cap)
+        for s in seeds:
+            records = cache.load_valid(root, records_pol.problem, records_pol.method, s)
+            for pol in pols:
+                if pol.label.startswith("fixed"):
+                    run = cache.load_valid(root, pol.problem, pol.method, s)
+                    if run is None:
+                        continue
                     for kappa in kappas:
                         out[(kappa, p.name, pol.label, s)] = stopping.scaled_car(
                             run, p, cap_problem, kappa
                         )
+                if pol.label != "rule":
                     continue
                 assert pol.kappa is not None
+                own = cache.load_valid(root, pol.problem, pol.method, s)
+                if own is not None and records is not None:
+                    checked += 1
+                    agreed += same_trials(own, records)
                 lam = stopping.rate(p, pol.kappa)
-                for tau in taus:
-                    cut = cut_at(run, math.log(tau * lam))
-                    if cut is not None:
-                        out[(pol.kappa, p.name, f"rule x {tau:g}", s)] = stopping.scaled_car(
-                            cut, p, cap_problem, pol.kappa
+                for v in variants:
+                    source = records if records is not None else own
+                    if source is None or (v.needs_records and records is None):
+                        continue
+                    replay = cut(source, math.log(lam), v)
+                    if replay is not None:
+                        out[(pol.kappa, p.name, v.label, s)] = stopping.scaled_car(
+                            replay, p, cap_problem, pol.kappa
                         )
-                for w in WEIGHTS:
-                    cut = cut_calibrated(run, math.log(lam), w)
-                    if cut is not None:
-                        out[(pol.kappa, p.name, f"calibrated w={w:g}", s)] = stopping.scaled_car(
-                            cut, p, cap_problem, pol.kappa
-                        )
-    return out
+    notes = []
+    if checked:
+        notes.append(
+            f"The rule's own runs made the same trials as the records runs up to their stop in "
+            f"{agreed} of {checked} (problem, seed, kappa) cases."
+        )
+    return out, notes
 
 
 def table(
@@ -170,39 +248,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=stopping.DEFAULT_OUT)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--cap", type=float, default=3.0)
-    parser.add_argument("--taus", nargs="+", type=float, default=list(TAUS))
     parser.add_argument(
         "--groups", nargs="+", default=["adversarial", "control"],
-        help="problem groups; with real (YAHPO Gym, its venv) the given --problems are one "
-        "set, reported with no choice made on them",
+        help="problem groups; real (YAHPO Gym) needs its venv",
     )  # fmt: skip
     parser.add_argument("--problems", nargs="+", default=None)
     parser.add_argument(
-        "--chosen", default="calibrated w=1",
+        "--halves", choices=["split", "checked"], default="split",
+        help="split: choose on the tuning half, report on the confirmation half; checked: the "
+        "problems are one set, reported with the --chosen variant and no choice made on them",
+    )  # fmt: skip
+    parser.add_argument(
+        "--chosen", default=SHIPPED.label,
         help="the variant reported where no tuning half chooses one (default: the shipped rule)",
     )  # fmt: skip
+    parser.add_argument(
+        "--run", action="store_true",
+        help="first make the records runs the cache lacks (the rule at value_per_cost "
+        f"{RECORDS_RATE:g}: it runs to the cap)",
+    )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=0)
     args = parser.parse_args(argv)
     stopping.load_scales(args.out)
     problems = stopping.problems_of(args.groups, args.problems)
-    if "real" in args.groups:
+    seeds = list(range(args.seeds))
+    if args.run:
+        tasks = [(records_policy(p, args.cap).problem, records_policy(p, args.cap).method, s)
+                 for p in problems for s in seeds]  # fmt: skip
+        stopping.save_scales(args.out)
+        runner.run_tasks(
+            tasks, args.out / "runs", resume=True, jobs=args.jobs, probe=stopping.rate_probe
+        )
+    if args.halves == "checked":
         halves = {"checked": problems}
     else:
         halves = {h: split(problems, h) for h in ("tuning", "confirmation")}
-    seeds = list(range(args.seeds))
     kappas = list(stopping.KAPPAS)
-    found = entries(problems, kappas, args.taus, args.cap, seeds, args.out / "runs")
-    labels = (
-        [f"rule x {t:g}" for t in args.taus]
-        + [f"calibrated w={w:g}" for w in WEIGHTS]
-        + [f"fixed {x:g}B" for x in stopping.FIXED]
-    )
+    found, notes = entries(problems, kappas, VARIANTS, args.cap, seeds, args.out / "runs")
+    labels = [v.label for v in VARIANTS] + [f"fixed {x:g}B" for x in stopping.FIXED]
     lines = [
-        "# The stopping rule at higher thresholds, replayed (issue 27)",
+        "# The stopping rule's variants, replayed (issue 27)",
         "",
         f"Command: `python -m benchmarks.stopping_threshold {' '.join(sys.argv[1:])}`. "
-        f"{report.seed_text(seeds)}. `rule x tau`: the rule's runs cut at the first trial whose "
-        "recorded rate is below tau x value_per_cost (see the module docstring); the fixed "
-        "budgets are the runs of the same folder.",
+        f"{report.seed_text(seeds)}. Each variant is a run cut at its own stop (see the module "
+        "docstring): from the records run of (problem, seed) where there is one, else from the "
+        "rule's own run at that kappa (variants that stop no later than it only). `rule x "
+        "tau`: the undiscounted rule at tau x value_per_cost; `calibrated w`: the shipped rule's "
+        "discount with w pseudo-trials; `two-sided w`: the same calibration allowed above 1; "
+        "`m in a row`: stop at the m-th low rate in a row. The fixed budgets are the runs of "
+        "the same folder.",
+        "",
+        *notes,
         "",
     ]
     chosen: str = args.chosen
@@ -220,15 +316,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             chosen = min(rules, key=rules.__getitem__) if rules else chosen
             lines += [
                 f"Chosen on this half (lowest mean CAR / R0 over both kappas): **{chosen}** "
-                f"({rules.get(chosen, math.nan):.3f}; the rule as shipped, x 1: "
+                f"({rules.get(chosen, math.nan):.3f}; the shipped rule, {SHIPPED.label}: "
+                f"{rules.get(SHIPPED.label, math.nan):.3f}; undiscounted, rule x 1: "
                 f"{rules.get('rule x 1', math.nan):.3f}).",
                 "",
             ]
         else:
             lines += [
                 "On this half, mean over both kappas: "
-                f"{chosen} {total.get(chosen, math.nan):.3f}, "
-                f"rule x 1 {total.get('rule x 1', math.nan):.3f}; the fixed budgets: "
+                + ", ".join(
+                    f"{lab} {total.get(lab, math.nan):.3f}"
+                    for lab in dict.fromkeys([chosen, SHIPPED.label, "rule x 1"])
+                )
+                + "; the fixed budgets: "
                 + ", ".join(
                     f"{lab} {v:.3f}" for lab, v in sorted(total.items()) if lab.startswith("fixed")
                 )

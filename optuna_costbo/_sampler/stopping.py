@@ -69,20 +69,23 @@ def running_calibrations(
     values: Sequence[float],
     log_eis: Sequence[float | None],
     weight: float = PSEUDO_TRIALS,
+    ceiling: float = 1.0,
 ) -> list[float]:
     """The calibration ``k`` before each trial of a study, in trial order (1.0 where the
     trial has no record of what the model expected of it).
 
     Before trial ``i``: G, the improvements the earlier trials with a record achieved on the
     best value before each; P, the EI expected of them. With ``p`` the mean of those
-    expectations and of trial ``i``'s own, ``k = min(1, (G + w p) / (P + w p))``: 1 before
-    any record, smaller as promises go unmet. Shared by the sampler (:func:`calibration`, the
-    trial being proposed last) and ``benchmarks/stopping_threshold.py`` (a recorded run).
+    expectations and of trial ``i``'s own, ``k = min(ceiling, (G + w p) / (P + w p))``: 1
+    before any record, smaller as promises go unmet (and, with a ceiling above 1, larger as
+    they are exceeded). Shared by the sampler (:func:`calibration`, the trial being proposed
+    last) and ``benchmarks/stopping_threshold.py`` (a recorded run).
 
     Args:
         values: The trials' values to minimize (NaN: no value, as a pruned or failed trial).
         log_eis: The log EI the model expected of each trial's point (None: no record).
         weight: ``w``, the pseudo-trials of the prior.
+        ceiling: The largest ``k``; the rule uses 1 (promises are only ever discounted).
     """
     out = []
     best = math.inf
@@ -93,7 +96,7 @@ def running_calibrations(
             out.append(1.0)
         else:
             prior = weight * (expected + math.exp(log_ei)) / (count + 1)
-            out.append(min(1.0, (gained + prior) / (expected + prior)))
+            out.append(min(ceiling, (gained + prior) / (expected + prior)))
         if not math.isfinite(value):
             continue
         if log_ei is not None:
