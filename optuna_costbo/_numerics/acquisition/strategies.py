@@ -179,7 +179,11 @@ class AcquisitionContext:
         cost's origin, if any, and obeys the cost's evaluation cap.
         """
         uses_cost = self.cost is not None and any(e != 0.0 for e in cost_exponents)
-        exps = np.array([e if uses_cost else 0.0 for e in cost_exponents])  # (K,)
+        asked = np.array([e if uses_cost else 0.0 for e in cost_exponents])  # (K,)
+        # NOTE: exponents within EXPONENT_TOL of one another are one maximization (EI-cool's
+        # alpha is exactly 1 without a budget, where it is EIpu): (U,) distinct, and for each
+        # asked exponent the index of its distinct one.
+        exps, row_of = _distinct(asked)
         cost = self.cost if uses_cost else None
 
         def acquisition(which: np.ndarray) -> LogEIPerCost:  # (m,) the exponent of each row
@@ -203,7 +207,7 @@ class AcquisitionContext:
                 extra = np.vstack([self.starts, cost.origin[None]])
             max_evals = cost.max_evals
         has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
-        values = np.stack([screened.values(e) for e in exps], axis=1)  # (M, K)
+        values = np.stack([screened.values(e) for e in exps], axis=1)  # (M, U)
         Z, best_values = maximize_each(
             fun_and_grad,
             fun,
@@ -212,8 +216,9 @@ class AcquisitionContext:
             extra_starts=extra,
             max_evals=max_evals,
             exclude=self.excluded if has_evaluated else None,
-        )  # (K, D), (K,)
-        for k, e in enumerate(exps):
+        )  # (U, D), (U,)
+        Z, best_values = Z[row_of], best_values[row_of]  # (K, D), (K,)
+        for k, e in enumerate(asked):
             self.maximized[float(e)] = (Z[k], float(best_values[k]))
         return Z, best_values
 
@@ -292,3 +297,23 @@ class EICool:
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
         return Choice(*ctx.maximize(cool_exponent(ctx.remaining, ctx.budget)))
+
+
+EXPONENT_TOL = 1e-9
+"""Cost exponents closer than this are maximized once (:meth:`AcquisitionContext.maximize_each`):
+the values differ by a factor c^1e-9 at most, below L-BFGS-B's own tolerance."""
+
+
+def _distinct(exponents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct exponents of ``exponents`` (K,) in first-seen order (U,), each the first
+    of those within :data:`EXPONENT_TOL` of it, and the index into them of each one (K,)."""
+    kept: list[float] = []
+    index = np.empty(len(exponents), dtype=int)  # (K,)
+    for k, e in enumerate(exponents):
+        near = [u for u, v in enumerate(kept) if abs(v - e) <= EXPONENT_TOL]
+        if near:
+            index[k] = near[0]
+        else:
+            index[k] = len(kept)
+            kept.append(float(e))
+    return np.array(kept), index

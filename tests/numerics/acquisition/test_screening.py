@@ -127,3 +127,28 @@ def test_per_row_cost_exponents_are_the_scalar_acquisitions_row_by_row() -> None
         LogEIPerCost(ctx.model, ctx.best, cost_model=ctx.cost, cost_exponent=-each)
     with pytest.raises(ValueError, match="needs a cost_model"):
         LogEIPerCost(ctx.model, ctx.best, cost_exponent=each)
+
+
+def test_equal_exponents_are_maximized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a budget EI-cool's alpha is exactly 1: the rollout asks for (0, 1, 1). The
+    # repeated exponent is one column of the L-BFGS-B problem, and its row is the same.
+    from optuna_costbo._numerics.acquisition import strategies
+
+    columns: list[int] = []
+    real = strategies.maximize_each
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        columns.append(args[3][1].shape[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(strategies, "maximize_each", counting)
+    ctx = _context(_CONTINUOUS, 3)
+    pool = ctx.screen()
+    Z2, v2 = ctx.maximize_each((0.0, 1.0), pool)
+    Z3, v3 = _context(_CONTINUOUS, 3).maximize_each((0.0, 1.0, 1.0 + 1e-12), pool)
+    assert columns == [2, 2]
+    np.testing.assert_array_equal(Z3, np.vstack([Z2, Z2[1:]]))
+    np.testing.assert_array_equal(v3, [*v2, v2[1]])
+    # Exponents further apart than the tolerance stay separate maximizations.
+    ctx.maximize_each((0.0, 1.0, 0.999), pool)
+    assert columns[-1] == 3
