@@ -167,15 +167,18 @@ def same_trials(rule: runner.Run, records: runner.Run) -> bool:
 
 def entries(
     problems: Sequence[Problem], kappas: Sequence[float], variants: Sequence[Variant],
-    cap: float, seeds: Sequence[int], root: Path,
+    cap: float, seeds: Sequence[int], root: Path, real: tuple[Path, Sequence[int]] | None = None,
 ) -> tuple[dict[tuple[float, str, str, int], dict], list[str]]:  # fmt: skip
     """(kappa, problem, label, seed) -> scaled CAR entry of each variant and fixed budget,
     and notes on the sources. A variant is cut from the records run of (problem, seed) when
     there is one, else from the rule's own run at that kappa (only variants that never stop
-    later than it)."""
+    later than it). ``real``: where the real group's runs are, and its seeds, when they are
+    not ``root`` and ``seeds``."""
     out: dict[tuple[float, str, str, int], dict] = {}
     checked = agreed = 0
+    everyone = (root, seeds)
     for p in problems:
+        root, seeds = real if real is not None and p.group == "real" else everyone
         pols = stopping.policies(p, kappas, cap)
         cap_problem = next(q.problem for q in pols if q.label == "Terminator")
         records_pol = records_policy(p, cap)
@@ -267,9 +270,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="first make the records runs the cache lacks (the rule at value_per_cost "
         f"{RECORDS_RATE:g}: it runs to the cap)",
     )  # fmt: skip
+    parser.add_argument(
+        "--real-out", type=Path, default=None,
+        help="read the real group's runs and scales from this folder instead of --out",
+    )  # fmt: skip
+    parser.add_argument("--real-seeds", type=int, default=None, help="with --real-out")
+    parser.add_argument(
+        "--report", type=Path, default=None, help="where to write it (default: OUT/threshold.md)"
+    )
     parser.add_argument("--jobs", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.run and args.real_out is not None:
+        parser.error("--run writes to --out only: give the real group's folder as --out")
     stopping.load_scales(args.out)
+    real = None
+    if args.real_out is not None:
+        stopping.load_scales(args.real_out)
+        real = (args.real_out / "runs", list(range(args.real_seeds or args.seeds)))
     problems = stopping.problems_of(args.groups, args.problems)
     seeds = list(range(args.seeds))
     if args.run:
@@ -284,7 +301,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         halves = {h: split(problems, h) for h in ("tuning", "confirmation")}
     kappas = list(stopping.KAPPAS)
-    found, notes = entries(problems, kappas, VARIANTS, args.cap, seeds, args.out / "runs")
+    found, notes = entries(
+        problems, kappas, VARIANTS, args.cap, seeds, args.out / "runs", real=real
+    )
+    if real is not None:
+        notes.append(
+            f"The real group's runs are read from `{args.real_out}` (seeds 0..{len(real[1]) - 1})."
+        )
+    all_seeds = sorted({*seeds, *(real[1] if real is not None else ())})
     labels = [v.label for v in VARIANTS] + [f"fixed {x:g}B" for x in stopping.FIXED]
     lines = [
         "# The stopping rule's variants, replayed (issue 27)",
@@ -307,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines += [f"## {half.capitalize()} half ({', '.join(names)})", ""]
         total: dict[str, float] = {}
         for kappa in kappas:
-            rows, means = table(found, names, labels, kappa, seeds)
+            rows, means = table(found, names, labels, kappa, all_seeds)
             lines += [f"### {half.capitalize()} half, kappa = {kappa:g}", "", *rows, ""]
             for lab, m in means.items():
                 total[lab] = total.get(lab, 0.0) + m / len(kappas)
@@ -335,7 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ".",
                 "",
             ]
-    path = args.out / "threshold.md"
+    path = args.report or args.out / "threshold.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"report: {path}")

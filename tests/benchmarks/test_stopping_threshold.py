@@ -55,3 +55,59 @@ def test_the_calibrated_rule_stops_once_the_model_has_overpromised() -> None:
     run.values = [10.0, 9.0, 8.0, 7.0, 6.0]
     kept = cut_calibrated(run, 0.0, 1.0)
     assert kept is not None and len(kept.costs) == 5
+
+
+def test_a_two_sided_calibration_goes_on_where_the_model_underpromised() -> None:
+    # Every model trial was expected to gain e^-2 and gained 1 (values 10, 9, 8, ...). With the
+    # calibration capped at 1 the rule stops at the first rate below log lambda = 0 (trial 2,
+    # rate -1). Allowed above 1 (w = 1, so p = e^-2): k = (1 + p) / (2 e^-2) = 4.19 before
+    # trial 2 (log 1.43 > 1), (2 + p) / (3 e^-2) = 5.26 before trial 3 (log 1.66 > 1.5) and
+    # (3 + p) / (4 e^-2) = 5.79 before trial 4 (log 1.76 < 5): it stops at trial 4.
+    from benchmarks.stopping_threshold import Variant
+    from benchmarks.stopping_threshold import cut
+
+    run = _run([None, 1.0, -1.0, -1.5, -5.0, 1.0])
+    run.meta["chosen_log_ei"] = [None, -2.0, -2.0, -2.0, -2.0, -2.0]
+    one_sided = cut(run, 0.0, Variant("c", weight=1.0))
+    two_sided = cut(run, 0.0, Variant("t", weight=1.0, ceiling=math.inf))
+    assert one_sided is not None and len(one_sided.costs) == 2
+    assert two_sided is not None and len(two_sided.costs) == 4
+    assert not two_sided.capped
+
+
+def test_a_patient_rule_stops_at_the_mth_low_rate_in_a_row() -> None:
+    from benchmarks.stopping_threshold import Variant
+    from benchmarks.stopping_threshold import cut
+
+    run = _run([None, -3.0, 1.0, -3.0, -3.0, -3.0, 1.0])
+    # A high rate in between starts the count again: the 2nd low rate in a row is trial 4,
+    # the 3rd is trial 5; trials before the stop are paid.
+    two = cut(run, 0.0, Variant("2", patience=2))
+    three = cut(run, 0.0, Variant("3", patience=3))
+    assert two is not None and len(two.costs) == 4
+    assert three is not None and len(three.costs) == 5
+    never = cut(run, 0.0, Variant("4", patience=4))
+    assert never is not None and never.costs == run.costs and never.capped
+
+
+def test_only_variants_that_can_stop_later_need_a_records_run() -> None:
+    from benchmarks.stopping_threshold import SHIPPED
+    from benchmarks.stopping_threshold import VARIANTS
+
+    later = {v.label for v in VARIANTS if v.needs_records}
+    assert SHIPPED in VARIANTS and not SHIPPED.needs_records
+    assert later == {v.label for v in VARIANTS if v.ceiling > 1.0 or v.patience > 1}
+    assert later  # the family has variants only a records run replays
+
+
+def test_a_rule_run_agrees_with_the_records_run_up_to_its_stop() -> None:
+    from benchmarks.stopping_threshold import same_trials
+
+    records = _run([None, 0.0, 0.0, 0.0, 0.0])
+    rule = _run([None, 0.0, 0.0])
+    rule.costs[-1], rule.values[-1] = math.nan, math.nan  # the trial the rule stopped on
+    assert same_trials(rule, records)
+    rule.values[1] = 0.5  # a different second trial: not the same run
+    assert not same_trials(rule, records)
+    longer = _run([None] * 6)  # ran past the records run's end: cannot be a prefix
+    assert not same_trials(longer, records)
