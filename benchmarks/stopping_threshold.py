@@ -276,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--real-seeds", type=int, default=None, help="with --real-out")
     parser.add_argument(
+        "--with-fixed", action="store_true", help="with --run: the fixed budgets' runs too"
+    )
+    parser.add_argument(
         "--report", type=Path, default=None, help="where to write it (default: OUT/threshold.md)"
     )
     parser.add_argument("--jobs", type=int, default=0)
@@ -290,8 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems = stopping.problems_of(args.groups, args.problems)
     seeds = list(range(args.seeds))
     if args.run:
-        tasks = [(records_policy(p, args.cap).problem, records_policy(p, args.cap).method, s)
-                 for p in problems for s in seeds]  # fmt: skip
+        pols = [records_policy(p, args.cap) for p in problems]
+        if args.with_fixed:
+            pols += [
+                q for p in problems for q in stopping.policies(p, [], args.cap)
+                if q.label.startswith("fixed")
+            ]  # fmt: skip
+        tasks = [(q.problem, q.method, s) for q in pols for s in seeds]
         stopping.save_scales(args.out)
         runner.run_tasks(
             tasks, args.out / "runs", resume=True, jobs=args.jobs, probe=stopping.rate_probe
