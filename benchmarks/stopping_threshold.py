@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.halves == "checked":
         halves = {"checked": problems}
     else:
-        halves = {h: split(problems, h) for h in ("tuning", "confirmation")}
+        halves = {h: split(problems, h) for h in ("tuning", "confirmation", "all")}
     kappas = list(stopping.KAPPAS)
     found, notes = entries(
         problems, kappas, VARIANTS, args.cap, seeds, args.out / "runs", real=real
@@ -336,11 +336,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen: str = args.chosen
     for half in halves:
         names = [p.name for p in halves[half]]
-        lines += [f"## {half.capitalize()} half ({', '.join(names)})", ""]
+        title = "All problems" if half == "all" else f"{half.capitalize()} half"
+        lines += [f"## {title} ({', '.join(names)})", ""]
         total: dict[str, float] = {}
         for kappa in kappas:
             rows, means = table(found, names, labels, kappa, all_seeds)
-            lines += [f"### {half.capitalize()} half, kappa = {kappa:g}", "", *rows, ""]
+            lines += [f"### {title}, kappa = {kappa:g}", "", *rows, ""]
             for lab, m in means.items():
                 total[lab] = total.get(lab, 0.0) + m / len(kappas)
         if half == "tuning":
