@@ -46,7 +46,10 @@ Names:
   pruner, ``+median-consult`` / ``+hyperband-consult`` ``CostBudgetPruner(pruner,
   consult_sampler=True)`` (the sampler kept a trial the pruner would stop when finishing it
   was worth its cost; tried and dropped, it runs only with the package at 36c370c, see
-  docs/pruning.md; its cached runs still report); Optuna's
+  docs/pruning.md; its cached runs still report), ``+median-finish50`` /
+  ``+hyperband-finish50`` ``CostBudgetPruner(pruner, finish_share=0.5)`` (the wrapped pruner
+  not obeyed once half the budget is spent; tried and dropped, it ran with the package at
+  77e7f11 plus that option, see docs/pruning.md); Optuna's
   samplers always get the bare one. Without a pruner a problem with steps
   gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
@@ -174,7 +177,7 @@ PRUNING_REFERENCES = ("rollout+hyperband", "rollout+median")
 PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
 """The pruners of ``NAME+PRUNER`` (and their labels)."""
 _PRUNED = re.compile(
-    r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<variant>-bare|-consult)?"
+    r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<variant>-bare|-consult|-finish50)?"
 )
 
 
@@ -254,7 +257,12 @@ def resolve(name: str) -> Method:
             raise ValueError(
                 f"{name!r}: '{variant}' is for ours (Optuna's samplers always get the bare pruner)"
             )
-        shown = {"": "", "-bare": " (bare)", "-consult": " (consults the sampler)"}[variant]
+        shown = {
+            "": "",
+            "-bare": " (bare)",
+            "-consult": " (consults the sampler)",
+            "-finish50": " (none in the last half)",
+        }[variant]
         label = f"{base.label} + {PRUNERS[pruned['pruner']]}{shown}"
         pruner = pruned["pruner"] + variant
         return dataclasses.replace(base, name=name, label=label, pruner=pruner)
@@ -390,7 +398,11 @@ def make_pruner(method: Method, max_step: int) -> Any:
     if method.family == "ours" and variant != "bare":
         from optuna_costbo import CostBudgetPruner
 
-        options = {"consult_sampler": True} if variant == "consult" else {}
+        options: dict[str, Any] = {}
+        if variant == "consult":
+            options = {"consult_sampler": True}
+        elif variant == "finish50":
+            options = {"finish_share": 0.5}
         pruner = CostBudgetPruner(pruner, **options)
     return pruner
 
@@ -402,7 +414,7 @@ def unavailable(method: Method) -> str | None:
 
         try:
             CostRolloutSampler(**{"budget": 1.0, **method.kwargs})
-            if method.pruner.endswith("-consult"):
+            if method.pruner.endswith(("-consult", "-finish50")):
                 make_pruner(method, 1)
         except (ValueError, TypeError) as exc:
             return f"the installed optuna_costbo rejects it: {exc}"

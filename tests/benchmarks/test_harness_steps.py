@@ -137,8 +137,17 @@ def test_methods_with_pruners_resolve_and_build_their_pruners() -> None:
     assert consult.pruner == "hyperband-consult"
     assert consult.label == "ours rollout h=2 + Hyperband (consults the sampler)"
     assert "consult_sampler" in (methods.unavailable(consult) or "")
+    # So does the dropped "no pruning in the last half" variant.
+    finish = methods.resolve("rollout+median-finish50")
+    assert finish.label == "ours rollout h=2 + Median (none in the last half)"
+    assert "finish_share" in (methods.unavailable(finish) or "")
     assert methods.unavailable(ours) is None
-    bad_names = ("optuna-tpe+median-bare", "optuna-tpe+median-consult", "botorch-logei+median")
+    bad_names = (
+        "optuna-tpe+median-bare",
+        "optuna-tpe+median-consult",
+        "optuna-tpe+median-finish50",
+        "botorch-logei+median",
+    )
     for bad in (*bad_names, "rollout+median+hyperband"):
         with pytest.raises(ValueError):
             methods.resolve(bad)
