@@ -1,25 +1,29 @@
-"""The stopping rule at higher thresholds, replayed from recorded runs (issue 27).
+"""Stopping rules replayed from recorded runs (issue 27).
 
 The rule stops a study at the first trial whose largest log(EI / c) is below
 log(value_per_cost). Every model trial of a rule run records that rate
-(``costbo:best_log_rate``, kept by ``benchmarks/stopping.py`` as ``log_rates``), so the same
-run at the threshold ``tau x value_per_cost`` (tau >= 1) is exactly this run cut at the first
-trial whose rate is below log(tau x value_per_cost): the trials before it are the same
-trials, and the cut trial would have cost nothing. One run per (problem, seed, kappa) gives
-every tau >= 1 without running again.
+(``costbo:best_log_rate``, kept by ``benchmarks/stopping.py`` as ``log_rates``) and the log EI
+of its own point (``costbo:chosen_log_ei``), so a rule that reads only these is exactly the
+run cut at its own stop: the trials before it are the same trials, and the cut trial would
+have cost nothing.
 
-The calibrated variant discounts the rule's rate by how far the model's expectations were met
-so far in the study (the improvements its trials achieved over the EI it expected of their
-points, each recorded as ``costbo:chosen_log_ei``; see :func:`cut_calibrated`); it never
-stops later than the run did, so it too is replayed exactly.
+From a run of the rule itself, only rules that never stop later can be replayed (``rule x
+tau`` with tau >= 1, the discount of :func:`cut_calibrated`). A *records run*, the rule at
+:data:`RECORDS_RATE` (``--run``), never stops by the rule and goes on to the cap; with
+``budget=None`` the proposals do not depend on value_per_cost, so every rule's run is a prefix
+of it and every :class:`Variant` replays exactly (:func:`same_trials` checks the premise on
+the rule's own runs, and the report says how many agreed).
 
-The protocol of issue 25 applies: the variant is chosen on the tuning half of the suite (the lowest
-mean CAR / R0 over both kappas) and reported on the confirmation half, next to the fixed
-budgets of the same report folder.
+The protocol of issue 25 applies: the variant is chosen on the tuning half of the problems (the
+lowest mean CAR / R0 over both kappas) and reported on the confirmation half and over all
+problems, next to the fixed budgets of the same report folder; ``--real-out`` pools the
+synthetic folder with the real group's.
 
-    python -m benchmarks.stopping --seeds 5 --jobs 2 --resume \
-        --out benchmarks/results/stopping_rates
+    python -m benchmarks.stopping_threshold --run --jobs 2 --out benchmarks/results/stopping_rates
     python -m benchmarks.stopping_threshold --out benchmarks/results/stopping_rates
+    python -m benchmarks.stopping_threshold --groups adversarial control real \
+        --out benchmarks/results/stopping_rates --real-out benchmarks/results/stopping_real_rates \
+        --real-seeds 3 --report benchmarks/results/stopping_pooled/threshold.md
 """
 
 from __future__ import annotations

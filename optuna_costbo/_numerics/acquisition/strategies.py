@@ -48,6 +48,11 @@ __all__ = [
 ]
 
 
+EXPONENT_TOL = 1e-9
+"""Cost exponents closer than this are maximized once (:meth:`AcquisitionContext.maximize_each`):
+the values differ by a factor c^1e-9 at most, below L-BFGS-B's own tolerance."""
+
+
 @dataclass(frozen=True)
 class AcquisitionOptions:
     """The user's acquisition settings, handed to every strategy's ``from_options``.
@@ -297,11 +302,6 @@ class EICool:
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
         return Choice(*ctx.maximize(cool_exponent(ctx.remaining, ctx.budget)))
-
-
-EXPONENT_TOL = 1e-9
-"""Cost exponents closer than this are maximized once (:meth:`AcquisitionContext.maximize_each`):
-the values differ by a factor c^1e-9 at most, below L-BFGS-B's own tolerance."""
 
 
 def _distinct(exponents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
