@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import numpy as np
 import optuna
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
@@ -43,6 +42,7 @@ from optuna_costbo._numerics.policy import propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.options import check_stopping
 from optuna_costbo._sampler.snapshot import completed_search_space
+from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.stopping import StopRule
@@ -101,7 +101,7 @@ class CostAwareStopping:
             trials,
             me,
             bridge,
-            sign=-1.0 if root.direction == StudyDirection.MAXIMIZE else 1.0,
+            sign=minimize_sign(root),
             cost_attr=self._cost_attr,
             pending={},
         )

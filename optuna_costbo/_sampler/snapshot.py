@@ -22,6 +22,7 @@ import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.distributions import CategoricalDistribution
+from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
@@ -51,7 +52,13 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["Snapshot", "TrialReads", "read_snapshot"]
+__all__ = ["Snapshot", "TrialReads", "minimize_sign", "read_snapshot"]
+
+
+def minimize_sign(study: optuna.Study) -> float:
+    """1 for a minimize study, -1 for maximize: the factor that turns the study's values into
+    values to minimize (the ``sign`` of :func:`read_snapshot`)."""
+    return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
 
 
 class _SpaceOfStudy:

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 import math
 
 import optuna
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
@@ -39,6 +38,7 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import STOP_REASON_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo._optuna_compat import in_optimize_loop
+from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.study_control import stop
 
 
@@ -188,8 +188,7 @@ class StopRule:
         k = 1.0
         if chosen_log_ei is not None and math.isfinite(chosen_log_ei):
             study._storage.set_trial_system_attr(trial._trial_id, CHOSEN_EI_ATTR, chosen_log_ei)
-            sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-            k = calibration(trials, sign, chosen_log_ei)
+            k = calibration(trials, minimize_sign(study), chosen_log_ei)
         reason = self.reason(best_log_rate, k)
         if reason is None:
             return

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
 from optuna_costbo._ledger.ledger import charge_and_sum
@@ -40,6 +39,7 @@ from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.prefetch import Prefetch
 from optuna_costbo._sampler.snapshot import TrialReads
+from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.startup import StartupDesign
@@ -243,7 +243,7 @@ class Suggester:
             trials,
             trial,
             bridge,
-            sign=-1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0,
+            sign=minimize_sign(study),
             cost_attr=self.cost_attr,
             pending=self.pending.snapshot(),
         )
