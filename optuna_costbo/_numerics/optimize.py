@@ -174,10 +174,10 @@ def maximize_each(
     """Maximize K acquisitions at once, each as :func:`maximize_acquisition` does, from one
     screen of points evaluated under all of them.
 
-    The starts of every acquisition run in one L-BFGS-B problem (the separable sum of all
-    runs, as :func:`.lbfgsb.lbfgsb_runs` runs one acquisition's restarts), so each iteration
-    makes one batched call for all K acquisitions: acquisitions that share a model's
-    predictions (log EI minus several multiples of log cost) then cost little more than one.
+    The starts of every acquisition are L-BFGS-B runs of their own, evaluated together
+    (:func:`.lbfgsb.lbfgsb_runs`), so each round makes one batched call for the runs of all K
+    acquisitions that need one: acquisitions that share a model's predictions (log EI minus
+    several multiples of log cost) then cost little more than one.
 
     Args:
         fun_and_grad: ``(Z (m, D), which (m,)) -> (values (m,), grads (m, D))``: row ``i``
@@ -312,9 +312,10 @@ def _maximize_columns(
     return out_X, out_V
 
 
-def _rows_of(fun_and_grad: RowFunAndGrad, which: np.ndarray) -> FunAndGrad:
-    """``fun_and_grad`` on exactly the rows ``which`` (R,) describes (L-BFGS-B's batch)."""
-    return lambda Z: fun_and_grad(Z, which)
+def _rows_of(fun_and_grad: RowFunAndGrad, which: np.ndarray) -> RowFunAndGrad:
+    """``fun_and_grad`` on points of the runs whose acquisitions ``which`` (R,) gives:
+    ``(Z (m, D), runs (m,))``, row i under acquisition ``which[runs[i]]``."""
+    return lambda Z, runs: fun_and_grad(Z, which[runs])
 
 
 def _column_of(

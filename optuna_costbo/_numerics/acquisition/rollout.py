@@ -284,19 +284,21 @@ def rollout_choice(
     if np.isfinite(values).any():
         # Refine: polish the best few first actions locally by EI (the sharp part of
         # Lambda_h = EI + future value) and, per unit cost, by EI per unit cost (cooled), all
-        # in one L-BFGS-B problem, and score them again with Lambda_h next to the unpolished
+        # in one batch of L-BFGS-B runs, and score them again with Lambda_h next to the unpolished
         # ones, on the same candidates.
         top = np.argsort(-values)[: screening.n_refine]
         top = top[np.isfinite(values[top])]
         exponents = [0.0] + ([cost_exponent] if valuation.per_unit_cost else [])
         each = np.repeat(exponents, len(top))  # (R,) the exponent of each polished row
-        polish = LogEIPerCost(
-            model, best, cost_model=cost, cost_exponent=each, feasibility=feasibility
-        )
+
+        def polish(Z: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            acquisition = LogEIPerCost(
+                model, best, cost_model=cost, cost_exponent=each[runs], feasibility=feasibility
+            )  # row i polished under the exponent of its run
+            return acquisition.value_and_grad(Z)
+
         starts = np.tile(first[top], (len(exponents), 1))  # (R, D)
-        polished, _ = local_maximize(
-            polish.value_and_grad, codec, starts, screening.refine_radius, _POLISH_EVALS
-        )
+        polished, _ = local_maximize(polish, codec, starts, screening.refine_radius, _POLISH_EVALS)
         again = np.unique(np.vstack([first[top], polished]), axis=0)  # (B2, D)
         score = scorer(
             model, again, inner, mean_c, best, tau, cost, horizon, valuation, cost_exponent,

@@ -178,7 +178,7 @@ class AcquisitionContext:
         self, cost_exponents: Sequence[float], screened: Screen
     ) -> tuple[np.ndarray, np.ndarray]:
         """Maximize ``log EI - e * log c`` for each ``e`` of ``cost_exponents``, all from one
-        screen and in one L-BFGS-B problem (:func:`.optimize.maximize_each`): the maximizers
+        screen and in one batch of L-BFGS-B runs (:func:`.optimize.maximize_each`): the maximizers
         (K, D) and their values (K,). As :meth:`maximize` with ``screened`` for each exponent
         (tests/numerics/acquisition/test_screening.py), except that every run starts from the
         cost's origin, if any, and obeys the cost's evaluation cap.

@@ -1,0 +1,133 @@
+"""L-BFGS-B runs from many starts, each its own run, evaluated in batches.
+
+The reference is scipy itself: each run must make the iterates of ``scipy.optimize.minimize``
+on that run alone (the same L-BFGS-B core, driven here for all runs at once).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from optuna_costbo._numerics import lbfgsb
+from optuna_costbo._numerics.lbfgsb import lbfgsb_runs
+
+
+D = 4
+_WEIGHTS = 1.0 + 10.0 * np.arange(D)  # (D,) an ill-conditioned bowl
+
+
+class _Bowls:
+    """Run r maximizes -sum w (z - c_r)^2 + sin(5 z) (a bowl with ripples, its own centre
+    c_r); counts evaluations per run and calls."""
+
+    def __init__(self, n_runs: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.centres = rng.uniform(-0.2, 1.2, (n_runs, D))  # (R, D), some outside the box
+        self.evals = np.zeros(n_runs, dtype=int)
+        self.calls = 0
+
+    def __call__(self, Z: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.calls += 1
+        np.add.at(self.evals, runs, 1)
+        d = Z - self.centres[runs]  # (m, D)
+        values = -np.sum(_WEIGHTS * d**2, axis=1) + np.sin(5.0 * Z).sum(axis=1)
+        return values, -2.0 * _WEIGHTS * d + 5.0 * np.cos(5.0 * Z)
+
+
+def _scipy_alone(fun: _Bowls, z0: np.ndarray, r: int, low: np.ndarray, high: np.ndarray):
+    """scipy's L-BFGS-B on run r alone: its best value and point."""
+
+    def neg(x: np.ndarray) -> tuple[float, np.ndarray]:
+        v, g = fun(x[None, :], np.array([r]))
+        return -float(v[0]), -g[0]
+
+    res = minimize(neg, z0, jac=True, method="L-BFGS-B", bounds=np.stack([low, high], axis=1))
+    return -res.fun, res.x
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_run_is_scipys_run_alone(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    R = 9
+    fun = _Bowls(R, seed)
+    Z0 = rng.random((R, D))  # (R, D)
+    V0 = fun(Z0, np.arange(R))[0]  # (R,)
+    low = np.clip(Z0 - 0.3, 0.0, 1.0)  # (R, D) a box of its own for each run
+    high = np.clip(Z0 + 0.3, 0.0, 1.0)
+    Z, V = lbfgsb_runs(fun, Z0, V0, np.arange(D), np.stack([low, high], axis=-1))
+    for r in range(R):
+        value, x = _scipy_alone(fun, Z0[r], r, low[r], high[r])
+        assert V[r] == pytest.approx(value, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(Z[r], x, atol=1e-12)
+        assert np.all((Z[r] >= low[r]) & (Z[r] <= high[r]))
+    assert np.all(V >= V0)  # never worse than the start
+
+
+@pytest.mark.parametrize("max_evals", [None, 1, 4, 9])
+def test_batched_and_sequential_runs_agree_and_obey_the_evaluation_cap(
+    max_evals: int | None,
+) -> None:
+    if not lbfgsb.batched():
+        pytest.skip("this scipy's L-BFGS-B core has another interface: runs are sequential")
+    rng = np.random.default_rng(7)
+    R = 12
+    Z0 = rng.random((R, D))
+    cols = np.array([0, 2, 3])  # column 1 stays where it starts
+    batched, sequential = _Bowls(R, 1), _Bowls(R, 1)
+    V0 = batched(Z0, np.arange(R))[0]
+    sequential(Z0, np.arange(R))
+    Zb, Vb = lbfgsb_runs(batched, Z0, V0, cols, max_evals=max_evals)
+    Zs, Vs = lbfgsb_runs(sequential, Z0, V0, cols, max_evals=max_evals, sequential=True)
+    np.testing.assert_array_equal(Zb, Zs)
+    np.testing.assert_array_equal(Vb, Vs)
+    np.testing.assert_array_equal(batched.evals, sequential.evals)
+    np.testing.assert_array_equal(Zb[:, 1], Z0[:, 1])
+    if max_evals is not None:
+        assert np.all(batched.evals - 1 <= max_evals)  # 1: the evaluation of the starts
+    # Batched: one call per round, as many rounds as the longest run took.
+    assert batched.calls - 1 == (batched.evals - 1).max()
+    assert sequential.calls - 1 == (sequential.evals - 1).sum()
+
+
+def test_without_the_batched_core_the_runs_are_sequential(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(3)
+    Z0 = rng.random((5, D))
+    first, second = _Bowls(5, 2), _Bowls(5, 2)
+    V0 = first(Z0, np.arange(5))[0]
+    expected = lbfgsb_runs(first, Z0, V0, np.arange(D))
+    monkeypatch.setattr(lbfgsb, "_SETULB", None)
+    assert not lbfgsb.batched()
+    got = lbfgsb_runs(second, Z0, V0, np.arange(D))
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert second.calls - 1 >= 5  # one call per evaluation of a run
+
+
+def test_a_run_that_meets_non_finite_values_keeps_its_best_finite_point() -> None:
+    # Run 0 climbs towards z0 = 1 but every point with z0 > 0.6 is NaN; run 1 is a plain bowl.
+    def fun(Z: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values = np.where(runs == 0, Z[:, 0], -np.sum((Z - 0.5) ** 2, axis=1))
+        grads = np.where((runs == 0)[:, None], np.eye(2)[[0] * len(Z)], -2.0 * (Z - 0.5))
+        values = np.where((runs == 0) & (Z[:, 0] > 0.6), np.nan, values)
+        return values, grads
+
+    Z0 = np.array([[0.1, 0.3], [0.9, 0.1]])
+    V0 = np.array([0.1, -np.sum((Z0[1] - 0.5) ** 2)])
+    Z, V = lbfgsb_runs(fun, Z0, V0, np.arange(2))
+    assert np.isfinite(V).all()
+    assert 0.1 <= Z[0, 0] <= 0.6 and V[0] == Z[0, 0]
+    np.testing.assert_allclose(Z[1], [0.5, 0.5], atol=1e-5)
+
+
+def test_no_runs_or_no_columns_return_the_starts() -> None:
+    fun = _Bowls(3, 0)
+    Z0 = np.full((3, D), 0.5)
+    V0 = np.zeros(3)
+    Z, V = lbfgsb_runs(fun, Z0, V0, np.zeros(0, dtype=np.intp))
+    np.testing.assert_array_equal(Z, Z0)
+    assert fun.calls == 0
+    Z, V = lbfgsb_runs(fun, Z0[:0], V0[:0], np.arange(D))
+    assert Z.shape == (0, D) and V.shape == (0,)
