@@ -211,13 +211,14 @@ def rollout_values(
             uniq, inv = np.unique(prev, return_inverse=True)
             c_next = pair_cost(uniq)[inv.reshape(B, N)]  # (B, N, P)
         if last_overruns:
-            afford = np.broadcast_to(((budget_left > 0.0) & alive)[..., None], c_next.shape)
+            # A step may start wherever budget is left: one mask per trajectory, (B, N, 1).
+            afford = ((budget_left > 0.0) & alive)[..., None]
         else:
             afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
         j, gain_j = _base_policy(
             m, v, ystar, None if last else c_next, afford, feasible
         )  # (B, N) each
-        has = _take(afford, j)  # (B, N)
+        has = _take(afford, j) if afford.shape[-1] > 1 else afford[..., 0]  # (B, N)
         if last:
             total += np.where(has, gain_j, 0.0)
             if per_unit_cost:
@@ -272,7 +273,7 @@ def _base_policy(
     v: np.ndarray,  # (B, N or 1, P) posterior variances
     ystar: np.ndarray,  # (B, N) incumbents
     cost: np.ndarray | None,  # (B, N, P) costs (EI per unit cost), or None (EI)
-    afford: np.ndarray,  # (B, N, P) affordable points
+    afford: np.ndarray,  # (B, N, P) affordable points, or (B, N, 1) the same for every point
     feasible: np.ndarray | None = None,  # (P,) probability of feasibility, or None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The base policy's step in every trajectory: the index j (B, N) of the affordable point
@@ -306,9 +307,10 @@ def _base_policy(
     per = None if cost is None else np.maximum(cost, COST_FLOOR)  # (B, N, P)
     if per is not None:
         bound /= per
-    np.copyto(bound, -np.inf, where=~afford)
+    if not afford.all():
+        np.copyto(bound, -np.inf, where=~afford)
     q = np.argmax(bound, axis=-1)  # (B, N) the largest bound
-    some = _take(afford, q)  # (B, N) whether any point is affordable
+    some = _take(afford, q) if afford.shape[-1] > 1 else afford[..., 0]  # (B, N) any affordable
     sigma = np.broadcast_to(sigma, z.shape)
 
     def score_at(*index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,7 +323,7 @@ def _base_policy(
         return gain, gain if per is None else gain / per[index]
 
     B, N = q.shape
-    rows, cols = np.meshgrid(np.arange(B), np.arange(N), indexing="ij")  # (B, N) each
+    rows, cols = np.arange(B)[:, None], np.arange(N)[None, :]  # (B, 1), (1, N)
     # A margin for rounding (relative, and absolute for subnormal EI, where the bound's
     # own rounding is coarse): a point is dropped only when its bound is clearly lower.
     floor = score_at(rows, cols, q)[1] * (1.0 - 1e-9) - 1e-290  # (B, N)
