@@ -51,6 +51,14 @@ def test_constraints_are_stored_as_optunas_and_the_best_trial_is_feasible(
     )
 
 
+# NOTE: the best feasible point (1, 0) lies on the constraint's boundary, and a sampler that
+# maximizes EI times the probability of feasibility precisely proposes points next to it, on
+# either side by ~1e-4 (about half of them infeasible by a hair). What tells steering from
+# chasing the infeasible corner is how far the proposals are from feasibility: within 2% of
+# the range (a violation <= 0.02) for ~0.9 of them with the constraint, ~0.2 without.
+_NEAR = 0.02
+
+
 def _feasible_share_and_best(constrained: bool, seed: int) -> tuple[float, float]:
     sampler = CostRolloutSampler(
         40.0,
@@ -62,7 +70,7 @@ def _feasible_share_and_best(constrained: bool, seed: int) -> tuple[float, float
     study = optuna.create_study(sampler=sampler)
     study.optimize(_objective)
     model = study.trials[5:]
-    share = float(np.mean([t.user_attrs["c"] <= 0.0 for t in model]))
+    share = float(np.mean([t.user_attrs["c"] <= _NEAR for t in model]))
     best = min(
         -(t.params["x"] + 0.6 * t.params["y"]) for t in study.trials if t.user_attrs["c"] <= 0
     )
@@ -71,10 +79,12 @@ def _feasible_share_and_best(constrained: bool, seed: int) -> tuple[float, float
 
 def test_the_model_of_the_constraint_steers_proposals_to_feasible_points() -> None:
     # Without the constraint the sampler chases the infeasible corner (1, 1); with it, most of
-    # its proposals are feasible and the best feasible value is at least as good.
+    # its proposals are feasible or at the boundary (see _NEAR) and the best feasible value is
+    # at least as good.
     with_c = [_feasible_share_and_best(True, seed) for seed in range(3)]
     without = [_feasible_share_and_best(False, seed) for seed in range(3)]
-    assert np.mean([s for s, _ in with_c]) > np.mean([s for s, _ in without]) + 0.2
+    assert np.mean([s for s, _ in with_c]) > 0.6
+    assert np.mean([s for s, _ in with_c]) > np.mean([s for s, _ in without]) + 0.4
     assert np.mean([b for _, b in with_c]) <= np.mean([b for _, b in without]) + 1e-3
 
 
@@ -141,6 +151,7 @@ def test_constraints_set_in_the_objective_are_modelled_without_a_constraints_fun
         study.optimize(objective)
         assert trial_constraints(study.trials[0]) is not None
         assert sum(study.best_params.values()) <= 1.0
-        shares.append(np.mean([sum(t.params.values()) <= 1.0 for t in study.trials[5:]]))
+        shares.append(np.mean([sum(t.params.values()) <= 1.0 + _NEAR for t in study.trials[5:]]))
     unconstrained = [_feasible_share_and_best(False, seed)[0] for seed in range(3)]
-    assert np.mean(shares) > np.mean(unconstrained) + 0.2
+    assert np.mean(shares) > 0.6
+    assert np.mean(shares) > np.mean(unconstrained) + 0.4
