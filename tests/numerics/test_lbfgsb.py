@@ -11,6 +11,7 @@ import pytest
 from scipy.optimize import minimize
 
 from optuna_costbo._numerics import lbfgsb
+from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
 from optuna_costbo._numerics.lbfgsb import lbfgsb_runs
 
 
@@ -131,3 +132,25 @@ def test_no_runs_or_no_columns_return_the_starts() -> None:
     assert fun.calls == 0
     Z, V = lbfgsb_runs(fun, Z0[:0], V0[:0], np.arange(D))
     assert Z.shape == (0, D) and V.shape == (0,)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("ftol", "gtol"), [(2.2e-9, 1e-5), (1e-4, 1e-3)])
+def test_one_minimization_is_scipys_minimize(seed: int, ftol: float, gtol: float) -> None:
+    # A GP fit's kind of problem: a smooth function of a few log-parameters in a box, some
+    # optima on its bounds.
+    rng = np.random.default_rng(seed)
+    k = 5
+    centre = rng.uniform(-3.0, 3.0, k)  # (k,)
+    bounds = np.stack([np.full(k, -2.0), np.full(k, 2.0)], axis=1)  # (k, 2)
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        d = x - centre
+        return float(np.sum(_WEIGHTS[0] * d**2 + np.cos(3.0 * x))), 2.0 * d - 3.0 * np.sin(3.0 * x)
+
+    x0 = rng.uniform(-2.5, 2.5, k)  # some outside the box: clipped, as scipy does
+    options = {"ftol": ftol, "gtol": gtol, "maxiter": 200}
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+    x, value = lbfgsb_minimize(fun, x0, bounds, ftol=ftol, gtol=gtol, max_iter=200)
+    np.testing.assert_array_equal(x, res.x)
+    assert value == res.fun

@@ -18,10 +18,10 @@ This module imports only numpy and scipy.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.linalg import lapack
-import scipy.optimize
 
 from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
@@ -34,6 +34,7 @@ from optuna_costbo._numerics.gp.model import validate_y
 from optuna_costbo._numerics.gp.prior import MEAN_PRIOR_VAR
 from optuna_costbo._numerics.gp.prior import LogPrior
 from optuna_costbo._numerics.gp.prior import log_prior
+from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
 
 
 __all__ = [
@@ -57,11 +58,11 @@ NOISE_VAR_MAX: float = 10.0
 # NOTE(gp): L-BFGS-B stopping rule. The NLL is O(n) nats and hyperparameters matter only to a
 # few percent for the acquisition, so a projected-gradient tolerance of 1e-3 (Optuna uses 1e-2)
 # trades nothing visible for far fewer iterations than scipy's default 1e-5.
-_LBFGS_OPTIONS = {"gtol": 1e-3, "maxiter": 200}
+_LBFGS_OPTIONS: dict[str, Any] = {"gtol": 1e-3, "max_iter": 200}
 # NOTE(gp): a run from the last fit's hyperparameters starts next to the optimum; it stops once
 # an iteration gains < 1e-4 of the NLL. 36 data sets (D = 2-10, n = 15-100): 0.002 nats above
 # a tight fit (median); warm fits at n = 50-100 took 3-9 evaluations instead of 8-29.
-_WARM_LBFGS_OPTIONS = {**_LBFGS_OPTIONS, "ftol": 1e-4}
+_WARM_LBFGS_OPTIONS: dict[str, Any] = {**_LBFGS_OPTIONS, "ftol": 1e-4}
 
 
 def _sq_diffs(X: np.ndarray) -> np.ndarray:
@@ -273,11 +274,8 @@ def _lbfgsb_fit(
     best_value = math.inf
     for i, x0 in enumerate(starts):
         options = _WARM_LBFGS_OPTIONS if warm_first and i == 0 else _LBFGS_OPTIONS
-        res = scipy.optimize.minimize(
-            objective, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options
-        )
-        theta = np.clip(np.asarray(res.x, dtype=float), bounds[:, 0], bounds[:, 1])
-        value = float(res.fun)
+        x, value = lbfgsb_minimize(objective, x0, bounds, **options)
+        theta = np.clip(x, bounds[:, 0], bounds[:, 1])
         if math.isfinite(value) and value < best_value:
             best_value, best_theta = value, theta
     return best_theta

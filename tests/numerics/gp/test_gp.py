@@ -557,7 +557,7 @@ def test_a_warm_fit_on_one_more_observation_is_within_hundredths_of_a_nat_of_a_t
     X, y = _toy_data(n + 1, D, seed=n)
     before = fit_gp(X[:-1], y[:-1], rng=np.random.default_rng(0))
     warm = fit_gp(X, y, rng=np.random.default_rng(1), n_restarts=0, warm_start=before.hyper)
-    tight_options = {"gtol": 1e-9, "ftol": 1e-15, "maxiter": 2000}
+    tight_options = {"gtol": 1e-9, "ftol": 1e-15, "max_iter": 2000}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fit_module, "_LBFGS_OPTIONS", tight_options)
         patch.setattr(fit_module, "_WARM_LBFGS_OPTIONS", tight_options)
