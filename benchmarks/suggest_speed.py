@@ -25,7 +25,9 @@ per-cell ratio at 25-100 trials moved by 30-40 % between runs of the same code h
 shared with other work). ``--baseline DIR`` also times the package found in ``DIR`` (another
 checkout, e.g. a ``git worktree`` of the commit before a change) in the same run: for each cell
 a child process times the baseline's samplers and another child the current ones, and the table
-gets a "current / baseline" column per sampler.
+gets a "current / baseline" column per sampler; with ``--runs R`` each cell has R such rounds,
+alternating which child goes first, and each time is the median over the rounds (the
+machine's speed can drift between the two children of one round).
 """
 
 from __future__ import annotations
@@ -209,13 +211,30 @@ def _child(
     return result
 
 
+def _median_of(results: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """Each sampler's (median, mean, first) seconds, each the median over the children."""
+    return {
+        name: [statistics.median(r[name][i] for r in results) for i in range(3)]
+        for name in results[0]
+    }
+
+
 def compare(args: argparse.Namespace) -> None:
     """The costbo samplers of this checkout against those of ``args.baseline``, cell by cell."""
     rows = []
     for dim in args.dims:
         for n in args.trials:
-            base = _child(dim, n, args.repeats, str(args.baseline), args.samplers)
-            cur = _child(dim, n, args.repeats, None, args.samplers)
+            # NOTE: the two children of a round run one after the other, so a drift of the
+            # machine's speed between them (measured here: up to 40 % within a minute) falls on
+            # one of them; with --runs R the rounds alternate which child goes first, and each
+            # time is the median over the rounds.
+            bases, curs = [], []
+            for r in range(max(args.runs, 1)):
+                order = (str(args.baseline), None) if r % 2 == 0 else (None, str(args.baseline))
+                for where in order:
+                    out = _child(dim, n, args.repeats, where, args.samplers)
+                    (bases if where is not None else curs).append(out)
+            base, cur = _median_of(bases), _median_of(curs)
             rows.append((dim, n, base, cur))
             print(
                 f"D={dim:<3} n={n:<4} "
@@ -287,7 +306,8 @@ def main() -> None:
         type=int,
         default=1,
         help="time every cell this many times (fresh studies, the same states): the tables "
-        "give the median over runs, and a last table the spread of each ratio over the runs",
+        "give the median over runs, and a last table the spread of each ratio over the runs "
+        "(with --baseline: rounds of both children, alternating which goes first)",
     )
     parser.add_argument(
         "--space",

@@ -50,3 +50,12 @@ def test_the_spread_over_runs_gives_each_ratios_median_and_range() -> None:
     assert "## Ratios over 3 runs" in text
     assert "| 5 | 50 | 2.00 [1.50 - 3.00] |" in text
     assert suggest_speed.run_spread({(5, 50): cell}, ["costbo rollout h=2"]) == ""
+
+
+def test_a_baseline_comparison_takes_each_time_as_the_median_over_its_rounds() -> None:
+    rounds = [
+        {"a": [1.0, 2.0, 9.0], "b": [5.0, 5.0, 5.0]},
+        {"a": [3.0, 1.0, 8.0], "b": [4.0, 6.0, 1.0]},
+        {"a": [2.0, 7.0, 7.0], "b": [6.0, 4.0, 3.0]},
+    ]
+    assert suggest_speed._median_of(rounds) == {"a": [2.0, 2.0, 8.0], "b": [5.0, 5.0, 3.0]}
