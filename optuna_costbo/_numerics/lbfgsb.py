@@ -124,9 +124,10 @@ def lbfgsb_runs(
     ``_minimize_lbfgsb`` over R states): the same iterates as R calls of ``minimize``, which
     are the fallback (``sequential``, or a scipy whose core has another interface; tested
     equal). It replaced one L-BFGS-B problem in R * k variables (the separable sum of the runs,
-    as BoTorch's ``gen_candidates_scipy``), whose shared line search and curvature pairs made
-    it take 2-3x the evaluations of its slowest run (measured at D = 10, 25 trials: 32-108
-    evaluations against 19-36) and stop short of the separate runs' optima.
+    as BoTorch's ``gen_candidates_scipy``), whose shared line search and curvature pairs took
+    about twice the batched rounds at D = 10 (28.5 against 12.3 per call at 25 trials) and
+    stopped short of the separate runs' optima more often than past them (133 against 18 of
+    3,514 runs; ``benchmarks/lbfgsb_rounds.py``).
 
     The best point of each run is tracked here rather than taken from scipy, so a run that
     wanders into non-finite values (reported to scipy as +inf) keeps its best finite point.
