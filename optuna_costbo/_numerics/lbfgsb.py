@@ -251,7 +251,12 @@ class _State:
     def __post_init__(self) -> None:
         k, m = len(self.x), _MAXCOR
         self.g = np.zeros(k)
-        self.nbd = np.full(k, 2, dtype=np.int32)  # both bounds
+        # Which bounds each variable has, as scipy codes them: 0 none, 1 lower, 2 both, 3 upper.
+        has_low, has_high = np.isfinite(self.low), np.isfinite(self.high)  # (k,) each
+        self.nbd = np.where(has_low, np.where(has_high, 2, 1), np.where(has_high, 3, 0))
+        self.nbd = self.nbd.astype(np.int32)
+        self.low = np.where(has_low, self.low, 0.0)
+        self.high = np.where(has_high, self.high, 0.0)
         self.wa = np.zeros(2 * m * k + 5 * k + 11 * m * m + 8 * m)
         self.iwa = np.zeros(3 * k, dtype=np.int32)
         self.task = np.zeros(2, dtype=np.int32)

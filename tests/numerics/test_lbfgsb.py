@@ -154,3 +154,19 @@ def test_one_minimization_is_scipys_minimize(seed: int, ftol: float, gtol: float
     x, value = lbfgsb_minimize(fun, x0, bounds, ftol=ftol, gtol=gtol, max_iter=200)
     np.testing.assert_array_equal(x, res.x)
     assert value == res.fun
+
+
+def test_one_minimization_with_open_bounds_is_scipys_minimize() -> None:
+    # x0 free, x1 bounded below only, x2 above only: scipy's bound codes 0, 1 and 3.
+    centre = np.array([3.0, -1.0, 2.0])
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        return float(np.sum((x - centre) ** 2)), 2.0 * (x - centre)
+
+    bounds = np.array([[-np.inf, np.inf], [0.0, np.inf], [-np.inf, 1.0]])
+    x0 = np.array([0.0, 0.5, 0.0])
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds)
+    x, value = lbfgsb_minimize(fun, x0, bounds)
+    np.testing.assert_array_equal(x, res.x)
+    np.testing.assert_allclose(x, [3.0, 0.0, 1.0], atol=1e-6)
+    assert value == res.fun
