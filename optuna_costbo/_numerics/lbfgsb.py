@@ -198,10 +198,11 @@ def lbfgsb_minimize(
     ftol: float = _FTOL,
     gtol: float = _GTOL,
     max_iter: int = _LBFGS_MAX_ITER,
+    sequential: bool = False,
 ) -> tuple[np.ndarray, float]:
     """``scipy.optimize.minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
     options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter})``: its final point (k,) and
-    value, the same iterates (tested equal).
+    value, the same iterates (tested equal); ``sequential`` calls ``minimize`` itself.
 
     NOTE(optimize): one run of scipy's core as :func:`lbfgsb_runs` drives it, without
     ``minimize``'s per-call set-up and per-evaluation bookkeeping: a warm GP fit takes 0.69-0.85
@@ -211,7 +212,7 @@ def lbfgsb_minimize(
     """
     low, high = np.asarray(bounds[:, 0], dtype=float), np.asarray(bounds[:, 1], dtype=float)
     x = np.clip(np.asarray(x0, dtype=float), low, high)  # (k,)
-    if not batched():
+    if sequential or not batched():
         res = minimize(
             fun_and_grad,
             x,
