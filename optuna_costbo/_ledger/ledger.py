@@ -247,22 +247,36 @@ def write_ledger(
             storage.set_study_user_attr(study_id, key, value)
 
 
+# NOTE: rounds of store_ledger's read-back; one more round is needed only when another
+# worker's trial finished between this worker's last write and its read-back.
+_MAX_STORE_ROUNDS = 16
+
+
 def store_ledger(
     study: optuna.Study, budget: float, cost_attr: str, charge_sampler_time: bool = False
 ) -> float:
     """Recompute the ledger, store it, and return the spent cost.
 
-    Last writer wins: a worker that computed an older ledger may have written after this one,
-    so the ledger is read back once and stored again if it moved. (Leaving a value that is
-    already stored as it is amounts to writing it when it was read: whoever wrote another
-    value since reads back after writing.)
+    Last writer wins: another worker may write a ledger it computed before this worker's trial
+    finished, after this worker's write. So after each write the ledger is computed again
+    and stored again until it no longer moves: a worker's last write is then of a ledger
+    computed after its previous write, and the last write of all is of the final ledger
+    (it follows every trial recorded before it; a worker whose trial was recorded later
+    writes, or finds its ledger already stored, after it). Reading back once was not enough:
+    the second write could itself be stale (a 4-process stress test on SQLite ended with
+    one trial's cost missing from the stored spent). Leaving a value that is already stored
+    as it is amounts to writing it when it was read.
     """
     ledger = refresh_ledger(study, budget, cost_attr, charge_sampler_time)
     write_ledger(study, ledger, study._storage.get_study_user_attrs(study._study_id))
-    again = refresh_ledger(study, budget, cost_attr, charge_sampler_time)
-    if again.spent != ledger.spent:
+    written = ledger.spent
+    for _ in range(_MAX_STORE_ROUNDS):
+        again = refresh_ledger(study, budget, cost_attr, charge_sampler_time)
+        if again.spent == written:
+            break
         write_ledger(study, again)
-    return again.spent
+        written = again.spent
+    return written
 
 
 def stored_budget(study: optuna.Study) -> float | None:

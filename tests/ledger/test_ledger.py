@@ -13,6 +13,7 @@ import pytest
 
 from optuna_costbo import CostBudgetPruner
 from optuna_costbo import report_cost
+from optuna_costbo._ledger import ledger as ledger_module
 from optuna_costbo._ledger.costs import charged_cost
 from optuna_costbo._ledger.costs import objective_cost
 from optuna_costbo._ledger.costs import validate_budget
@@ -20,6 +21,7 @@ from optuna_costbo._ledger.costs import validate_cost
 from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo._ledger.ledger import compute_ledger
 from optuna_costbo._ledger.ledger import measured_costs
 from optuna_costbo._ledger.ledger import refresh_ledger
@@ -238,3 +240,45 @@ def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default(
     frozen = study._storage.get_trial(running._trial_id)
     assert CostBudgetPruner(budget).prune(study, frozen)
     assert not CostBudgetPruner(budget, charge_sampler_time=False).prune(study, frozen)
+
+
+def _finished_with_cost(study: optuna.Study, cost: float) -> None:
+    """Another worker's trial, finished with its cost recorded."""
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"x": 0.5},
+            distributions={"x": FloatDistribution(0.0, 1.0)},
+            value=0.0,
+            user_attrs={"cost": cost},
+        )
+    )
+
+
+def test_store_ledger_does_not_leave_a_stale_spent_when_workers_interleave(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The interleaving of a 4-process stress run: between this worker's read-back and its
+    # second write, worker D finishes a trial and stores the full ledger; this worker's second
+    # write (computed before D's trial) then lands on top of it. The stored spent must still
+    # end as the ledger of every finished trial.
+    study = optuna.create_study()
+    _finished_with_cost(study, 1.0)
+    real = ledger_module.refresh_ledger
+    calls = [0]
+
+    def interleaved(study_: optuna.Study, *args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        if calls[0] == 2:
+            _finished_with_cost(study_, 2.0)  # worker B, before this worker's read-back
+        out = real(study_, *args, **kwargs)  # type: ignore[arg-type]
+        if calls[0] == 2:
+            _finished_with_cost(study_, 4.0)  # worker D, after it: D stores the full ledger
+            full = real(study_, *args, **kwargs)  # type: ignore[arg-type]
+            ledger_module.write_ledger(study_, full)
+        return out
+
+    monkeypatch.setattr(ledger_module, "refresh_ledger", interleaved)
+    spent = ledger_module.store_ledger(study, 100.0, "cost")
+    assert spent == pytest.approx(7.0)
+    assert study.user_attrs[SPENT_ATTR] == pytest.approx(7.0)
+    assert calls[0] >= 4  # the stale second write was followed by another read-back
