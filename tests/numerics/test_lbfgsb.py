@@ -170,3 +170,15 @@ def test_one_minimization_with_open_bounds_is_scipys_minimize() -> None:
     np.testing.assert_array_equal(x, res.x)
     np.testing.assert_allclose(x, [3.0, 0.0, 1.0], atol=1e-6)
     assert value == res.fun
+
+
+def test_scipy_from_1_15_has_the_batched_core() -> None:
+    # The runs fall back to one minimize call each (the same iterates, several times slower)
+    # when scipy's core has another interface; a scipy that changes it must fail here, not
+    # slow every suggestion down unnoticed.
+    import scipy
+
+    major, minor = (int(part) for part in scipy.__version__.split(".")[:2])
+    if (major, minor) < (1, 15):
+        pytest.skip(f"scipy {scipy.__version__} predates the reverse-communication core")
+    assert lbfgsb.batched()
