@@ -173,14 +173,7 @@ def lbfgsb_runs(
                 return float(f[0]), g[0]
 
             try:
-                minimize(
-                    neg,
-                    x0[r],
-                    jac=True,
-                    method="L-BFGS-B",
-                    bounds=np.stack([low[r], high[r]], axis=1),
-                    options={"maxiter": _LBFGS_MAX_ITER, "maxfun": max_fun},
-                )
+                _scipy_minimize(neg, x0[r], low[r], high[r], max_fun=max_fun)
             except _Exhausted:
                 pass
     else:
@@ -213,21 +206,47 @@ def lbfgsb_minimize(
     low, high = np.asarray(bounds[:, 0], dtype=float), np.asarray(bounds[:, 1], dtype=float)
     x = np.clip(np.asarray(x0, dtype=float), low, high)  # (k,)
     if sequential or not batched():
-        res = minimize(
-            fun_and_grad,
-            x,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter},
-        )
-        return np.asarray(res.x, dtype=float), float(res.fun)
-    state = _State(x.copy(), low.copy(), high.copy(), ftol, gtol, max_iter)
-    while state.step(_LBFGS_MAX_FUN):
-        f, g = fun_and_grad(state.x.copy())
-        state.f, state.g = float(f), np.asarray(g, dtype=np.float64).copy()
-        state.n_fev += 1
+        return _scipy_minimize(fun_and_grad, x, low, high, ftol=ftol, gtol=gtol, max_iter=max_iter)
+
+    def evaluate(X: np.ndarray, _runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        f, g = fun_and_grad(X[0].copy())  # the one run's point (k,)
+        return np.array([f], dtype=float), np.asarray(g, dtype=float)[None, :]
+
+    (state,) = _batched_runs(
+        evaluate,
+        x[None, :],
+        low[None, :],
+        high[None, :],
+        _LBFGS_MAX_FUN,
+        ftol=ftol,
+        gtol=gtol,
+        max_iter=max_iter,
+    )
     return state.x, state.f
+
+
+def _scipy_minimize(
+    fun_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,  # (k,)
+    low: np.ndarray,  # (k,)
+    high: np.ndarray,  # (k,)
+    *,
+    ftol: float = _FTOL,
+    gtol: float = _GTOL,
+    max_iter: int = _LBFGS_MAX_ITER,
+    max_fun: int = _LBFGS_MAX_FUN,
+) -> tuple[np.ndarray, float]:
+    """One run of ``scipy.optimize.minimize`` with these settings: its final point and value
+    (what the batched runs are checked against, and their fallback)."""
+    res = minimize(
+        fun_and_grad,
+        x0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=np.stack([low, high], axis=1),
+        options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter, "maxfun": max_fun},
+    )
+    return np.asarray(res.x, dtype=float), float(res.fun)
 
 
 class _Exhausted(Exception):
@@ -294,10 +313,17 @@ def _batched_runs(
     low: np.ndarray,  # (R, k)
     high: np.ndarray,  # (R, k)
     max_fun: int,
-) -> None:
+    *,
+    ftol: float = _FTOL,
+    gtol: float = _GTOL,
+    max_iter: int = _LBFGS_MAX_ITER,
+) -> list[_State]:
     """Run R L-BFGS-B states until each ends, one batched evaluation per round for the runs
-    that asked for one."""
-    states = [_State(x0[r].copy(), low[r].copy(), high[r].copy()) for r in range(len(x0))]
+    that asked for one; the ended states."""
+    states = [
+        _State(x0[r].copy(), low[r].copy(), high[r].copy(), ftol, gtol, max_iter)
+        for r in range(len(x0))
+    ]
     asking = [r for r, s in enumerate(states) if s.step(max_fun)]
     while asking:
         asking = [r for r in asking if states[r].n_fev < max_fun]  # the others end here
@@ -310,6 +336,7 @@ def _batched_runs(
             s.f, s.g = float(f[i]), g[i].copy()
             s.n_fev += 1
         asking = [r for r in asking if states[r].step(max_fun)]
+    return states
 
 
 def local_maximize(
