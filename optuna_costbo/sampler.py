@@ -176,8 +176,11 @@ class CostRolloutSampler(BaseSampler):
             its last report plus the largest move of any completed learning curve from that
             step to its end, and taken at the mean of a GP of the completed trials given that
             bound. ``"impute"``: an exact observation at its last report plus the median move
-            of the completed curves. Chosen on the pruning benchmark's tuning problems and
-            checked on held-out ones (docs/pruning.md). Without pruning both are the same.
+            of the completed curves. ``"curves"``: a noisy observation of its final value,
+            measured from its own reports by a freeze-thaw learning-curve GP over steps (the
+            measurement's variance grows the earlier the trial stopped). Chosen on the
+            pruning benchmark's tuning problems and checked on held-out ones
+            (docs/pruning.md). Without pruning all are the same.
     """
 
     def __init__(
@@ -249,7 +252,7 @@ class CostRolloutSampler(BaseSampler):
             charges_time=self._charges_time,
             prefetch=bool(prefetch),
             stop_rule=StopRule(value_per_cost) if value_per_cost is not None else None,
-            censored=pruned_trials == "censored",
+            pruned_trials=pruned_trials,
         )
         self._independent = IndependentSampling(
             independent_sampler,

@@ -38,9 +38,11 @@ import numpy as np
 __all__ = [
     "Curve",
     "PruningStats",
+    "StoppedCurves",
     "final_bounds",
     "finals_and_bounds",
     "impute_finals",
+    "median_moves",
     "run_fractions",
 ]
 
@@ -64,6 +66,21 @@ class PruningStats:
     run_fraction: float
 
 
+@dataclass(frozen=True)
+class StoppedCurves:
+    """The learning curves behind the observations of trials stopped early.
+
+    Attributes:
+        complete: The completed trials' curves (their last value is the final one).
+        stopped: The stopped trials' curves, in the order of ``rows``.
+        rows: The rows of the observations that are stopped trials, (p,).
+    """
+
+    complete: Sequence[Curve]
+    stopped: Sequence[Curve]
+    rows: np.ndarray  # (p,)
+
+
 def _moves(complete: Sequence[Curve], stopped: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray]:
     """The last value of each stopped curve (p,), and how far each completed curve moved from
     that curve's last step to its own end (p, c): ``final_c - v_c(s)``, with ``v_c(s)`` the
@@ -80,6 +97,22 @@ def _moves(complete: Sequence[Curve], stopped: Sequence[Curve]) -> tuple[np.ndar
         i = np.searchsorted(steps, last_steps, side="right") - 1  # (p,)
         moves[:, j] = float(values[-1]) - values[np.maximum(i, 0)]
     return last, moves
+
+
+def median_moves(complete: Sequence[Curve], steps: np.ndarray) -> np.ndarray:
+    """How far the completed curves moved, by the median, from each of ``steps`` (s,) to their
+    end: ``median_c (final_c - v_c(step))`` (s,), with ``v_c(step)`` the curve's value at its
+    last report at or before the step (its first if none); zeros without completed curves.
+    A report at ``step`` plus this is :func:`impute_finals`'s estimate of the final value."""
+    curves = [c for c in complete if len(c[0])]
+    if not curves:
+        return np.zeros(len(steps))
+    moves = np.empty((len(steps), len(curves)))  # (s, c)
+    for j, (at, values) in enumerate(curves):
+        i = np.searchsorted(at, steps, side="right") - 1  # (s,)
+        moves[:, j] = float(values[-1]) - values[np.maximum(i, 0)]
+    out: np.ndarray = np.median(moves, axis=1)
+    return out
 
 
 def finals_and_bounds(

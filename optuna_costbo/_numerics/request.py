@@ -15,6 +15,7 @@ import numpy as np
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import PruningStats
+from optuna_costbo._numerics.curves import StoppedCurves
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -120,6 +121,10 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
+        stopped_curves: The learning curves of the stopped trials and of the completed ones:
+            each stopped trial is then observed as its curve's measurement of its final value,
+            with that measurement's variance (:mod:`.freeze_thaw`); where the curves cannot fit
+            their kernel, as a censored observation (``y_lower``). ``None``: not so.
     """
 
     codec: BoxCodec
@@ -140,6 +145,7 @@ class ProposalRequest:
     rate_needed: bool = False
     constraints: np.ndarray | None = None  # (n, k)
     y_lower: np.ndarray | None = None  # (n,)
+    stopped_curves: StoppedCurves | None = None
 
 
 @dataclass

@@ -15,7 +15,10 @@ from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.checks import is_real
 
 
-__all__ = ["check_options", "check_stopping"]
+__all__ = ["PRUNED_ROUTES", "check_options", "check_stopping"]
+
+PRUNED_ROUTES = ("censored", "impute", "curves")
+"""How a trial a pruner stopped may inform the objective model (``pruned_trials``)."""
 
 
 def check_options(
@@ -48,8 +51,11 @@ def check_options(
         )
     if not isinstance(prefetch, bool):
         raise ValueError(f"prefetch must be True or False, got {prefetch!r}")
-    if pruned_trials not in ("impute", "censored"):
-        raise ValueError(f"pruned_trials must be 'censored' or 'impute', got {pruned_trials!r}")
+    if pruned_trials not in PRUNED_ROUTES:
+        raise ValueError(
+            f"pruned_trials must be one of {', '.join(map(repr, PRUNED_ROUTES))}, "
+            f"got {pruned_trials!r}"
+        )
     if cost_unit is not None and not isinstance(cost_unit, str):
         raise ValueError(f"cost_unit must be None or a str such as '$', got {cost_unit!r}")
 

@@ -37,6 +37,7 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import Curve
 from optuna_costbo._numerics.curves import PruningStats
+from optuna_costbo._numerics.curves import StoppedCurves
 from optuna_costbo._numerics.curves import finals_and_bounds
 from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.curves import run_fractions
@@ -239,6 +240,9 @@ class Snapshot:
         y_lower: A lower bound on each stopped trial's final value
             (:func:`.curves.final_bounds`), NaN for completed trials (and where no curve has
             completed), shape (n,); None if no trial was stopped.
+        curves: The completed trials' learning curves and the stopped trials' (in the order
+            of their rows in ``X``); None if no trial was stopped.
+        stopped: Which observations are stopped trials, (n,) bool; None if none is.
     """
 
     X: np.ndarray  # (n, D)
@@ -251,6 +255,8 @@ class Snapshot:
     pruning: PruningStats | None = None
     constraints: np.ndarray | None = None  # (n, k)
     y_lower: np.ndarray | None = None  # (n,)
+    curves: tuple[list[Curve], list[Curve]] | None = None
+    stopped: np.ndarray | None = None  # (n,) bool
 
     def request(
         self,
@@ -263,10 +269,15 @@ class Snapshot:
         deterministic: bool,
         schedule: FitSchedule,
         rate_needed: bool = False,
-        censored: bool = False,
+        pruned_trials: str = "impute",
     ) -> ProposalRequest:
         """The policy's request for this suggestion (``deterministic``: the objective's;
-        ``censored``: stopped trials as censored observations, not exact ones)."""
+        ``pruned_trials``: how stopped trials are observed, "impute" exactly at their imputed
+        values, "censored" above their bounds, "curves" as measurements of their final values
+        from their own curves, :mod:`.freeze_thaw`)."""
+        curves = None
+        if pruned_trials == "curves" and self.curves is not None and self.stopped is not None:
+            curves = StoppedCurves(*self.curves, rows=np.flatnonzero(self.stopped))  # (p,) rows
         return ProposalRequest(
             codec=codec,
             X=self.X,
@@ -284,7 +295,8 @@ class Snapshot:
             pruning=self.pruning,
             rate_needed=rate_needed,
             constraints=self.constraints,
-            y_lower=self.y_lower if censored else None,
+            y_lower=self.y_lower if pruned_trials in ("censored", "curves") else None,
+            stopped_curves=curves,
         )
 
 
@@ -331,6 +343,7 @@ def read_snapshot(
     stopped = np.array([_stopped(t) for t in finished], dtype=bool)  # (f,)
     complete_curves = [_curve(t, sign) for t in finished if _usable(t) and t.intermediate_values]
     pruning = None
+    curves: list[Curve] = []
     lower = np.full(len(finished), np.nan)  # (f,)
     if stopped.any():
         curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
@@ -375,6 +388,8 @@ def read_snapshot(
         pruning=pruning,
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
+        curves=(complete_curves, curves) if pruning is not None else None,
+        stopped=stopped[observed] if pruning is not None else None,
     )
 
 

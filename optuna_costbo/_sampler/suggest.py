@@ -82,7 +82,8 @@ class Suggester:
             ``study`` (the sampler's resolved option).
         prefetch: Compute the next proposal while a trial runs.
         stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
-        censored: Trials stopped by a pruner are censored observations, not imputed ones.
+        pruned_trials: How trials stopped by a pruner inform the objective model: "censored",
+            "impute" or "curves" (see ``CostRolloutSampler``).
     """
 
     def __init__(
@@ -99,7 +100,7 @@ class Suggester:
         charges_time: Callable[[optuna.Study, Sequence[FrozenTrial]], bool],
         prefetch: bool,
         stop_rule: StopRule | None = None,
-        censored: bool = True,
+        pruned_trials: str = "censored",
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition
@@ -120,7 +121,7 @@ class Suggester:
         moving = user_cost is not None and user_cost.moving
         self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
         self.stop_rule = stop_rule
-        self.censored = censored
+        self.pruned_trials = pruned_trials
         self.last_read: list[FrozenTrial] = []  # the trials the last proposal was made from
 
     def __getstate__(self) -> dict[str, Any]:
@@ -261,7 +262,7 @@ class Suggester:
             deterministic=self.deterministic,
             schedule=self.schedule,
             rate_needed=self.stop_rule is not None,
-            censored=self.censored,
+            pruned_trials=self.pruned_trials,
         )
         sid = study._study_id
         plan = self.effort.plan(sid, len(snap.y), ledger.remaining if charged else None)

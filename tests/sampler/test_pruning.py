@@ -100,8 +100,54 @@ def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> No
         np.testing.assert_allclose(lower[2:], [3.0, 2.5])
 
 
+def _curve_study(rng: np.random.Generator) -> optuna.Study:
+    """Curves over 10 steps decaying to (x - 0.3)^2: 6 completed, 6 stopped after 2-6 steps."""
+    study = optuna.create_study()
+    for i, x in enumerate(rng.uniform(size=12)):
+        final = (x - 0.3) ** 2
+        curve = [final + 0.5 * math.exp(-s / 3) + 0.01 * rng.normal() for s in range(1, 11)]
+        stop = 10 if i < 6 else 2 + i % 5
+        _add(study, float(x), curve[:stop], float(stop), pruned=stop < 10)
+    return study
+
+
+def test_on_the_curves_route_stopped_trials_are_measured_from_their_curves() -> None:
+    from optuna_costbo._numerics.models import build_models
+
+    sampler = CostRolloutSampler(
+        budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2, pruned_trials="curves"
+    )
+    study = _curve_study(np.random.default_rng(0))
+    study.sampler = sampler
+    requests: list[Any] = []
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    real = suggest_mod.propose
+
+    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
+        requests.append(request)
+        return real(request, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", spy)
+        study.ask().suggest_float("x", 0.0, 1.0)
+    request = requests[0]
+    curves = request.stopped_curves
+    assert curves is not None
+    np.testing.assert_array_equal(curves.rows, np.arange(6, 12))
+    assert len(curves.complete) == 6 and [len(c[0]) for c in curves.stopped] == [3, 4, 5, 6, 2, 3]
+    models = build_models(request, np.random.default_rng(0), needs_cost=True)
+    assert models.exact is not None and models.exact.tolist() == [True] * 6 + [False] * 6
+    # The measured finals lie closer to the truth than the median imputation does.
+    trials = study.get_trials(deepcopy=False)[6:12]
+    truth = np.array([(t.params["x"] - 0.3) ** 2 for t in trials])
+    assert np.mean(np.abs(models.y[6:] - truth)) < np.mean(np.abs(request.y[6:] - truth))
+    # The incumbent is a completed trial's value, never a measurement.
+    assert models.best == pytest.approx(float(np.min(request.y[:6])))
+
+
 def test_an_unknown_pruned_trials_route_is_refused() -> None:
-    with pytest.raises(ValueError, match="pruned_trials must be 'censored' or 'impute'"):
+    with pytest.raises(ValueError, match="pruned_trials must be one of 'censored', 'impute'"):
         CostRolloutSampler(budget=10.0, pruned_trials="drop")
 
 

@@ -160,6 +160,9 @@ class GPModel:
         y_mean: Standardization offset. If ``None`` (default), ``mean(y)``.
         y_std: Standardization scale. If ``None`` (default), ``std(y)``, or 1 when ``n < 2`` or
             ``y`` is constant. Pass both to reuse a parent model's standardization.
+        extra_noise: Each observation's noise variance beyond ``noise_var``, in original units
+            squared, shape ``(n,)``, >= 0 (heteroscedastic observations, such as a stopped
+            trial's measured final value). ``None`` (default): none.
 
     Attributes:
         X: Training inputs, shape ``(n, D)``.
@@ -187,6 +190,7 @@ class GPModel:
         *,
         y_mean: float | None = None,
         y_std: float | None = None,
+        extra_noise: np.ndarray | None = None,
     ) -> None:
         X = validate_X(X, "X")
         if X.shape[0] == 0:
@@ -207,6 +211,13 @@ class GPModel:
         s2 = hyper.signal_var
         K = s2 * matern52(X, X, hyper.lengthscales)  # (n, n)
         K[np.diag_indices(X.shape[0])] += hyper.noise_var
+        if extra_noise is not None:
+            extra = np.asarray(extra_noise, dtype=float)  # (n,)
+            if extra.shape != y.shape or not np.all(np.isfinite(extra) & (extra >= 0.0)):
+                raise ValueError(
+                    f"extra_noise must be {y.shape[0]} finite variances >= 0, got {extra_noise!r}"
+                )
+            K[np.diag_indices(X.shape[0])] += extra / sd**2
         L, jitter = cholesky_jittered(K, s2 + hyper.noise_var)
         resid = (y - mu) / sd - hyper.mean  # (n,)
         w = solve_triangular(L, resid, lower=True, check_finite=False)  # (n,)

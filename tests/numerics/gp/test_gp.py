@@ -117,6 +117,44 @@ def test_predict_matches_sklearn_with_fixed_hyperparameters(scale: float) -> Non
     assert model.y_mean == pytest.approx(np.mean(y))
 
 
+def test_extra_noise_per_observation_matches_sklearns_per_sample_alpha() -> None:
+    # sklearn adds ``alpha`` (one value per sample) to its kernel matrix's diagonal: the same
+    # heteroscedastic observations, in the standardized units GPModel models.
+    X, y = _toy_data(15, 3, scale=7.0, offset=4.0)
+    hyper = _hyper(3)
+    extra = np.random.default_rng(9).uniform(0.0, 30.0, size=15) * (np.arange(15) % 3 == 0)
+    model = GPModel(X, y, hyper, extra_noise=extra)
+    plain = GPModel(X, y, hyper)
+    gpr = _sklearn_gpr(X, _residuals(plain), hyper)
+    gpr = GaussianProcessRegressor(
+        kernel=gpr.kernel, alpha=extra / plain.y_std**2, optimizer=None, normalize_y=False
+    ).fit(X, _residuals(plain))
+    Xq = np.random.default_rng(5).uniform(size=(20, 3))
+    mean, var = model.predict(Xq)
+    mu_sk, std_sk = gpr.predict(Xq, return_std=True)
+    np.testing.assert_allclose(mean, model.y_mean + model.y_std * (hyper.mean + mu_sk), rtol=1e-8)
+    np.testing.assert_allclose(var, model.y_std**2 * (std_sk**2 - hyper.noise_var), rtol=1e-8)
+    assert not np.allclose(mean, plain.predict(Xq)[0])  # the extra noise mattered
+    # conditioning on one more (exact) point equals the model built with it from scratch
+    x_new = np.full(3, 0.5)
+    grown = model.condition_on(x_new, 1.0)
+    scratch = GPModel(
+        np.vstack([X, x_new]),
+        np.append(y, 1.0),
+        hyper,
+        y_mean=model.y_mean,
+        y_std=model.y_std,
+        extra_noise=np.append(extra, 0.0),
+    )
+    np.testing.assert_allclose(grown.predict(Xq)[0], scratch.predict(Xq)[0], rtol=1e-9)
+
+
+@pytest.mark.parametrize("extra", [np.array([1.0, -1.0]), np.array([1.0]), np.array([np.nan, 0])])
+def test_bad_extra_noise_is_refused(extra: np.ndarray) -> None:
+    with pytest.raises(ValueError, match="extra_noise must be 2 finite variances >= 0"):
+        GPModel(np.array([[0.1], [0.9]]), np.array([0.0, 1.0]), _hyper(1), extra_noise=extra)
+
+
 def test_nll_and_gradient_match_sklearn() -> None:
     X, y = _toy_data(15, 3, scale=3.0)
     hyper = _hyper(3)
