@@ -48,54 +48,71 @@ def test_the_kernel_is_the_gamma_mixture_of_exponential_decays() -> None:
             assert got[i, j] == pytest.approx(KERNEL.amplitude * mixture(ti + uj), rel=1e-7)
 
 
+def _drift(steps: np.ndarray) -> np.ndarray:
+    """A typical move to the end (30), 0 there: what a falling curve still loses."""
+    out: np.ndarray = -0.4 * (np.exp(-steps / 6.0) - math.exp(-5.0))
+    return out
+
+
 def test_the_restricted_likelihood_is_the_wide_level_prior_limit() -> None:
     rng = np.random.default_rng(1)
     full = _curves(rng, 3)
     curves = [(STEPS[:n] / 30.0, c[:n]) for c, n in zip(full, (5, 9, 3), strict=True)]
-    t, y, mask = _stack(curves)
+    drifts = [_drift(STEPS[:n]) for n in (5, 9, 3)]
+    t, y, mask, d = _stack(curves, drifts)
 
     def dense(theta: np.ndarray, wide: float) -> float:
         # -log N(y; 0, S + wide 1 1') per curve, minus what the wide prior alone adds
-        amplitude, alpha, beta, noise = np.exp(theta)
+        amplitude, alpha, beta, noise, drift_var = np.exp(theta)
         k = CurveKernel(amplitude, alpha, beta, noise)
         total = 0.0
-        for steps, values in curves:
+        for (steps, values), dc in zip(curves, drifts, strict=True):
             S = decay_kernel(steps, steps, k) + noise * np.eye(len(steps)) + wide
+            S += drift_var * np.outer(dc, dc)
             total -= stats.multivariate_normal(np.zeros(len(steps)), S).logpdf(values)
             total -= 0.5 * math.log(2.0 * math.pi * wide)
         return total
 
-    a, b = np.log([0.7, 1.2, 0.2, 1e-2]), np.log([0.3, 2.0, 0.05, 3e-3])
-    got = _neg_restricted_loglik(a, t, y, mask)[0] - _neg_restricted_loglik(b, t, y, mask)[0]
+    a, b = np.log([0.7, 1.2, 0.2, 1e-2, 0.5]), np.log([0.3, 2.0, 0.05, 3e-3, 2.0])
+    got = _neg_restricted_loglik(a, t, y, mask, d)[0] - _neg_restricted_loglik(b, t, y, mask, d)[0]
     assert got == pytest.approx(dense(a, 1e6) - dense(b, 1e6), rel=1e-5)
+    # without a drift term (4 hyperparameters) the drift arrays are ignored
+    four = _neg_restricted_loglik(a[:4], t, y, mask, d)[0]
+    assert four == pytest.approx(_neg_restricted_loglik(a[:4], t, y, mask, 0 * d)[0])
 
 
-def test_the_restricted_likelihoods_gradient_matches_finite_differences() -> None:
+@pytest.mark.parametrize("n_theta", [4, 5])
+def test_the_restricted_likelihoods_gradient_matches_finite_differences(n_theta: int) -> None:
     rng = np.random.default_rng(2)
     full = _curves(rng, 6)
-    curves = [(STEPS[:n] / 30.0, c[:n]) for c, n in zip(full, (3, 30, 12, 7, 4, 20), strict=True)]
-    t, y, mask = _stack(curves)
-    theta = np.log([0.7, 1.2, 0.2, 1e-2])
-    _, grad = _neg_restricted_loglik(theta, t, y, mask)
+    lengths = (3, 30, 12, 7, 4, 20)
+    curves = [(STEPS[:n] / 30.0, c[:n]) for c, n in zip(full, lengths, strict=True)]
+    t, y, mask, d = _stack(curves, [_drift(STEPS[:n]) for n in lengths])
+    theta = np.log([0.7, 1.2, 0.2, 1e-2, 0.3])[:n_theta]
+    _, grad = _neg_restricted_loglik(theta, t, y, mask, d)
     eps = 1e-6
-    for j in range(4):
-        step = eps * np.eye(4)[j]
-        up = _neg_restricted_loglik(theta + step, t, y, mask)[0]
-        down = _neg_restricted_loglik(theta - step, t, y, mask)[0]
+    for j in range(n_theta):
+        step = eps * np.eye(n_theta)[j]
+        up = _neg_restricted_loglik(theta + step, t, y, mask, d)[0]
+        down = _neg_restricted_loglik(theta - step, t, y, mask, d)[0]
         assert grad[j] == pytest.approx((up - down) / (2 * eps), rel=1e-5, abs=1e-7)
 
 
-def test_a_measurement_is_dense_conditioning_under_a_wide_level_prior() -> None:
+@pytest.mark.parametrize("drift_var", [0.0, 0.7])
+def test_a_measurement_is_dense_conditioning_under_a_wide_level_prior(drift_var: float) -> None:
     rng = np.random.default_rng(3)
     full = _curves(rng, 2)
     stopped = [(STEPS[:7], full[0][:7]), (STEPS[:1], full[1][:1])]
-    mean, var = final_measurements(stopped, KERNEL, 30.0)
+    kernel = CurveKernel(KERNEL.amplitude, KERNEL.alpha, KERNEL.beta, KERNEL.noise, drift_var)
+    drifts = [_drift(c[0]) for c in stopped]
+    mean, var = final_measurements(stopped, kernel, 30.0, drifts)
     wide = 1e6
     for i, (steps, values) in enumerate(stopped):
         at = np.append(steps, 30.0)  # the reports' steps, then the final one
-        C = decay_kernel(at, at, KERNEL) + wide  # (k + 1, k + 1)
+        C = decay_kernel(at, at, kernel) + wide  # (k + 1, k + 1)
+        C += drift_var * np.outer(_drift(at), _drift(at))  # the drift is 0 at the final step
         k = len(steps)
-        C[:k, :k] += KERNEL.noise * np.eye(k)
+        C[:k, :k] += kernel.noise * np.eye(k)
         w = np.linalg.solve(C[:k, :k], C[:k, k])  # (k,)
         assert mean[i] == pytest.approx(float(w @ values), abs=1e-5)
         assert var[i] == pytest.approx(float(C[k, k] - w @ C[:k, k]), rel=1e-4)
