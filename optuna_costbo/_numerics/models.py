@@ -23,6 +23,7 @@ from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.feasibility import feasible_rows
 from optuna_costbo._numerics.feasibility import fit_constraints
+from optuna_costbo._numerics.feasibility import with_completion
 from optuna_costbo._numerics.freeze_thaw import measured_values
 from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.gp.fit import model_subset
@@ -445,13 +446,12 @@ def build_models(
         cost = _with_pruning(cost, fitted, y, request)
     model = with_pending(fitted, request.X_running, request.y_running)
     exact = None if extra is None else extra <= 0.0  # (n,)
-    if request.constraints is None:
+    constraints = with_completion(request.constraints, request.stopped)  # (n, k) or None
+    if constraints is None:
         return Models(fitted, model, cost, new_warm, X, y, exact=exact)
-    feasibility = fit_constraints(
-        X, request.constraints, rng, warm.constraints, restarts=not route.quick
-    )
+    feasibility = fit_constraints(X, constraints, rng, warm.constraints, restarts=not route.quick)
     new_warm = dataclasses.replace(new_warm, constraints=feasibility.hypers)
-    feasible = feasible_rows(request.constraints)
+    feasible = feasible_rows(constraints)
     return Models(fitted, model, cost, new_warm, X, y, feasibility, feasible, exact)
 
 

@@ -125,6 +125,9 @@ class ProposalRequest:
             each stopped trial is then observed as its curve's measurement of its final value,
             with that measurement's variance (:mod:`.freeze_thaw`); where the curves cannot fit
             their kernel, as a censored observation (``y_lower``). ``None``: not so.
+        stopped: Which observations are trials a pruner stopped, shape (n,); the acquisitions
+            are then weighted by the probability that a trial completes
+            (:func:`.feasibility.with_completion`). ``None``: no trial was stopped.
     """
 
     codec: BoxCodec
@@ -146,6 +149,7 @@ class ProposalRequest:
     constraints: np.ndarray | None = None  # (n, k)
     y_lower: np.ndarray | None = None  # (n,)
     stopped_curves: StoppedCurves | None = None
+    stopped: np.ndarray | None = None  # (n,) bool
 
 
 @dataclass

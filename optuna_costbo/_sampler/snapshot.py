@@ -297,6 +297,7 @@ class Snapshot:
             constraints=self.constraints,
             y_lower=self.y_lower if pruned_trials in ("censored", "curves") else None,
             stopped_curves=curves,
+            stopped=self.stopped,
         )
 
 

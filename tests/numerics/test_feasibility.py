@@ -106,3 +106,17 @@ def test_the_rollout_weights_improvements_by_feasibility() -> None:
     np.testing.assert_allclose(one, expected, rtol=1e-10)
     # Infeasible for sure: no improvement counts, the value is zero.
     np.testing.assert_allclose(rollout_values(*args, feasible=np.zeros(P)), np.zeros(B))
+
+
+def test_completion_is_one_more_constraint_only_when_a_trial_was_stopped() -> None:
+    from optuna_costbo._numerics.feasibility import with_completion
+
+    stopped = np.array([False, True, False])
+    np.testing.assert_array_equal(with_completion(None, stopped), [[-1.0], [1.0], [-1.0]])
+    C = np.array([[0.5], [-1.0], [np.nan]])
+    got = with_completion(C, stopped)
+    assert got is not None and got.shape == (3, 2)
+    np.testing.assert_array_equal(got[:, 0], C[:, 0])  # the user's columns keep their order
+    np.testing.assert_array_equal(got[:, 1], [-1.0, 1.0, -1.0])
+    assert with_completion(C, np.zeros(3, dtype=bool)) is C
+    assert with_completion(None, None) is None

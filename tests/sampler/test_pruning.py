@@ -146,6 +146,44 @@ def test_on_the_curves_route_stopped_trials_are_measured_from_their_curves() -> 
     assert models.best == pytest.approx(float(np.min(request.y[:6])))
 
 
+def test_a_region_the_pruner_always_stops_loses_its_acquisition_weight() -> None:
+    from optuna_costbo._numerics.models import build_models
+
+    # Trials below x = 0.5 are stopped at their first report (which looks good); above, they
+    # complete. Only a completed trial can be the best, so the models weight proposals by the
+    # probability of completing, and the incumbent is a completed trial's value.
+    study = optuna.create_study()
+    for x in np.linspace(0.02, 0.98, 17):
+        final = 1.0 + (x - 0.7) ** 2
+        if x < 0.5:
+            _add(study, float(x), [0.2, 0.1], 2.0, pruned=True)
+        else:
+            _add(study, float(x), [final + 1.0, final + 0.5, final], 3.0, pruned=False)
+    sampler = CostRolloutSampler(budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2)
+    study.sampler = sampler
+    requests: list[Any] = []
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    real = suggest_mod.propose
+
+    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
+        requests.append(request)
+        return real(request, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", spy)
+        trial = study.ask()
+        x = trial.suggest_float("x", 0.0, 1.0)
+    assert x > 0.5  # not in the region that never completes
+    request = requests[0]
+    np.testing.assert_array_equal(request.stopped, np.linspace(0.02, 0.98, 17) < 0.5)
+    models = build_models(request, np.random.default_rng(0), needs_cost=True)
+    assert models.feasibility is not None
+    pf = models.feasibility.pf(np.array([[0.2], [0.85]]))
+    assert pf[0] < 0.1 < 0.9 < pf[1]
+    assert models.best == pytest.approx(1.0 + (0.74 - 0.7) ** 2, abs=0.01)
+
+
 def test_an_unknown_pruned_trials_route_is_refused() -> None:
     with pytest.raises(ValueError, match="pruned_trials must be one of 'censored', 'impute'"):
         CostRolloutSampler(budget=10.0, pruned_trials="drop")
