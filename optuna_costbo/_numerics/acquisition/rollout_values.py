@@ -44,6 +44,9 @@ PairCost = Callable[[np.ndarray], np.ndarray]
 """``rows (k,) indices into P -> (k, |P|)``: cost of moving from each row's point to each point."""
 
 _TINY_VAR = 1e-300
+# NOTE: below this z, exp(-z^2 / 2) (< e^-760) and ndtr(z) (erfc's underflow branch, from
+# z < -37.7) are exactly 0.0, so EI's closed form is exactly 0.0 (tested).
+_Z_ZERO = -39.0
 
 
 def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -> np.ndarray:
@@ -328,8 +331,22 @@ def _base_policy(
     # own rounding is coarse): a point is dropped only when its bound is clearly lower.
     floor = score_at(rows, cols, q)[1] * (1.0 - 1e-9) - 1e-290  # (B, N)
     floor = np.where(some, floor, np.inf)
-    at = np.nonzero(bound >= floor[..., None])  # the candidates that remain (all affordable)
+    remain = bound >= floor[..., None]  # (B, N, P) the candidates that remain (all affordable)
     work.fill(-np.inf)  # the scores
+    low = some & (floor <= 0.0)  # (B, N) trajectories whose floor prunes nothing
+    if low.any():
+        # NOTE: there every point remains (a floor below 0 prunes nothing), and where the
+        # incumbent lies far below every posterior mean (late in a low-dimensional run) no
+        # point improves at all. Below z = _Z_ZERO, phi(z) and Phi(z) underflow to exactly 0,
+        # so score_at gives exactly 0.0 (z = -inf gives NaN, and stays with score_at): those
+        # points are set to 0.0 without their erfc, bit for bit what score_at gives.
+        zero = np.less(z, _Z_ZERO)  # (B, N, P)
+        zero &= np.greater(z, -np.inf)
+        zero &= remain
+        zero &= low[..., None]
+        work[zero] = 0.0
+        remain &= ~zero
+    at = np.nonzero(remain)
     work[at] = score_at(*at)[1]
     j = np.where(some, np.argmax(work, axis=-1), 0)  # (B, N)
     return j, np.where(some, score_at(rows, cols, j)[0], 0.0)
