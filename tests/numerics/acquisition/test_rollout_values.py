@@ -613,3 +613,19 @@ def test_the_base_policy_step_without_any_improvement_is_the_plain_argmax(
     at_want = np.take_along_axis(full, want[..., None], axis=-1)[..., 0]  # (B, N)
     np.testing.assert_array_equal(gain[some], at_want[some])
     assert np.all(j[~some] == 0) and np.all(gain[~some] == 0.0)
+
+
+def test_the_base_policy_step_gives_the_same_when_it_may_overwrite_the_means() -> None:
+    # spare_m (the last step: the means are not needed after it) forms z in m's memory.
+    from optuna_costbo._numerics.acquisition.rollout_values import _base_policy
+
+    rng = np.random.default_rng(7)
+    B, N, P = 3, 16, 30
+    m = rng.normal(size=(B, N, P))  # (B, N, P)
+    v = rng.uniform(0.01, 1.0, size=(B, 1, P))  # (B, 1, P)
+    ystar = rng.normal(size=(B, N)) - 1.0  # (B, N)
+    afford = np.ones((B, N, 1), dtype=bool)
+    want = _base_policy(m, v, ystar, None, afford)
+    got = _base_policy(m.copy(), v, ystar, None, afford, spare_m=True)
+    for a, b in zip(want, got, strict=True):
+        assert a.tobytes() == b.tobytes()
