@@ -410,6 +410,10 @@ class BoxCodec:
         return out
 
 
+_PAIRS_AT_ONCE = 16384
+"""Rows times points times columns up to which :func:`rows_among` compares every pair."""
+
+
 def rows_among(Z: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Which rows of ``Z`` (m, D) are exactly rows of ``points`` (k, D): (m,) bool.
 
@@ -422,6 +426,13 @@ def rows_among(Z: np.ndarray, points: np.ndarray) -> np.ndarray:
         return np.zeros(len(Z), dtype=bool)
     if Z.shape[1] == 0:
         return np.ones(len(Z), dtype=bool)
+    if len(Z) * len(points) * Z.shape[1] <= _PAIRS_AT_ONCE:
+        # NOTE(codec): few rows against few points (the rollout's first actions, a maximizer's
+        # results): every pair at once, word by word as 64-bit integers (the same bytes), a
+        # tenth of the time of the set membership below at these sizes.
+        Zw, Pw = Z.view(np.uint64), points.view(np.uint64)  # (m, D), (k, D)
+        same: np.ndarray = (Zw[:, None, :] == Pw[None, :, :]).all(axis=2).any(axis=1)  # (m,)
+        return same
     # NOTE(codec): each row viewed as one opaque value of its bytes (so -0.0 != 0.0, as
     # bytes), compared by numpy's sort-based set membership instead of a Python loop.
     row = np.dtype((np.void, Z.dtype.itemsize * Z.shape[1]))

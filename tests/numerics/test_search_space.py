@@ -463,8 +463,15 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
     assert codec.decode(z[None])[0, 0] == 0  # the linear booster
 
 
-def test_rows_among_is_exact_row_membership() -> None:
+@pytest.mark.parametrize("pairs_at_once", [True, False])
+def test_rows_among_is_exact_row_membership(
+    monkeypatch: pytest.MonkeyPatch, pairs_at_once: bool
+) -> None:
+    # Both ways of comparing (every pair at once for small arrays, set membership past them).
+    from optuna_costbo._numerics import search_space
     from optuna_costbo._numerics.search_space import rows_among
+
+    monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 10**9 if pairs_at_once else 0)
 
     rng = np.random.default_rng(0)
     points = rng.random((30, 4))  # (30, 4)
@@ -478,3 +485,21 @@ def test_rows_among_is_exact_row_membership() -> None:
     assert rows_among(np.zeros((2, 0)), np.zeros((1, 0))).all()  # no parameters: one point
     # -0.0 and 0.0 are the same configuration but not the same bytes: as before, not equal.
     assert not rows_among(np.array([[-0.0]]), np.array([[0.0]]))[0]
+    # Bytes, not values: a NaN row is among the same NaN row.
+    assert rows_among(np.array([[np.nan, 1.0]]), np.array([[0.5, 1.0], [np.nan, 1.0]]))[0]
+
+
+def test_rows_among_gives_the_same_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    from optuna_costbo._numerics import search_space
+    from optuna_costbo._numerics.search_space import rows_among
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        D = int(rng.integers(1, 6))
+        points = np.round(rng.random((int(rng.integers(1, 40)), D)), 1)  # (k, D), repeats
+        Z = np.round(rng.random((int(rng.integers(1, 40)), D)), 1)  # (m, D)
+        Z[rng.random(Z.shape) < 0.05] = -0.0
+        monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 10**9)
+        small = rows_among(Z, points)
+        monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 0)
+        np.testing.assert_array_equal(small, rows_among(Z, points))
