@@ -119,7 +119,7 @@ def _log_h_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     up = z > _Z_UPPER
     mid = ~up & (z > _Z_TAIL)
     if mid.any():
-        zm = np.clip(z, _Z_TAIL, _Z_UPPER)
+        zm = np.minimum(np.maximum(z, _Z_TAIL), _Z_UPPER)  # np.clip's values (no zero here)
         ex = erfcx(-zm * _INV_SQRT2)  # Phi(z) = phi(z) * sqrt(pi/2) * erfcx(-z / sqrt 2)
         # h / phi = 1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2), in (0, 1).
         log_bracket = _log1mexp(np.log(-zm * ex) + _LOG_SQRT_HALF_PI)
