@@ -503,3 +503,56 @@ def test_rows_among_gives_the_same_both_ways(monkeypatch: pytest.MonkeyPatch) ->
         small = rows_among(Z, points)
         monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 0)
         np.testing.assert_array_equal(small, rows_among(Z, points))
+
+
+def _one_at_a_time(codec: BoxCodec) -> BoxCodec:
+    """A copy of ``codec`` that maps every numeric parameter on its own (the reference)."""
+    import copy
+
+    from optuna_costbo._numerics.param_specs import ContinuousBlock
+
+    out = copy.copy(codec)
+    out._block = ContinuousBlock([])
+    out._block_params = np.zeros(0, dtype=np.intp)
+    out._one_by_one = list(codec._numeric)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_continuous_parameters_together_map_as_one_at_a_time(seed: int) -> None:
+    # encode, decode, project and the unit-cube points of the continuous block, bit for bit
+    # those of the per-parameter maps: linear and log ranges (narrow, wide, far from 1) next
+    # to integers, stepped floats, constants, categoricals and a conditional parameter.
+    from optuna_costbo._numerics.param_specs import Condition
+
+    rng = np.random.default_rng(seed)
+    params = [
+        NumericParam(-1.0, 1.0),
+        NumericParam(1e-5, 1e2, log=True),
+        NumericParam(1, 9, integer=True),
+        NumericParam(0.3, 0.3),
+        NumericParam(1e300, 1.000001e300, log=True),
+        CategoricalParam(3),
+        NumericParam(0.1, 0.9, step=0.2),
+        NumericParam(-1e-300, 1e-300),
+        NumericParam(2.0, 1e300, log=True),
+        NumericParam(1e-7, 1.0),
+    ]
+    conditions = {9: Condition(parent=5, choices=frozenset({0, 2}))} if seed % 2 else None
+    codec = BoxCodec(params, conditions=conditions)
+    reference = _one_at_a_time(codec)
+    z = rng.random((200, codec.dim))  # (n, D)
+    z[:20] = np.round(z[:20])  # the box's faces
+    z[20:30] = rng.uniform(-0.5, 1.5, size=(10, codec.dim))  # outside
+    z[30, 0] = np.nan
+    z[31] = -0.0
+    for got, want in [
+        (codec.decode(z), reference.decode(z)),
+        (codec.project(z), reference.project(z)),
+        (codec.encode(reference.decode(z)), reference.encode(reference.decode(z))),
+        (codec.sobol_points(300, seed), reference.sobol_points(300, seed)),
+    ]:
+        assert got.tobytes() == want.tobytes()
+    values = reference.decode(z)
+    values[::7, 1] = rng.uniform(1e-9, 1e4, size=len(values[::7]))  # outside the range
+    assert codec.encode(values).tobytes() == reference.encode(values).tobytes()
