@@ -63,6 +63,7 @@ _GTOL = 1e-5
 _MAXLS = 20
 # setulb's task codes (scipy.optimize._lbfgsb_py.status_messages).
 _FG, _NEW_X, _STOP = 3, 1, 5
+_EPS = np.finfo(float).eps
 
 
 def on_active(
@@ -148,14 +149,17 @@ def lbfgsb_runs(
     def evaluate(X: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """-values (m,) and -gradients (m, k) of runs' points X (m, k), for scipy; tracks
         the best points."""
-        Z = Z0[runs].copy()  # (m, D)
+        Z = Z0[runs]  # (m, D), a copy (integer indexing)
         Z[:, cols] = X
         v, g = fun_and_grad(Z, runs)
         v = clean(v)
         better = v > best_v[runs]
-        best_v[runs[better]] = v[better]
-        best_x[runs[better]] = X[better]
-        gc = np.nan_to_num(np.asarray(g, dtype=float)[:, cols], nan=0.0, posinf=0.0, neginf=0.0)
+        if better.any():
+            best_v[runs[better]] = v[better]
+            best_x[runs[better]] = X[better]
+        gc = np.asarray(g, dtype=float)[:, cols]  # (m, k)
+        # As np.nan_to_num(gc, nan=0.0, posinf=0.0, neginf=0.0), without its per-call cost.
+        gc = np.where(np.isfinite(gc), gc, 0.0)
         finite = np.isfinite(v)
         return np.where(finite, -v, math.inf), np.where(finite[:, None], -gc, 0.0)
 
@@ -270,6 +274,7 @@ class _State:
 
     def __post_init__(self) -> None:
         k, m = len(self.x), _MAXCOR
+        self.factr = self.ftol / _EPS  # scipy's factr for its ftol
         self.g = np.zeros(k)
         # Which bounds each variable has, as scipy codes them: 0 none, 1 lower, 2 both, 3 upper.
         has_low, has_high = np.isfinite(self.low), np.isfinite(self.high)  # (k,) each
@@ -287,17 +292,18 @@ class _State:
 
     def step(self, max_fun: int) -> bool:
         """Advance to the next request for an evaluation (True) or to the end (False)."""
-        assert _SETULB is not None
-        factr = self.ftol / np.finfo(float).eps
+        setulb, task = _SETULB, self.task
+        assert setulb is not None
         while True:
-            _SETULB(
-                _MAXCOR, self.x, self.low, self.high, self.nbd, self.f, self.g, factr, self.gtol,
-                self.wa, self.iwa, self.task, self.lsave, self.isave, self.dsave, _MAXLS,
+            setulb(
+                _MAXCOR, self.x, self.low, self.high, self.nbd, self.f, self.g, self.factr,
+                self.gtol, self.wa, self.iwa, task, self.lsave, self.isave, self.dsave, _MAXLS,
                 self.ln_task,
             )  # fmt: skip
-            if self.task[0] == _FG:
+            code = int(task[0])
+            if code == _FG:
                 return True
-            if self.task[0] != _NEW_X:
+            if code != _NEW_X:
                 return False
             # A new iterate: scipy's own limits, checked where scipy checks them.
             self.n_iter += 1

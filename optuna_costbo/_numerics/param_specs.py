@@ -223,3 +223,66 @@ class NumericEncoding:
         w[u <= 0.0] = self.low
         w[u >= 1.0] = self.top
         return w
+
+
+class ContinuousBlock:
+    """The continuous numeric parameters of a space (no step, not constant), encoded together.
+
+    :meth:`encode` and :meth:`decode` are :class:`NumericEncoding`'s ``encode`` and
+    ``decode`` on every column of an (n, k) array at once: the same operations with the same
+    constants, element by element, so the same values bit for bit (tested).
+
+    NOTE(codec): the per-parameter maps cost a dozen numpy calls each (decoding iterates to
+    a fixed point), on a few rows mostly: with ten parameters, projecting an optimizer's few
+    points took ~0.3 ms, nearly all of it per-call overhead. Iterating all columns until none
+    moves gives each column its own iterates (a column at its fixed point stays there).
+
+    Args:
+        encodings: The parameters' encodings, each continuous and not constant.
+    """
+
+    def __init__(self, encodings: Sequence[NumericEncoding]) -> None:
+        if any(e.step is not None or e.constant for e in encodings):
+            raise ValueError("a continuous block takes continuous, non-constant parameters")
+        self.cols = np.array([e.col for e in encodings], dtype=np.intp)  # (k,) box columns
+        self.low = np.array([e.low for e in encodings], dtype=float)  # (k,)
+        self.top = np.array([e.top for e in encodings], dtype=float)  # (k,)
+        self.ref = np.array([e.ref for e in encodings], dtype=float)  # (k,)
+        self.a = np.array([e.a for e in encodings], dtype=float)  # (k,)
+        self.width = np.array([e.width for e in encodings], dtype=float)  # (k,)
+        self._log = np.flatnonzero([e.log for e in encodings])  # (l,) log columns
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    def encode(self, v: np.ndarray) -> np.ndarray:  # (n, k) -> (n, k)
+        t = v
+        if len(self._log):
+            L = self._log
+            t = np.array(v, dtype=float)  # (n, k)
+            t[:, L] = np.log(np.maximum(v[:, L], self.low[L]) / self.ref[L])
+        out: np.ndarray = np.clip((t - self.a) / self.width, 0.0, 1.0)
+        return out
+
+    def _raw_decode(self, u: np.ndarray) -> np.ndarray:  # (n, k) -> (n, k)
+        t: np.ndarray = self.a + u * self.width
+        if len(self._log):
+            L = self._log
+            t[:, L] = self.ref[L] * np.exp(t[:, L])
+        return t
+
+    def _snap(self, u: np.ndarray) -> np.ndarray:  # (n, k) -> (n, k)
+        w = np.clip(self._raw_decode(u), self.low, self.top)
+        # The end points decode exactly (exp(log(low)) need not equal low).
+        w = np.where(u <= 0.0, self.low, w)
+        out: np.ndarray = np.where(u >= 1.0, self.top, w)
+        return out
+
+    def decode(self, u: np.ndarray) -> np.ndarray:  # (n, k) -> (n, k)
+        w = self._snap(u)
+        for _ in range(_MAX_FIX_ITERS):
+            w_next = self._snap(self.encode(w))
+            if not (w_next != w).any():
+                break
+            w = w_next
+        return w

@@ -463,8 +463,15 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
     assert codec.decode(z[None])[0, 0] == 0  # the linear booster
 
 
-def test_rows_among_is_exact_row_membership() -> None:
+@pytest.mark.parametrize("pairs_at_once", [True, False])
+def test_rows_among_is_exact_row_membership(
+    monkeypatch: pytest.MonkeyPatch, pairs_at_once: bool
+) -> None:
+    # Both ways of comparing (every pair at once for small arrays, set membership past them).
+    from optuna_costbo._numerics import search_space
     from optuna_costbo._numerics.search_space import rows_among
+
+    monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 10**9 if pairs_at_once else 0)
 
     rng = np.random.default_rng(0)
     points = rng.random((30, 4))  # (30, 4)
@@ -478,3 +485,74 @@ def test_rows_among_is_exact_row_membership() -> None:
     assert rows_among(np.zeros((2, 0)), np.zeros((1, 0))).all()  # no parameters: one point
     # -0.0 and 0.0 are the same configuration but not the same bytes: as before, not equal.
     assert not rows_among(np.array([[-0.0]]), np.array([[0.0]]))[0]
+    # Bytes, not values: a NaN row is among the same NaN row.
+    assert rows_among(np.array([[np.nan, 1.0]]), np.array([[0.5, 1.0], [np.nan, 1.0]]))[0]
+
+
+def test_rows_among_gives_the_same_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
+    from optuna_costbo._numerics import search_space
+    from optuna_costbo._numerics.search_space import rows_among
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        D = int(rng.integers(1, 6))
+        points = np.round(rng.random((int(rng.integers(1, 40)), D)), 1)  # (k, D), repeats
+        Z = np.round(rng.random((int(rng.integers(1, 40)), D)), 1)  # (m, D)
+        Z[rng.random(Z.shape) < 0.05] = -0.0
+        monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 10**9)
+        small = rows_among(Z, points)
+        monkeypatch.setattr(search_space, "_PAIRS_AT_ONCE", 0)
+        np.testing.assert_array_equal(small, rows_among(Z, points))
+
+
+def _one_at_a_time(codec: BoxCodec) -> BoxCodec:
+    """A copy of ``codec`` that maps every numeric parameter on its own (the reference)."""
+    import copy
+
+    from optuna_costbo._numerics.param_specs import ContinuousBlock
+
+    out = copy.copy(codec)
+    out._block = ContinuousBlock([])
+    out._block_params = np.zeros(0, dtype=np.intp)
+    out._one_by_one = list(codec._numeric)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_continuous_parameters_together_map_as_one_at_a_time(seed: int) -> None:
+    # encode, decode, project and the unit-cube points of the continuous block, bit for bit
+    # those of the per-parameter maps: linear and log ranges (narrow, wide, far from 1) next
+    # to integers, stepped floats, constants, categoricals and a conditional parameter.
+    from optuna_costbo._numerics.param_specs import Condition
+
+    rng = np.random.default_rng(seed)
+    params = [
+        NumericParam(-1.0, 1.0),
+        NumericParam(1e-5, 1e2, log=True),
+        NumericParam(1, 9, integer=True),
+        NumericParam(0.3, 0.3),
+        NumericParam(1e300, 1.000001e300, log=True),
+        CategoricalParam(3),
+        NumericParam(0.1, 0.9, step=0.2),
+        NumericParam(-1e-300, 1e-300),
+        NumericParam(2.0, 1e300, log=True),
+        NumericParam(1e-7, 1.0),
+    ]
+    conditions = {9: Condition(parent=5, choices=frozenset({0, 2}))} if seed % 2 else None
+    codec = BoxCodec(params, conditions=conditions)
+    reference = _one_at_a_time(codec)
+    z = rng.random((200, codec.dim))  # (n, D)
+    z[:20] = np.round(z[:20])  # the box's faces
+    z[20:30] = rng.uniform(-0.5, 1.5, size=(10, codec.dim))  # outside
+    z[30, 0] = np.nan
+    z[31] = -0.0
+    for got, want in [
+        (codec.decode(z), reference.decode(z)),
+        (codec.project(z), reference.project(z)),
+        (codec.encode(reference.decode(z)), reference.encode(reference.decode(z))),
+        (codec.sobol_points(300, seed), reference.sobol_points(300, seed)),
+    ]:
+        assert got.tobytes() == want.tobytes()
+    values = reference.decode(z)
+    values[::7, 1] = rng.uniform(1e-9, 1e4, size=len(values[::7]))  # outside the range
+    assert codec.encode(values).tobytes() == reference.encode(values).tobytes()

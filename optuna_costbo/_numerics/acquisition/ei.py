@@ -119,7 +119,7 @@ def _log_h_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     up = z > _Z_UPPER
     mid = ~up & (z > _Z_TAIL)
     if mid.any():
-        zm = np.clip(z, _Z_TAIL, _Z_UPPER)
+        zm = np.minimum(np.maximum(z, _Z_TAIL), _Z_UPPER)  # np.clip's values (no zero here)
         ex = erfcx(-zm * _INV_SQRT2)  # Phi(z) = phi(z) * sqrt(pi/2) * erfcx(-z / sqrt 2)
         # h / phi = 1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2), in (0, 1).
         log_bracket = _log1mexp(np.log(-zm * ex) + _LOG_SQRT_HALF_PI)
@@ -314,15 +314,40 @@ class LogEIPerCost:
         self.model = model
         self.best = None if best is None else float(best)
         self.cost_model = cost_model
-        self.cost_exponent = float(exponent) if exponent.ndim == 0 else exponent
         self.feasibility = feasibility
-        self._uses_cost = cost_model is not None and bool(np.any(exponent != 0.0))
+        self._set_exponent(exponent)
+
+    def _set_exponent(self, exponent: np.ndarray) -> None:
+        """The cost exponent, () or (m,), already checked, and what depends on it."""
+        self.cost_exponent: float | np.ndarray = (
+            float(exponent) if exponent.ndim == 0 else exponent
+        )
+        self._uses_cost = self.cost_model is not None and bool(np.any(exponent != 0.0))
         # The cost model's own prediction of ``model`` is the one made here: handed over.
         self._told: PrunedCost | None = (
-            cost_model
-            if self._uses_cost and best is not None and shares_objective(cost_model, model)
+            self.cost_model
+            if self._uses_cost
+            and self.best is not None
+            and shares_objective(self.cost_model, self.model)
             else None
         )
+
+    def for_rows(self, which: np.ndarray) -> LogEIPerCost:
+        """This acquisition with the cost exponents ``cost_exponent[which]`` (m,) (one per
+        row of the points it is then called on), as constructing it with them, without
+        checking them again (they were checked with the rest).
+
+        NOTE: a batch of L-BFGS-B runs under several exponents evaluates a new subset of
+        rows in every round; a new acquisition per round spent most of its time on the checks.
+        """
+        exponents = self.cost_exponent
+        if not isinstance(exponents, np.ndarray):
+            raise ValueError("for_rows needs an array of cost exponents")
+        out = LogEIPerCost.__new__(LogEIPerCost)
+        out.model, out.best, out.cost_model = self.model, self.best, self.cost_model
+        out.feasibility = self.feasibility
+        out._set_exponent(exponents[which])
+        return out
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         """Acquisition values at box points Z (m, D): (m,)."""

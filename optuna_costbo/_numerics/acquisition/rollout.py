@@ -234,10 +234,18 @@ def rollout_choice(
     feasible (screening, trajectories, polish and the fallback).
     """
 
+    seen: list[tuple[np.ndarray, np.ndarray]] = []  # (Z, excluded(Z)) of the arrays masked
+
     def masked(Z: np.ndarray, values: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
         if excluded is None:
             return values
-        out = np.where(excluded(Z), -np.inf, values)
+        # NOTE: the finalists are masked once per block of draws: which are excluded is
+        # looked up once per array.
+        bad = next((b for z, b in seen if z is Z), None)  # (m,)
+        if bad is None:
+            bad = excluded(Z)
+            seen.append((Z, bad))
+        out = np.where(bad, -np.inf, values)
         return out if np.isfinite(out).any() else values
 
     mean_p, var_p, cost_p = pool.mean, pool.var, pool.cost()  # (M,) each
@@ -291,11 +299,13 @@ def rollout_choice(
         exponents = [0.0] + ([cost_exponent] if valuation.per_unit_cost else [])
         each = np.repeat(exponents, len(top))  # (R,) the exponent of each polished row
 
+        every = LogEIPerCost(
+            model, best, cost_model=cost, cost_exponent=each, feasibility=feasibility
+        )  # (R,) exponents, checked once
+
         def polish(Z: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            acquisition = LogEIPerCost(
-                model, best, cost_model=cost, cost_exponent=each[runs], feasibility=feasibility
-            )  # row i polished under the exponent of its run
-            return acquisition.value_and_grad(Z)
+            # row i polished under the exponent of its run
+            return every.for_rows(runs).value_and_grad(Z)
 
         starts = np.tile(first[top], (len(exponents), 1))  # (R, D)
         polished, _ = local_maximize(polish, codec, starts, screening.refine_radius, _POLISH_EVALS)

@@ -44,6 +44,9 @@ PairCost = Callable[[np.ndarray], np.ndarray]
 """``rows (k,) indices into P -> (k, |P|)``: cost of moving from each row's point to each point."""
 
 _TINY_VAR = 1e-300
+# NOTE: below this z, exp(-z^2 / 2) (< e^-760) and ndtr(z) (erfc's underflow branch, from
+# z < -37.7) are exactly 0.0, so EI's closed form is exactly 0.0 (tested).
+_Z_ZERO = -39.0
 
 
 def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -> np.ndarray:
@@ -188,7 +191,9 @@ def rollout_values(
     sd0 = np.sqrt(var0[:B] + cond_noise)  # (B,)
     y = mean[:B, None] + np.sqrt(var0[:B])[:, None] * normals[None, :, 0]  # (B, N)
     w = cov[:B, :] / sd0[:, None]  # (B, P)
-    m = mean[None, None, :] + w[:, None, :] * ((y - mean[:B, None]) / sd0[:, None])[..., None]
+    # (B, N, P), the sum formed in place: the same values as mean + w * u
+    m = np.multiply(w[:, None, :], ((y - mean[:B, None]) / sd0[:, None])[..., None])
+    m += mean
     v = np.maximum(var0[None, :] - w * w, _TINY_VAR)[:, None, :]  # (B, 1, P)
     W = [w[:, None, :]]  # low-rank factors of the conditioned covariance, each (B, N|1, P)
     ystar = np.minimum(best, y)  # (B, N)
@@ -216,7 +221,7 @@ def rollout_values(
         else:
             afford = (c_next <= budget_left[..., None]) & alive[..., None]  # (B, N, P)
         j, gain_j = _base_policy(
-            m, v, ystar, None if last else c_next, afford, feasible
+            m, v, ystar, None if last else c_next, afford, feasible, spare_m=last
         )  # (B, N) each
         has = _take(afford, j) if afford.shape[-1] > 1 else afford[..., 0]  # (B, N)
         if last:
@@ -275,11 +280,13 @@ def _base_policy(
     cost: np.ndarray | None,  # (B, N, P) costs (EI per unit cost), or None (EI)
     afford: np.ndarray,  # (B, N, P) affordable points, or (B, N, 1) the same for every point
     feasible: np.ndarray | None = None,  # (P,) probability of feasibility, or None
+    spare_m: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The base policy's step in every trajectory: the index j (B, N) of the affordable point
     with the largest EI (times its probability of feasibility, with ``feasible``; per unit
     cost, with ``cost``), 0 where none is affordable, and that EI (times PF) at j (B, N).
-    Exactly the argmax of :func:`.ei.ei` (times PF) over all P points.
+    Exactly the argmax of :func:`.ei.ei` (times PF) over all P points. ``spare_m``: ``m`` may
+    be overwritten (the caller needs it no more).
 
     NOTE: EI = s h(z) with z = (y* - m) / s and h(z) = phi(z) + z Phi(z) <= max(z, 0) +
     phi(z) / (1 + z^2) (from the Mills-ratio bound Phi(z) >= phi(z) |z| / (1 + z^2) for
@@ -291,7 +298,8 @@ def _base_policy(
     # The (B, N, P) arrays are formed in place: fresh arrays of this size cost more in page
     # faults than in arithmetic (measured, 3x).
     sigma = np.sqrt(np.maximum(v, _TINY_VAR))  # (B, N or 1, P)
-    z = np.subtract(ystar[..., None], m)  # (B, N, P)
+    # (B, N, P); with spare_m in m's memory (the last step's means are not needed after it)
+    z = np.subtract(ystar[..., None], m, out=m if spare_m else None)
     z /= sigma
     work = np.square(z)  # (B, N, P)
     bound = np.multiply(work, -0.5)  # (B, N, P)
@@ -328,8 +336,22 @@ def _base_policy(
     # own rounding is coarse): a point is dropped only when its bound is clearly lower.
     floor = score_at(rows, cols, q)[1] * (1.0 - 1e-9) - 1e-290  # (B, N)
     floor = np.where(some, floor, np.inf)
-    at = np.nonzero(bound >= floor[..., None])  # the candidates that remain (all affordable)
+    remain = bound >= floor[..., None]  # (B, N, P) the candidates that remain (all affordable)
     work.fill(-np.inf)  # the scores
+    low = some & (floor <= 0.0)  # (B, N) trajectories whose floor prunes nothing
+    if low.any():
+        # NOTE: there every point remains (a floor below 0 prunes nothing), and where the
+        # incumbent lies far below every posterior mean (late in a low-dimensional run) no
+        # point improves at all. Below z = _Z_ZERO, phi(z) and Phi(z) underflow to exactly 0,
+        # so score_at gives exactly 0.0 (z = -inf gives NaN, and stays with score_at): those
+        # points are set to 0.0 without their erfc, bit for bit what score_at gives.
+        zero = np.less(z, _Z_ZERO)  # (B, N, P)
+        zero &= np.greater(z, -np.inf)
+        zero &= remain
+        zero &= low[..., None]
+        work[zero] = 0.0
+        remain &= ~zero
+    at = np.nonzero(remain)
     work[at] = score_at(*at)[1]
     j = np.where(some, np.argmax(work, axis=-1), 0)  # (B, N)
     return j, np.where(some, score_at(rows, cols, j)[0], 0.0)

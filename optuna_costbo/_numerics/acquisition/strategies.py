@@ -190,15 +190,16 @@ class AcquisitionContext:
         # asked exponent the index of its distinct one.
         exps, row_of = _distinct(asked)
         cost = self.cost if uses_cost else None
+        every = LogEIPerCost(
+            self.model,
+            self.best,
+            cost_model=cost,
+            cost_exponent=exps,  # (U,), checked once
+            feasibility=self.feasibility,
+        )
 
         def acquisition(which: np.ndarray) -> LogEIPerCost:  # (m,) the exponent of each row
-            return LogEIPerCost(
-                self.model,
-                self.best,
-                cost_model=cost,
-                cost_exponent=exps[which],
-                feasibility=self.feasibility,
-            )
+            return every.for_rows(which)
 
         def fun_and_grad(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return acquisition(which).value_and_grad(Z)

@@ -258,16 +258,21 @@ def _lbfgsb_fit(
     bounds: np.ndarray,  # (D+2, 2)
     prior: LogPrior,
     warm_first: bool = False,
+    means: dict[bytes, float] | None = None,
 ) -> np.ndarray:
     """The best packed log-parameters (D+2,) of L-BFGS-B runs from ``starts`` (MAP, profiled
-    mean); ``warm_first``: the first start is the last fit's, run to a looser tolerance."""
+    mean); ``warm_first``: the first start is the last fit's, run to a looser tolerance.
+    ``means``: filled with the profiled mean of every finite evaluation, keyed by the bytes of
+    its log-parameters."""
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad, _ = _nll_core(theta, sq, z, None, prior)
+        value, grad, mean = _nll_core(theta, sq, z, None, prior)
         if not (math.isfinite(value) and np.all(np.isfinite(grad))):
             # NOTE(gp): Defensive only: a huge finite value makes L-BFGS-B backtrack instead of
             # aborting on NaN.
             return 1e300, np.zeros_like(theta)
+        if means is not None:
+            means[theta.tobytes()] = mean
         return value, grad
 
     best_theta = starts[0]
@@ -448,6 +453,7 @@ def fit_gp(
     bounds = _bounds(D, min_noise_var, fixed_noise)  # (D+2, 2)
 
     starts = _initial_points(D, bounds, rng, int(n_restarts), warm_start)
+    means: dict[bytes, float] = {}  # profiled mean of each evaluation on (sq, z)
     if not optimize:
         best_theta = starts[0]
     else:
@@ -459,8 +465,13 @@ def fit_gp(
             coarse = fit_subset(z, max(len(z) // 4, 2), rng)  # indices into the subset
             starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds, prior)]
             warm_first = False
-        best_theta = _lbfgsb_fit(starts, sq, z, bounds, prior, warm_first)
-    _, _, mean = _nll_core(best_theta, sq, z, None, prior)
+        best_theta = _lbfgsb_fit(starts, sq, z, bounds, prior, warm_first, means)
+    # NOTE(gp): the best point of a run is one L-BFGS-B evaluated (the same call on the same
+    # arrays, so the same mean bit for bit): its profiled mean is looked up, not computed again
+    # (one likelihood evaluation of the 3-20 of a warm fit).
+    mean = means.get(np.asarray(best_theta, dtype=float).tobytes())
+    if mean is None:
+        _, _, mean = _nll_core(best_theta, sq, z, None, prior)
     hyper = GPHyperparams.from_log_params(best_theta, mean)
     if condition_on is not None:
         X, y = X[condition_on], y[condition_on]

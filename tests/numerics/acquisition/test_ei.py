@@ -245,3 +245,31 @@ def test_invalid_arguments_raise() -> None:
         LogEIPerCost(model, 0.0, cost_model=model, cost_exponent=-0.5)
     with pytest.raises(ValueError, match="best must be a finite number"):
         LogEIPerCost(model, math.nan)
+
+
+@pytest.mark.parametrize("pruned", [False, True])
+def test_for_rows_is_the_acquisition_constructed_with_those_exponents(pruned: bool) -> None:
+    # for_rows (the rows of a batch of runs under several exponents) skips the checks only:
+    # the same values and gradients, bit for bit, as a new acquisition, also for rows that
+    # are all under exponent 0 (no cost) and a cost model that reads the objective model.
+    from optuna_costbo._numerics.cost_model import PrunedCost
+    from optuna_costbo._numerics.gp import fit as gp
+
+    rng = np.random.default_rng(4)
+    X = rng.random((20, 2))
+    y = np.cos(3 * X).sum(axis=1)
+    model = gp.fit_gp(X, y, rng=rng)
+    cost_model = FittedLogCost(gp.fit_gp(X, X @ np.array([1.0, 2.0]), rng=rng))
+    cost = PrunedCost(cost_model, model, 0.5, 0.4, 0.25) if pruned else cost_model
+    exponents = np.array([0.0, 1.0, 0.3])  # (U,)
+    every = LogEIPerCost(model, float(y.min()), cost_model=cost, cost_exponent=exponents)
+    Z = rng.random((6, 2))  # (m, D)
+    for which in (np.array([0, 1, 2, 2, 1, 0]), np.zeros(6, dtype=int), np.full(6, 2)):
+        new = LogEIPerCost(model, float(y.min()), cost_model=cost, cost_exponent=exponents[which])
+        for got, want in zip(
+            every.for_rows(which).value_and_grad(Z), new.value_and_grad(Z), strict=True
+        ):
+            assert got.tobytes() == want.tobytes()
+        assert every.for_rows(which)(Z).tobytes() == new(Z).tobytes()
+    with pytest.raises(ValueError, match="array of cost exponents"):
+        LogEIPerCost(model, float(y.min()), cost_model=cost, cost_exponent=1.0).for_rows(Z)

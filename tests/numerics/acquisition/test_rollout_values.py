@@ -566,3 +566,66 @@ def test_the_base_policy_step_is_the_plain_argmax_of_ei_over_every_point(
     at_want = np.take_along_axis(full, want[..., None], axis=-1)[..., 0]  # (B, N)
     np.testing.assert_array_equal(gain[some], at_want[some])
     assert np.all(j[~some] == 0) and np.all(gain[~some] == 0.0)
+
+
+def test_ei_is_exactly_zero_below_the_base_policys_zero_point() -> None:
+    # _base_policy sets the points below _Z_ZERO to 0.0 without their erfc: plain EI must be
+    # exactly 0.0 there (exp and ndtr underflow), down to the most negative finite z.
+    from optuna_costbo._numerics.acquisition.rollout_values import _Z_ZERO
+
+    z = -np.concatenate([np.geomspace(-_Z_ZERO, 1e150, 20_001), [np.nextafter(-_Z_ZERO, 50.0)]])
+    for sd in (1e-150, 1e-3, 1.0, 1e3):
+        out = plain_ei(np.zeros_like(z), np.full_like(z, sd * sd), z * sd)
+        assert np.all(out == 0.0)
+
+
+@pytest.mark.parametrize("per_cost", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_base_policy_step_without_any_improvement_is_the_plain_argmax(
+    per_cost: bool, seed: int
+) -> None:
+    # Trajectories in which the incumbent lies far below every point (EI exactly 0, where the
+    # step skips the erfc), mixed with a few points near z ~ -38 (EI subnormal or 0) and
+    # z = -inf: the same index and EI as the argmax of plain EI over all points, bit for bit.
+    from optuna_costbo._numerics.acquisition.rollout_values import _base_policy
+    from optuna_costbo._numerics.cost_model import COST_FLOOR
+
+    rng = np.random.default_rng(seed)
+    B, N, P = 3, 32, 50
+    v = rng.uniform(0.01, 1.0, size=(B, 1, P))  # (B, 1, P)
+    ystar = rng.normal(size=(B, N))  # (B, N)
+    z = rng.uniform(-300.0, -39.5, size=(B, N, P))  # (B, N, P) far below: EI is 0
+    z[:, : N // 2, :3] = rng.uniform(-38.8, -37.0, size=(B, N // 2, 3))  # EI 0 or subnormal
+    z[:, ::5, 7] = -39.0  # exactly at the zero point
+    z[0, 3, 9] = -np.inf  # EI is NaN there: the plain argmax picks it
+    z[1, 4, :] = -1.0  # a trajectory with ordinary EI
+    m = ystar[..., None] - z * np.sqrt(v)  # (B, N, P)
+    m[0, 3, 9] = np.inf
+    cost = np.broadcast_to(rng.uniform(0.0, 3.0, size=(B, 1, P)), (B, N, P))
+    afford = np.broadcast_to((rng.random((B, N)) < 0.8)[..., None], (B, N, P))
+    with np.errstate(invalid="ignore"):
+        j, gain = _base_policy(m, v, ystar, cost if per_cost else None, afford)
+        full = plain_ei(m, v, ystar[..., None])  # (B, N, P)
+    score = full / np.maximum(cost, COST_FLOOR) if per_cost else full
+    want = np.argmax(np.where(afford, score, -np.inf), axis=-1)  # (B, N)
+    some = afford[..., 0]
+    np.testing.assert_array_equal(j[some], want[some])
+    at_want = np.take_along_axis(full, want[..., None], axis=-1)[..., 0]  # (B, N)
+    np.testing.assert_array_equal(gain[some], at_want[some])
+    assert np.all(j[~some] == 0) and np.all(gain[~some] == 0.0)
+
+
+def test_the_base_policy_step_gives_the_same_when_it_may_overwrite_the_means() -> None:
+    # spare_m (the last step: the means are not needed after it) forms z in m's memory.
+    from optuna_costbo._numerics.acquisition.rollout_values import _base_policy
+
+    rng = np.random.default_rng(7)
+    B, N, P = 3, 16, 30
+    m = rng.normal(size=(B, N, P))  # (B, N, P)
+    v = rng.uniform(0.01, 1.0, size=(B, 1, P))  # (B, 1, P)
+    ystar = rng.normal(size=(B, N)) - 1.0  # (B, N)
+    afford = np.ones((B, N, 1), dtype=bool)
+    want = _base_policy(m, v, ystar, None, afford)
+    got = _base_policy(m.copy(), v, ystar, None, afford, spare_m=True)
+    for a, b in zip(want, got, strict=True):
+        assert a.tobytes() == b.tobytes()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import math
+from typing import Any
 
 from hypothesis import given
 from hypothesis import settings
@@ -721,3 +722,49 @@ def test_model_subset_spreads_the_rest_farthest_first() -> None:
         return float(d.min(axis=1).max())
 
     assert radius(idx) < radius(model_subset(y, 40, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("max_points", [None, 24])
+def test_the_fitted_mean_is_looked_up_not_evaluated_again(
+    monkeypatch: pytest.MonkeyPatch, warm: bool, max_points: int | None
+) -> None:
+    # fit_gp looks the profiled mean of its best parameters up among the evaluations L-BFGS-B
+    # made instead of evaluating the likelihood there again: the same mean, bit for bit, as
+    # an evaluation at those parameters, and no evaluation besides the optimizer's.
+    from optuna_costbo._numerics.gp import fit as fit_module
+
+    rng = np.random.default_rng(3)
+    X = rng.random((40, 3))
+    y = np.sin(4.0 * X).sum(axis=1) + 0.05 * rng.normal(size=40)
+    start = fit_gp(X, y[::-1].copy(), rng=np.random.default_rng(0)).hyper if warm else None
+    calls, by_optimizer = [0], [0]
+    built: list[tuple[np.ndarray, float]] = []
+    core, minimize = fit_module._nll_core, fit_module.lbfgsb_minimize
+    from_log_params = GPHyperparams.from_log_params
+
+    def counting_core(*args: Any) -> tuple[float, np.ndarray, float]:
+        calls[0] += 1
+        return core(*args)
+
+    def counting_minimize(fun: Any, *args: Any, **kwargs: Any) -> tuple[np.ndarray, float]:
+        def counted(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            by_optimizer[0] += 1
+            return fun(theta)  # type: ignore[no-any-return]
+
+        return minimize(counted, *args, **kwargs)
+
+    def recording(theta: np.ndarray, mean: float) -> GPHyperparams:
+        built.append((np.array(theta), mean))
+        return from_log_params(theta, mean)
+
+    monkeypatch.setattr(fit_module, "_nll_core", counting_core)
+    monkeypatch.setattr(fit_module, "lbfgsb_minimize", counting_minimize)
+    monkeypatch.setattr(fit_module.GPHyperparams, "from_log_params", recording)
+    fit_gp(X, y, rng=np.random.default_rng(1), warm_start=start, max_points=max_points)
+    assert calls[0] == by_optimizer[0] > 0
+    ((theta, mean),) = built
+    if max_points is None:
+        y_mean, y_std = fit_module.standardization(y)
+        z = (y - y_mean) / y_std
+        assert mean == core(theta, fit_module._sq_diffs(X), z, None, log_prior)[2]
