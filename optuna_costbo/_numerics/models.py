@@ -26,10 +26,10 @@ from optuna_costbo._numerics.feasibility import fit_constraints
 from optuna_costbo._numerics.feasibility import with_completion
 from optuna_costbo._numerics.freeze_thaw import measured_values
 from optuna_costbo._numerics.gp.fit import fit_gp
-from optuna_costbo._numerics.gp.fit import model_subset
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.gp.model import standardization
+from optuna_costbo._numerics.gp.subsets import model_subset
 from optuna_costbo._numerics.request import CostData
 from optuna_costbo._numerics.request import FitSchedule
 from optuna_costbo._numerics.request import Proposal
@@ -109,9 +109,9 @@ def working_set(
     X: np.ndarray, y: np.ndarray, rng: np.random.Generator, schedule: FitSchedule
 ) -> np.ndarray | None:
     """Indices of the observations a model is conditioned on, (m,): None (all of them) up to
-    ``schedule.max_model_points``, then the working set of :func:`.gp.fit.model_subset` (the
+    ``schedule.max_model_points``, then the working set of :func:`.gp.subsets.model_subset` (the
     best, the newest, the rest spread out farthest first). Hyperparameters are still fitted
-    on all of them (on :func:`.gp.fit.fit_subset`).
+    on all of them (on :func:`.gp.subsets.fit_subset`).
 
     NOTE(scale): past a few thousand observations the Cholesky factorization (O(n^3)) and
     every prediction (O(n) per point) dominate a suggestion: 35 s at 10,000 trials (D = 5)

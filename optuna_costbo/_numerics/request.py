@@ -30,7 +30,7 @@ class FitSchedule:
 
     Attributes:
         max_fit_points: Hyperparameters are fitted on at most this many observations (see
-            :func:`.gp.fit.fit_subset`).
+            :func:`.gp.subsets.fit_subset`).
         max_model_points: The models are conditioned on at most this many observations (see
             :func:`working_set`).
         refit_from: Past this many observations, hyperparameters are optimized again only

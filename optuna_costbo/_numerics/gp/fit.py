@@ -34,6 +34,7 @@ from optuna_costbo._numerics.gp.model import validate_y
 from optuna_costbo._numerics.gp.prior import MEAN_PRIOR_VAR
 from optuna_costbo._numerics.gp.prior import LogPrior
 from optuna_costbo._numerics.gp.prior import log_prior
+from optuna_costbo._numerics.gp.subsets import fit_subset
 from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
 
 
@@ -42,8 +43,6 @@ __all__ = [
     "NOISE_VAR_MAX",
     "SIGNAL_VAR_BOUNDS",
     "fit_gp",
-    "fit_subset",
-    "model_subset",
     "neg_log_marginal_likelihood",
 ]
 
@@ -286,92 +285,6 @@ def _lbfgsb_fit(
     return best_theta
 
 
-def fit_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of the observations the hyperparameters are fitted on when there are many.
-
-    The marginal likelihood costs O(k^3) per evaluation, so past ``max_points`` observations
-    it is evaluated on a subset (subset of data; Rasmussen and Williams, "Gaussian Processes
-    for Machine Learning", 2006, section 8.3.2): the best quarter of ``max_points`` by value
-    (the region an optimizer cares about, where the lengthscales matter most) and the rest
-    drawn uniformly at random from the other observations (the function's global scale).
-    Sorted, shape (max_points,).
-    """
-    n = y.shape[0]
-    if not (is_int(max_points) and max_points >= 1):
-        raise ValueError(f"max_points must be a positive integer, got {max_points!r}.")
-    if n <= max_points:
-        return np.arange(n)
-    order = np.argsort(y, kind="stable")  # (n,)
-    n_best = max_points // 4
-    rest = rng.choice(order[n_best:], size=max_points - n_best, replace=False)
-    out: np.ndarray = np.sort(np.concatenate([order[:n_best], rest]))
-    return out
-
-
-def model_subset(
-    y: np.ndarray,
-    max_points: int,
-    rng: np.random.Generator,
-    X: np.ndarray | None = None,  # (n, D)
-) -> np.ndarray:
-    """Indices of the observations the models are conditioned on when there are very many.
-
-    Conditioning on n observations costs O(n^3) once and O(n) per predicted point, so past
-    ``max_points`` the models keep a working set (subset of data; Rasmussen and Williams,
-    2006, section 8.3.2): the best quarter of ``max_points`` by value (where an optimizer
-    looks), the last quarter of the rest in row order (the newest trials: where the sampler is
-    searching now, so it does not propose next to them as if unseen) and, for the rest, the
-    observations farthest from those kept so far, one at a time (with ``X``: every region
-    that was evaluated keeps points, so the model does not take it for unexplored), or drawn
-    uniformly at random (without ``X``). Sorted, shape (max_points,); all of them
-    (``arange(n)``) when ``n <= max_points``.
-    """
-    n = y.shape[0]
-    if not (is_int(max_points) and max_points >= 4):
-        raise ValueError(f"max_points must be an integer >= 4, got {max_points!r}.")
-    if n <= max_points:
-        return np.arange(n)
-    quarter = max_points // 4
-    best = np.argsort(y, kind="stable")[:quarter]  # (q,)
-    others = np.setdiff1d(np.arange(n), best)  # (n - q,) ascending: oldest first
-    newest = others[-quarter:]  # (q,)
-    older = others[:-quarter]  # (n - 2q,)
-    k = max_points - 2 * quarter
-    if X is None:
-        rest = rng.choice(older, size=k, replace=False)
-    else:
-        rest = _farthest_first(X, np.concatenate([best, newest]), older, k)
-    out: np.ndarray = np.sort(np.concatenate([best, newest, rest]))
-    return out
-
-
-def _farthest_first(
-    X: np.ndarray,  # (n, D)
-    kept: np.ndarray,  # (a,) indices already kept
-    pool: np.ndarray,  # (p,) indices to choose from
-    k: int,
-) -> np.ndarray:
-    """``k`` indices of ``pool``, each the farthest (Euclidean) from all kept before it: (k,)."""
-    P = X[pool]  # (p, D)
-    p2 = (P * P).sum(axis=1)  # (p,)
-    d2 = np.full(len(pool), np.inf)  # (p,) squared distance to the nearest kept point
-    for start in range(0, len(kept), 256):
-        A = X[kept[start : start + 256]]  # (b, D)
-        # |p - a|^2 = |p|^2 + |a|^2 - 2 p.a: a matrix product, not a (p, b, D) array
-        block = ((A * A).sum(axis=1) - 2.0 * (P @ A.T)).min(axis=1)  # (p,)
-        d2 = np.minimum(d2, np.maximum(p2 + block, 0.0))
-    PT = np.ascontiguousarray(P.T)  # (D, p): one contiguous row per coordinate
-    chosen = np.empty(k, dtype=int)
-    for i in range(k):
-        j = int(np.argmax(d2))
-        chosen[i] = j
-        diff = PT - PT[:, j : j + 1]  # (D, p)
-        np.minimum(d2, np.einsum("ij,ij->j", diff, diff), out=d2)
-        d2[j] = -1.0
-    out: np.ndarray = pool[chosen]
-    return out
-
-
 def fit_gp(
     X: np.ndarray,
     y: np.ndarray,
@@ -409,13 +322,13 @@ def fit_gp(
         warm_start: Previous hyperparameters (e.g. from the last suggestion) to start from.
             Must have ``D`` lengthscales.
         max_points: Fit the hyperparameters on at most this many observations (see
-            :func:`fit_subset`); the model returned is conditioned on all of them. ``None``
+            :func:`.subsets.fit_subset`); the model returned is conditioned on all of them. ``None``
             (default): on all.
         optimize: ``False`` keeps the kernel parameters of ``warm_start`` (required then) and
             only profiles the constant mean again: a model for new data at the cost of one
             likelihood evaluation, for a refit schedule.
         condition_on: Indices of the observations the returned model is conditioned on (a
-            working set, see :func:`model_subset`); the hyperparameters and the
+            working set, see :func:`.subsets.model_subset`); the hyperparameters and the
             standardization still come from all of them. ``None`` (default): all.
         prior: The negative log-prior of the packed log-parameters and its gradient
             (default :func:`.prior.log_prior`); a benchmark compares others.

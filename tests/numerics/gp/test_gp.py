@@ -31,8 +31,6 @@ from threadpoolctl import threadpool_limits
 
 from optuna_costbo._numerics.gp.fit import LENGTHSCALE_BOUNDS
 from optuna_costbo._numerics.gp.fit import fit_gp
-from optuna_costbo._numerics.gp.fit import fit_subset
-from optuna_costbo._numerics.gp.fit import model_subset
 from optuna_costbo._numerics.gp.fit import neg_log_marginal_likelihood
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.kernel import matern52
@@ -40,6 +38,8 @@ from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.gp.prior import LENGTHSCALE_PRIOR_WEIGHT
 from optuna_costbo._numerics.gp.prior import log_prior
+from optuna_costbo._numerics.gp.subsets import fit_subset
+from optuna_costbo._numerics.gp.subsets import model_subset
 
 
 def _toy_data(
