@@ -180,7 +180,9 @@ class CostRolloutSampler(BaseSampler):
             measured from its own reports by a freeze-thaw learning-curve GP over steps (the
             measurement's variance grows the earlier the trial stopped). Chosen on the
             pruning benchmark's tuning problems and checked on held-out ones
-            (docs/pruning.md). Without pruning all are the same.
+            (docs/pruning.md). Without pruning all are the same. Whatever the route, once
+            trials were pruned every acquisition is weighted by the probability that a trial
+            completes (a GP of the trials' completion): only a completed trial can be best.
     """
 
     def __init__(
