@@ -31,7 +31,7 @@ near ``T`` pins its final value.
 The kernel's hyperparameters are fitted by restricted maximum likelihood (the level
 integrated out under its flat prior) over the curves that have at least three reports.
 
-This module imports only numpy and the package's L-BFGS-B driver.
+This module imports only numpy and the package's curve bookkeeping and L-BFGS-B driver.
 """
 
 from __future__ import annotations
