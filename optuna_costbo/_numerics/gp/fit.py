@@ -322,8 +322,8 @@ def fit_gp(
         warm_start: Previous hyperparameters (e.g. from the last suggestion) to start from.
             Must have ``D`` lengthscales.
         max_points: Fit the hyperparameters on at most this many observations (see
-            :func:`.subsets.fit_subset`); the model returned is conditioned on all of them. ``None``
-            (default): on all.
+            :func:`.subsets.fit_subset`); the model returned is conditioned on all of them.
+            ``None`` (default): on all.
         optimize: ``False`` keeps the kernel parameters of ``warm_start`` (required then) and
             only profiles the constant mean again: a model for new data at the cost of one
             likelihood evaluation, for a refit schedule.
