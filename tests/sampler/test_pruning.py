@@ -74,16 +74,11 @@ def test_a_pruned_trials_bound_is_its_last_report_plus_the_largest_completed_mov
     np.testing.assert_allclose(snap.y_lower[2:], [5.0 - 2.0, 3.5 - 1.0])
 
 
-@pytest.mark.parametrize("route", ["impute", "censored"])
-def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> None:
-    sampler = CostRolloutSampler(
-        budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2, pruned_trials=route
-    )
-    study = _study()
-    study.sampler = sampler
-    requests: list[Any] = []
+def _first_request(study: optuna.Study) -> tuple[Any, float]:
+    """The request the sampler's full route gets for a new trial's ``x``, and the value."""
     import optuna_costbo._sampler.suggest as suggest_mod
 
+    requests: list[Any] = []
     real = suggest_mod.propose
 
     def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -92,8 +87,18 @@ def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> No
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(suggest_mod, "propose", spy)
-        study.ask().suggest_float("x", 0.0, 1.0)
-    lower = requests[0].y_lower
+        x = study.ask().suggest_float("x", 0.0, 1.0)
+    return requests[0], x
+
+
+@pytest.mark.parametrize("route", ["impute", "censored"])
+def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> None:
+    sampler = CostRolloutSampler(
+        budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2, pruned_trials=route
+    )
+    study = _study()
+    study.sampler = sampler
+    lower = _first_request(study)[0].y_lower
     if route == "impute":
         assert lower is None
     else:
@@ -119,19 +124,7 @@ def test_on_the_curves_route_stopped_trials_are_measured_from_their_curves() -> 
     )
     study = _curve_study(np.random.default_rng(0))
     study.sampler = sampler
-    requests: list[Any] = []
-    import optuna_costbo._sampler.suggest as suggest_mod
-
-    real = suggest_mod.propose
-
-    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
-        requests.append(request)
-        return real(request, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(suggest_mod, "propose", spy)
-        study.ask().suggest_float("x", 0.0, 1.0)
-    request = requests[0]
+    request, _ = _first_request(study)
     curves = request.stopped_curves
     assert curves is not None
     np.testing.assert_array_equal(curves.rows, np.arange(6, 12))
@@ -161,21 +154,8 @@ def test_a_region_the_pruner_always_stops_loses_its_acquisition_weight() -> None
             _add(study, float(x), [final + 1.0, final + 0.5, final], 3.0, pruned=False)
     sampler = CostRolloutSampler(budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2)
     study.sampler = sampler
-    requests: list[Any] = []
-    import optuna_costbo._sampler.suggest as suggest_mod
-
-    real = suggest_mod.propose
-
-    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
-        requests.append(request)
-        return real(request, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(suggest_mod, "propose", spy)
-        trial = study.ask()
-        x = trial.suggest_float("x", 0.0, 1.0)
+    request, x = _first_request(study)
     assert x > 0.5  # not in the region that never completes
-    request = requests[0]
     np.testing.assert_array_equal(request.stopped, np.linspace(0.02, 0.98, 17) < 0.5)
     models = build_models(request, np.random.default_rng(0), needs_cost=True)
     assert models.feasibility is not None
