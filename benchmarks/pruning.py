@@ -114,6 +114,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="measure N (default 30) random configurations of the live problem, write "
         "live_calibration.md and exit",
     )
+    parser.add_argument(
+        "--max-trials",
+        type=int,
+        default=None,
+        help=f"trials per run at most (default {stepped.MAX_TRIALS}); a run cached under a "
+        "lower cap that hit it is run again with --resume, one that ended by its budget is kept",
+    )
     parser.add_argument("--list", action="store_true", help="problems and methods, then exit")
     return parser.parse_args(argv)
 
@@ -241,8 +248,8 @@ def pruning_rows(
     """Per (problem, method): what the pruner did, averaged over the seeds.
 
     ``startup_trial``: the number of trials started when the run had 2(d+1) COMPLETE trials
-    (the package's start-up design ends there: its models see only COMPLETE trials; nan if
-    never reached)."""
+    (where the package's start-up design ended before pruned trials informed its models;
+    nan if never reached)."""
     rows: list[dict[str, Any]] = []
     for p in problems:
         for m in methods:
@@ -501,7 +508,9 @@ def write_report(
         "in brackets the runs that never got there); near repeats of a pruned trial: "
         f"trials within {NEAR} of an earlier PRUNED "
         "trial in every parameter (unit box, log scale where the parameter is); spent: the "
-        f"cost spent over the budget; capped: runs stopped at {stepped.MAX_TRIALS} trials.",
+        "cost spent over the budget; capped: runs stopped at the trial cap ("
+        + ", ".join(sorted({f"{p.max_trials}" for p in problems}))
+        + " trials) with budget left.",
         "",
         "| problem | method | trials | complete | pruned | pruned at first step "
         "| pruned at last step | cost share of pruned | 2(d+1) complete at trial (never) "
@@ -577,7 +586,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"unknown problems {unknown}; see --list")
     methods = list(dict.fromkeys(args.methods or methods_mod.PRUNING_METHODS))
     seeds = list(range(args.seeds))
-    problems = [stepped.get_problem(n) for n in names]
+    if args.max_trials is not None and args.max_trials < 1:
+        raise SystemExit(f"--max-trials must be a positive int, got {args.max_trials}")
+    problems = [stepped.get_problem(n, args.max_trials) for n in names]
     root = out / "runs"
     skipped: dict[str, str] = {}
     if not args.report_only:
@@ -596,8 +607,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         def stamp(run: runner.Run) -> None:
             run.meta["package_ref"] = ref
 
-        yahpo = [stepped.ProblemFactory(p.name) for p in runnable if p.group != "live"]
-        live = [stepped.ProblemFactory(p.name) for p in runnable if p.group == "live"]
+        cap = args.max_trials
+        yahpo = [stepped.ProblemFactory(p.name, cap) for p in runnable if p.group != "live"]
+        live = [stepped.ProblemFactory(p.name, cap) for p in runnable if p.group == "live"]
         if yahpo:  # surrogate costs: deterministic, runs in this process (or --jobs workers)
             tasks = runner.order_tasks(yahpo, methods, seeds)
             runner.run_tasks(
@@ -626,7 +638,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for (m, s), run in valid.items():
             scored[(p.name, m, s)] = report.score(run, p)
     if other:
-        print(f"{other} cached runs of other problem definitions ignored", flush=True)
+        print(
+            f"{other} cached runs ignored (another problem definition, or cut short by a "
+            "lower trial cap)",
+            flush=True,
+        )
     print(f"{len(scored)} runs found, {len(failed)} failed", flush=True)
     command = "python -m benchmarks.pruning " + " ".join(sys.argv[1:] if argv is None else argv)
     path = write_report(

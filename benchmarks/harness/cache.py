@@ -132,18 +132,26 @@ def read_run(path: Path, max_trials: int | None = None) -> Run | None:
 
 
 def load_valid(root: Path, problem: Problem, method: str, seed: int) -> Run | None:
-    """The cached run if it is there, of the current problem definition, and not failed."""
+    """The cached run if it is there, of the current problem definition, not failed, and not
+    cut short by a lower trial cap than the problem's (:func:`cut_short`)."""
     run = read_run(run_path(root, problem.name, method, seed), problem.max_trials)
     if run is None or run.error or not problem.accepts(run.meta.get("fingerprint")):
         return None
-    return run
+    return None if cut_short(run, problem) else run
+
+
+def cut_short(run: Run, problem: Problem) -> bool:
+    """Whether ``run`` stopped at a trial cap lower than ``problem.max_trials`` with budget
+    left: under the problem's cap it would have gone on, so it is not a run of this setting."""
+    return run.capped and len(run.costs) < problem.max_trials
 
 
 def load_all(
     root: Path, problem: Problem, methods: list[str], seeds: list[int]
 ) -> tuple[dict[tuple[str, int], Run], list[Run], int]:
     """The valid cached runs ``(method, seed) -> Run``, the failed ones, and how many files
-    hold another definition of the problem (another fingerprint: another budget, ...)."""
+    hold another definition of the problem (another fingerprint: another budget, ...) or a run
+    cut short by a lower trial cap (:func:`cut_short`)."""
     valid: dict[tuple[str, int], Run] = {}
     failed: list[Run] = []
     other = 0
@@ -152,7 +160,7 @@ def load_all(
             run = read_run(run_path(root, problem.name, m, s), problem.max_trials)
             if run is None:
                 continue
-            if not problem.accepts(run.meta.get("fingerprint")):
+            if not problem.accepts(run.meta.get("fingerprint")) or cut_short(run, problem):
                 other += 1
             elif run.error:
                 failed.append(run)

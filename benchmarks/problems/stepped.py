@@ -223,25 +223,32 @@ def problem_names() -> list[str]:
     ]
 
 
-def get_problem(name: str) -> Problem:
-    """The problem called ``name`` (:func:`problem_names`)."""
+def get_problem(name: str, max_trials: int | None = None) -> Problem:
+    """The problem called ``name`` (:func:`problem_names`), with at most ``max_trials`` trials
+    per run (None: :data:`MAX_TRIALS`)."""
     if name == LIVE_NAME:
-        return live_problem()
-    for suffix in ("-epochs", "-trainsize"):
-        if name.endswith(suffix) and name in problem_names():
-            return yahpo_problem(name.removesuffix(suffix))
-    raise KeyError(f"unknown problem {name!r}; known: {problem_names()}")
+        problem = live_problem()
+    elif name in problem_names() and name.endswith(("-epochs", "-trainsize")):
+        problem = yahpo_problem(name.removesuffix("-epochs").removesuffix("-trainsize"))
+    else:
+        raise KeyError(f"unknown problem {name!r}; known: {problem_names()}")
+    if max_trials is None:
+        return problem
+    if max_trials < 1:
+        raise ValueError(f"max_trials must be a positive int, got {max_trials!r}")
+    return dataclasses.replace(problem, max_trials=max_trials)
 
 
 class ProblemFactory:
     """``get_problem(name)`` as a zero-argument picklable factory (a run in a worker process
     builds its problem there)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, max_trials: int | None = None) -> None:
         self.name = name
+        self.max_trials = max_trials
 
     def __call__(self) -> Problem:
-        return get_problem(self.name)
+        return get_problem(self.name, self.max_trials)
 
     def __repr__(self) -> str:
-        return f"ProblemFactory({self.name!r})"
+        return f"ProblemFactory({self.name!r}, max_trials={self.max_trials!r})"

@@ -150,6 +150,28 @@ def test_the_command_reports_a_cache_without_running(tmp_path: Path) -> None:
         assert (tmp_path / name).is_file()
 
 
+def test_a_higher_trial_cap_runs_again_only_the_runs_the_lower_cap_cut(tmp_path: Path) -> None:
+    low = stepped.get_problem(stepped.LIVE_NAME, max_trials=3)
+    high = stepped.get_problem(stepped.LIVE_NAME, max_trials=10)
+    assert (low.max_trials, high.max_trials, low.fingerprint) == (3, 10, high.fingerprint)
+    assert stepped.get_problem(stepped.LIVE_NAME).max_trials == stepped.MAX_TRIALS
+    with pytest.raises(ValueError, match="max_trials must be a positive int"):
+        stepped.get_problem(stepped.LIVE_NAME, max_trials=0)
+    cut = Run(low.name, "rollout+median", 0)  # three cheap trials: stopped by the cap
+    cut.costs, cut.values = [0.01 * low.budget] * 3, [0.5, 0.4, 0.3]
+    cut.steps, cut.states, cut.capped = [27] * 3, ["complete"] * 3, True
+    ended = _run(low.name, "rollout+median", 1, 0.1, low.budget)  # 4 trials, the budget spent
+    for run in (cut, ended):
+        cache.write_run(tmp_path, low, run)
+    # under the lower cap both are runs; under the higher one the cut run is not (it would
+    # have gone on), and the one its budget ended is (a sequential run makes the same trials)
+    assert cache.load_valid(tmp_path, low, "rollout+median", 0) is not None
+    assert cache.load_valid(tmp_path, high, "rollout+median", 0) is None
+    assert cache.load_valid(tmp_path, high, "rollout+median", 1) is not None
+    valid, failed, other = cache.load_all(tmp_path, high, ["rollout+median"], [0, 1])
+    assert (sorted(valid), failed, other) == ([("rollout+median", 1)], [], 1)
+
+
 # -- YAHPO curves ---------------------------------------------------------------------------
 
 
