@@ -128,22 +128,25 @@ def record_run(name: str, method: str, seed: int) -> tuple[np.ndarray, np.ndarra
 
 def table(title: str, rows: list[dict[str, Any]]) -> list[str]:
     """The markdown table of :func:`calibration_rows`."""
-    lines = [
-        f"### {title}",
-        "",
-        "| probability of completing | proposals | mean probability | completed | "
-        "completions expected / observed |",
-        "|---|---|---|---|---|",
+    header = [
+        "probability of completing",
+        "proposals",
+        "mean probability",
+        "completed",
+        "completions expected / observed",
     ]
-    for r in rows:
-        if not r["n"]:
-            continue
-        lines.append(
-            f"| [{r['lo']:.2f}, {r['hi']:.2f}{']' if r['hi'] >= 1.0 else ')'} | {r['n']} | "
-            f"{r['mean_pf']:.3f} | {100 * r['completed_share']:.0f}% | "
-            f"{r['expected']:.1f} / {r['observed']} |"
-        )
-    return [*lines, ""]
+    cells = [
+        [
+            f"[{r['lo']:.2f}, {r['hi']:.2f}{']' if r['hi'] >= 1.0 else ')'}",
+            str(r["n"]),
+            f"{r['mean_pf']:.3f}",
+            f"{100 * r['completed_share']:.0f}%",
+            f"{r['expected']:.1f} / {r['observed']}",
+        ]
+        for r in rows
+        if r["n"]
+    ]
+    return [f"### {title}", "", *report.table(header, cells), ""]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

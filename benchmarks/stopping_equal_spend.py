@@ -27,6 +27,7 @@ if __package__ in (None, ""):
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import cache
+from benchmarks.harness import report
 from benchmarks.harness.runner import Run
 
 
@@ -80,18 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "`. Per (problem, seed): is the best value of the fixed-budget run better, equal or "
         "worse than that of the records run (no budget) cut at the same spend?",
         "",
-        "| folder | fixed budget | fixed better | equal | fixed worse |",
-        "|---|---|---|---|---|",
     ]
-    for folder in args.out:
-        for label in FIXED:
-            better, equal, worse = tally(folder / "runs", label)
-            lines.append(f"| `{folder}` | {label} B | {better} | {equal} | {worse} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.report is not None:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(text)
+    rows = [
+        [f"`{folder}`", f"{label} B", *map(str, tally(folder / "runs", label))]
+        for folder in args.out
+        for label in FIXED
+    ]
+    header = ["folder", "fixed budget", "fixed better", "equal", "fixed worse"]
+    lines += report.table(header, rows)
+    report.print_and_write("\n".join(lines) + "\n", args.report)
     return 0
 
 

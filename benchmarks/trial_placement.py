@@ -26,6 +26,7 @@ if __package__ in (None, ""):
     sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import cache
+from benchmarks.harness import report
 from benchmarks.harness.runner import Run
 
 
@@ -83,24 +84,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         + f"`. Stretches of the budget by the cost spent when a trial started; near: within "
         f"{args.near:g} of f*.",
         "",
-        "| method | runs | stretch | trials per run | mean cost | near f* |",
-        "|---|---|---|---|---|---|",
     ]
+    rows = []
     for method in args.methods:
         valid, _, _ = cache.load_all(args.out / "runs", problem, [method], list(range(args.seeds)))
         runs = [valid[k] for k in sorted(valid)]
         for row in placement(runs, problem.budget, problem.f_star, args.near):
             hi = "end" if not np.isfinite(row["hi"]) else f"{100 * row['hi']:.0f}%"
-            lines.append(
-                f"| {method} | {len(runs)} | {100 * row['lo']:.0f}%-{hi} | "
-                f"{row['trials_per_run']:.1f} | {row['mean_cost']:.2f} | "
-                f"{100 * row['near_share']:.0f}% |"
+            rows.append(
+                [
+                    method,
+                    str(len(runs)),
+                    f"{100 * row['lo']:.0f}%-{hi}",
+                    f"{row['trials_per_run']:.1f}",
+                    f"{row['mean_cost']:.2f}",
+                    f"{100 * row['near_share']:.0f}%",
+                ]
             )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.report is not None:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(text)
+    header = ["method", "runs", "stretch", "trials per run", "mean cost", "near f*"]
+    lines += report.table(header, rows)
+    report.print_and_write("\n".join(lines) + "\n", args.report)
     return 0
 
 

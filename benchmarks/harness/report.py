@@ -216,6 +216,14 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def print_and_write(text: str, path: Path | None) -> None:
+    """Print a small report and, if ``path`` is given, write it there (its folder made)."""
+    print(text)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     if not rows:
         path.write_text("")
