@@ -120,3 +120,100 @@ def test_completion_is_one_more_constraint_only_when_a_trial_was_stopped() -> No
     np.testing.assert_array_equal(got[:, 1], [-1.0, 1.0, -1.0])
     assert with_completion(C, np.zeros(3, dtype=bool)) is C
     assert with_completion(None, None) is None
+
+
+def test_recency_weights_are_the_closed_form() -> None:
+    from optuna_costbo._numerics.feasibility import recency_weights
+
+    # tau = max(0.5 * 40, 10) = 20: the newest weighs 1, the one 20 trials older 1/e.
+    w = recency_weights(40, memory=0.5, min_trials=10.0)
+    np.testing.assert_allclose(w, np.exp(-np.arange(39, -1, -1) / 20.0), rtol=1e-15)
+    assert w[-1] == 1.0 and abs(w[-21] - np.exp(-1.0)) < 1e-15
+    # A short study: the memory is min_trials.
+    np.testing.assert_allclose(recency_weights(6, 0.5, 10.0), np.exp(-np.arange(5, -1, -1) / 10))
+    assert recency_weights(0).shape == (0,)
+    with pytest.raises(ValueError, match="positive"):
+        recency_weights(5, memory=0.0)
+    with pytest.raises(ValueError, match="n must be"):
+        recency_weights(-1)
+
+
+def _dense_posterior(
+    X: np.ndarray, z: np.ndarray, noise: np.ndarray, ls: np.ndarray, s2: float, Xq: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """A plain reference: Matern-5/2 (scikit-learn's kernel), per-observation noise, the
+    constant mean by generalized least squares; the standardized posterior mean and latent
+    variance at Xq."""
+    from sklearn.gaussian_process.kernels import Matern
+
+    kern = Matern(length_scale=ls, nu=2.5)
+    K = s2 * kern(X) + np.diag(noise)  # (n, n)
+    Kinv = np.linalg.inv(K)
+    ones = np.ones(len(z))
+    m = float(ones @ Kinv @ z / (ones @ Kinv @ ones))
+    Kq = s2 * kern(Xq, X)  # (q, n)
+    mean = m + Kq @ Kinv @ (z - m)
+    var = s2 - np.einsum("qi,ij,qj->q", Kq, Kinv, Kq)
+    return m, mean, var
+
+
+def test_a_discounted_model_is_the_dense_weighted_posterior() -> None:
+    from optuna_costbo._numerics.feasibility import discounted
+
+    rng = np.random.default_rng(3)
+    X = rng.random((30, 2))
+    y = np.where(X[:, 0] + 0.2 * rng.standard_normal(30) > 0.5, 1.0, -1.0)
+    fitted = fit_gp(X, y, rng=rng)
+    w = np.exp(-np.arange(29, -1, -1) / 8.0)  # (30,)
+    model = discounted(fitted, w)
+    h = fitted.hyper
+    noise = h.noise_var + (1.0 / w - 1.0) * (h.signal_var + h.noise_var)  # standardized
+    z = (y - fitted.y_mean) / fitted.y_std
+    Xq = rng.random((7, 2))
+    m, mean_z, var_z = _dense_posterior(X, z, noise, h.lengthscales, h.signal_var, Xq)
+    assert abs(model.hyper.mean - m) < 1e-9
+    mean, var = model.predict(Xq)
+    np.testing.assert_allclose(mean, fitted.y_mean + fitted.y_std * mean_z, rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(var, fitted.y_std**2 * var_z, rtol=1e-7, atol=1e-10)
+    # Weights of 1 change only the mean, to the plain GLS mean (the fit's mean includes its
+    # weak prior): the same predictions as re-profiling the fitted model itself.
+    same = discounted(fitted, np.ones(30))
+    np.testing.assert_allclose(same.predict(Xq)[0], fitted.with_gls_mean().predict(Xq)[0])
+    np.testing.assert_allclose(same.predict(Xq)[1], fitted.predict(Xq)[1], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"in \(0, 1\]"):
+        discounted(fitted, np.zeros(30))
+
+
+def test_old_completions_count_less_than_recent_stops() -> None:
+    # The pruner's bar tightened: the first 30 trials completed everywhere, the last 30 were
+    # stopped on the left half (x0 < 0.5) and completed on the right. Undiscounted, the left
+    # half's old completions hold its probability of completing up; discounted by age it
+    # follows the recent stops.
+    from optuna_costbo._numerics.feasibility import completion_weights
+
+    rng = np.random.default_rng(5)
+    X = rng.random((60, 2))
+    stopped = np.zeros(60, dtype=bool)
+    stopped[30:] = X[30:, 0] < 0.5
+    label = np.where(stopped, 1.0, -1.0)[:, None]  # (60, 1)
+    plain = fit_constraints(X, label, np.random.default_rng(0))
+    recent = fit_constraints(
+        X, label, np.random.default_rng(0), weights=[completion_weights(stopped, 0.25, 10.0)]
+    )
+    left = np.column_stack([np.linspace(0.05, 0.4, 8), np.full(8, 0.5)])  # (8, 2)
+    right = left + np.array([0.55, 0.0])
+    assert recent.pf(left).mean() < 0.6 * plain.pf(left).mean()
+    # Near the border the old completions weigh most in the plain model.
+    assert np.all(recent.pf(left[-3:]) < 0.8 * plain.pf(left[-3:]))
+    assert recent.pf(left).max() < 0.2 and recent.pf(right).mean() > 0.5
+
+
+def test_only_completions_are_discounted() -> None:
+    from optuna_costbo._numerics.feasibility import completion_weights
+    from optuna_costbo._numerics.feasibility import recency_weights
+
+    stopped = np.array([True, False, True, False, False])
+    w = completion_weights(stopped, memory=0.5, min_trials=2.0)
+    np.testing.assert_array_equal(w[stopped], 1.0)
+    np.testing.assert_allclose(w[~stopped], recency_weights(5, 0.5, 2.0)[~stopped])
+    np.testing.assert_allclose(w[1], np.exp(-3.0 / 2.5))
