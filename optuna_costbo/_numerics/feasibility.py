@@ -38,7 +38,7 @@ __all__ = [
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
-COMPLETION_MEMORY = 0.5
+COMPLETION_MEMORY = 0.25
 """The completion model's memory as a share of the study's trials: a label ``a`` trials old
 weighs ``exp(-a / (COMPLETION_MEMORY * n))`` (:func:`recency_weights`)."""
 
