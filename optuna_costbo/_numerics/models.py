@@ -21,7 +21,6 @@ from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.feasibility import Feasibility
-from optuna_costbo._numerics.feasibility import completion_weights
 from optuna_costbo._numerics.feasibility import feasible_rows
 from optuna_costbo._numerics.feasibility import fit_constraints
 from optuna_costbo._numerics.feasibility import with_completion
@@ -450,14 +449,7 @@ def build_models(
     constraints = with_completion(request.constraints, request.stopped)  # (n, k) or None
     if constraints is None:
         return Models(fitted, model, cost, new_warm, X, y, exact=exact)
-    weights = None
-    if constraints is not request.constraints and request.stopped is not None:
-        # NOTE(pruning): the last column is completion, which drifts (the pruner's bar
-        # tightens): old completions are discounted by age (feasibility.completion_weights).
-        weights = [None] * (constraints.shape[1] - 1) + [completion_weights(request.stopped)]
-    feasibility = fit_constraints(
-        X, constraints, rng, warm.constraints, restarts=not route.quick, weights=weights
-    )
+    feasibility = fit_constraints(X, constraints, rng, warm.constraints, restarts=not route.quick)
     new_warm = dataclasses.replace(new_warm, constraints=feasibility.hypers)
     feasible = feasible_rows(constraints)
     return Models(fitted, model, cost, new_warm, X, y, feasibility, feasible, exact)

@@ -29,7 +29,6 @@ or with ``OPENBLAS_NUM_THREADS=1``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Literal
 from typing import overload
@@ -386,27 +385,6 @@ class GPModel:
         cov *= self.y_std**2
         cov[np.diag_indices(Xq.shape[0])] = np.maximum(np.diag(cov), np.finfo(np.float64).tiny)
         return cov
-
-    def with_gls_mean(self) -> GPModel:
-        """The same posterior with its constant mean profiled again under its own covariance:
-        ``1' K^-1 z / 1' K^-1 1`` (generalized least squares, ``z`` the standardized targets),
-        sharing the Cholesky factor (no refactorization). For a model whose observations'
-        variances were changed after its hyperparameters were fitted (``extra_noise``)."""
-        ones = self._solve(np.ones((self.n, 1)))[:, 0]  # (n,) L^-1 1
-        z0 = self._w + self.hyper.mean * ones  # (n,) L^-1 z
-        mean = float(ones @ z0 / (ones @ ones))
-        model = GPModel.__new__(GPModel)
-        model._set_state(
-            self.X,
-            self.y,
-            self.y_mean,
-            self.y_std,
-            dataclasses.replace(self.hyper, mean=mean),
-            self._L,
-            z0 - mean * ones,
-            self._jitter,
-        )
-        return model
 
     def condition_on(self, x: np.ndarray, y: float) -> GPModel:
         """Fantasy model with one more observation.
