@@ -30,7 +30,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
 
 
 if __package__ in (None, ""):
@@ -81,6 +80,7 @@ def recording() -> Iterator[list[float]]:
     """While open, the probability of completing at each full-route proposal of this process,
     in order (NaN while the study has no pruned trial)."""
     from optuna_costbo._numerics import policy
+    from optuna_costbo._numerics.feasibility import Feasibility
     from optuna_costbo._sampler import suggest
 
     records: list[float] = []
@@ -98,8 +98,8 @@ def recording() -> Iterator[list[float]]:
         stopped = request.stopped
         if models is not None and models.feasibility is not None and stopped is not None:
             if np.any(stopped):  # completion is the last constraint (with_completion)
-                mean, var = models.feasibility.models[-1].predict(proposal.z[None])  # (1,)
-                pf = float(ndtr(-mean[0] / np.sqrt(var[0])))
+                completion = Feasibility(models.feasibility.models[-1:])
+                pf = float(completion.pf(proposal.z[None])[0])
         records.append(pf)
         return proposal
 

@@ -28,6 +28,7 @@ if __package__ in (None, ""):
 
 from benchmarks.harness import cache
 from benchmarks.harness import report
+from benchmarks.harness import stats
 from benchmarks.harness.runner import Run
 
 
@@ -39,9 +40,7 @@ FIXED = ("0.5", "1", "2")
 
 def best_at_spend(run: Run, spend: float) -> float:
     """The best value among the trials of ``run`` started before it had spent ``spend``."""
-    costs = np.asarray(run.costs, dtype=float)  # (n,)
-    before = np.concatenate([[0.0], np.cumsum(costs)[:-1]])  # (n,) spent when each started
-    values = np.asarray(run.values, dtype=float)[before < spend]
+    values = np.asarray(run.values, dtype=float)[stats.spent_at_start(run.costs) < spend]
     return float(np.nanmin(values)) if np.isfinite(values).any() else float("nan")
 
 

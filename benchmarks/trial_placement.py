@@ -27,6 +27,7 @@ if __package__ in (None, ""):
 
 from benchmarks.harness import cache
 from benchmarks.harness import report
+from benchmarks.harness import stats
 from benchmarks.harness.runner import Run
 
 
@@ -43,7 +44,7 @@ def placement(runs: Sequence[Run], budget: float, f_star: float, near: float) ->
         for run in runs:
             c = np.asarray(run.costs, dtype=float)  # (n,)
             v = np.asarray(run.values, dtype=float)  # (n,)
-            started = np.concatenate([[0.0], np.cumsum(c)[:-1]]) / budget  # (n,)
+            started = stats.spent_at_start(c) / budget  # (n,)
             sel = (started >= lo) & (started < hi)
             counts.append(int(sel.sum()))
             costs += list(c[sel])

@@ -86,11 +86,16 @@ def overrun(costs: Sequence[float], budget: float) -> float:
     return float(max(np.sum(c) - budget, 0.0)) if len(c) else 0.0
 
 
+def spent_at_start(costs: Sequence[float]) -> np.ndarray:
+    """What the earlier trials had spent when each trial started, (n,) (trials in order)."""
+    cum = np.cumsum(np.asarray(costs, dtype=float))  # (n,)
+    out: np.ndarray = np.concatenate([[0.0], cum[:-1]])[: len(cum)]
+    return out
+
+
 def started_after_budget(costs: Sequence[float], budget: float) -> int:
     """Trials that started although the finished trials had already spent the budget."""
-    cum = np.cumsum(np.asarray(costs, dtype=float))
-    before = np.concatenate([[0.0], cum[:-1]])
-    return int(np.sum(before >= budget))
+    return int(np.sum(spent_at_start(costs) >= budget))
 
 
 def ranks_in_cell(values: np.ndarray) -> np.ndarray:
