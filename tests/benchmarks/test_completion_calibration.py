@@ -1,5 +1,6 @@
-"""benchmarks/completion_calibration.py: the calibration table on constructed data, and the
-recording of the completion model's probability in a small pruned study."""
+"""benchmarks/completion_calibration.py: the calibration and stop-chance tables on constructed
+data, and the recording of the completion model's probability and the objective model's chance
+of a stop in a small pruned study."""
 
 from __future__ import annotations
 
@@ -29,6 +30,25 @@ def test_the_bins_count_proposals_completions_and_their_expectation() -> None:
         cc.calibration_rows(pf, done[:3])
 
 
+def test_the_stop_chance_bins_count_proposals_and_first_step_stops() -> None:
+    p_stop = np.array([0.01, 0.03, 0.5, 0.95, 1.0, np.nan])  # (6,)
+    pf = np.array([0.9, np.nan, 0.4, 0.1, 0.3, 0.5])
+    done = np.array([True, True, False, False, True, True])
+    first = np.array([False, False, True, True, False, False])
+    rows = {(r["lo"], r["hi"]): r for r in cc.stop_chance_rows(p_stop, pf, done, first)}
+    low = rows[(0.0, 0.05)]
+    assert (low["n"], low["first_stops"], low["completed_share"]) == (2, 0, 1.0)
+    assert low["mean_p_stop"] == pytest.approx(0.02)
+    assert low["mean_pf"] == pytest.approx(0.9)  # the NaN (no completion model) left out
+    top = rows[(0.7, 1.0)]  # the last bin includes 1.0
+    assert (top["n"], top["first_stops"], top["completed_share"]) == (2, 1, 0.5)
+    assert top["mean_pf"] == pytest.approx(0.2)
+    assert rows[(0.4, 0.7)]["first_stops"] == 1
+    assert sum(r["n"] for r in rows.values()) == 5  # no chance of a stop yet: left out
+    with pytest.raises(ValueError, match="differ in shape"):
+        cc.stop_chance_rows(p_stop, pf, done, first[:3])
+
+
 def test_recording_reads_the_completion_probability_of_each_proposal() -> None:
     def objective(trial: optuna.Trial) -> float:
         x = trial.suggest_float("x", 0.0, 1.0)
@@ -45,7 +65,8 @@ def test_recording_reads_the_completion_probability_of_each_proposal() -> None:
     )
     pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
     study = optuna.create_study(sampler=sampler, pruner=pruner)
-    with cc.recording() as records:
+    p_stop: list[float] = []
+    with cc.recording(p_stop) as records:
         study.optimize(objective, n_trials=14)
     states = [t.state for t in study.trials]
     assert optuna.trial.TrialState.PRUNED in states
@@ -58,6 +79,14 @@ def test_recording_reads_the_completion_probability_of_each_proposal() -> None:
     # NaN exactly while no trial before the proposal had been pruned
     first_pruned = states.index(optuna.trial.TrialState.PRUNED)
     assert np.all(~known[: max(first_pruned + 1 - 4, 0)])
+    # the objective model's chance of a stop, one per proposal; NaN exactly where the
+    # completion probability is (both need a pruned trial), else in [0, 1]
+    assert len(p_stop) == len(records)
+    chance = np.array(p_stop)
+    np.testing.assert_array_equal(np.isfinite(chance), known)
+    assert np.all((chance[known] >= 0.0) & (chance[known] <= 1.0))
+    # the last proposals, near the optimum x = 0.7, are not expected to be stopped
+    assert np.all(chance[-5:] < 0.5)
     # the wrappers are removed when the block ends
     from optuna_costbo._numerics import policy
     from optuna_costbo._sampler import suggest
