@@ -50,6 +50,15 @@ EDGES = (0.0, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0)
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "pruning" / "completion_calibration.md"
 
 
+def _bins(x: np.ndarray, edges: Sequence[float]) -> Iterator[tuple[float, float, np.ndarray]]:
+    """Each bin [lo, hi) of ``edges`` (the last one includes hi) and which finite entries of
+    ``x`` (k,) fall in it, (k,) bool."""
+    known = np.isfinite(x)
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        last = i == len(edges) - 2
+        yield float(lo), float(hi), known & (x >= lo) & ((x <= hi) if last else (x < hi))
+
+
 def stop_chance_rows(
     p_stop: np.ndarray,  # (k,) the objective model's chance of a stop, NaN: no pruning yet
     pf: np.ndarray,  # (k,) the completion model's probability of completing, NaN: none yet
@@ -68,11 +77,8 @@ def stop_chance_rows(
             "p_stop, pf, completed and first_stop differ in shape: "
             f"{p_stop.shape}, {pf.shape}, {completed.shape} and {first_stop.shape}"
         )
-    known = np.isfinite(p_stop)
     rows = []
-    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
-        last = i == len(edges) - 2
-        sel = known & (p_stop >= lo) & ((p_stop <= hi) if last else (p_stop < hi))
+    for lo, hi, sel in _bins(p_stop, edges):
         n = int(sel.sum())
         with_pf = sel & np.isfinite(pf)
         rows.append(
@@ -100,11 +106,8 @@ def calibration_rows(
     completed = np.asarray(completed, dtype=bool)
     if pf.shape != completed.shape:
         raise ValueError(f"pf and completed differ in shape: {pf.shape} and {completed.shape}")
-    known = np.isfinite(pf)
     rows = []
-    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
-        last = i == len(edges) - 2
-        sel = known & (pf >= lo) & ((pf <= hi) if last else (pf < hi))
+    for lo, hi, sel in _bins(pf, edges):
         n = int(sel.sum())
         rows.append(
             {
