@@ -26,6 +26,7 @@ extra prediction draws no random numbers). The YAHPO problems need the benchmark
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 import contextlib
@@ -83,8 +84,8 @@ def stop_chance_rows(
         with_pf = sel & np.isfinite(pf)
         rows.append(
             {
-                "lo": float(lo),
-                "hi": float(hi),
+                "lo": lo,
+                "hi": hi,
                 "n": n,
                 "mean_p_stop": float(p_stop[sel].mean()) if n else float("nan"),
                 "mean_pf": float(pf[with_pf].mean()) if with_pf.any() else float("nan"),
@@ -199,6 +200,21 @@ def record_run(
     )
 
 
+def _binned_table(
+    title: str,
+    header: list[str],
+    rows: list[dict[str, Any]],
+    cells: Callable[[dict[str, Any]], list[str]],
+) -> list[str]:
+    """A markdown table of binned rows: the bin, then ``cells(row)``; empty bins left out."""
+    body = [
+        [f"[{r['lo']:.2f}, {r['hi']:.2f}{']' if r['hi'] >= 1.0 else ')'}", *cells(r)]
+        for r in rows
+        if r["n"]
+    ]
+    return [f"### {title}", "", *report.table(header, body), ""]
+
+
 def stop_table(title: str, rows: list[dict[str, Any]]) -> list[str]:
     """The markdown table of :func:`stop_chance_rows`."""
     header = [
@@ -209,19 +225,18 @@ def stop_table(title: str, rows: list[dict[str, Any]]) -> list[str]:
         "completed",
         "stopped at the first step",
     ]
-    cells = [
-        [
-            f"[{r['lo']:.2f}, {r['hi']:.2f}{']' if r['hi'] >= 1.0 else ')'}",
+    return _binned_table(
+        title,
+        header,
+        rows,
+        lambda r: [
             str(r["n"]),
             f"{r['mean_p_stop']:.3f}",
             f"{r['mean_pf']:.3f}",
             f"{100 * r['completed_share']:.0f}%",
             str(r["first_stops"]),
-        ]
-        for r in rows
-        if r["n"]
-    ]
-    return [f"### {title}", "", *report.table(header, cells), ""]
+        ],
+    )
 
 
 def table(title: str, rows: list[dict[str, Any]]) -> list[str]:
@@ -233,18 +248,17 @@ def table(title: str, rows: list[dict[str, Any]]) -> list[str]:
         "completed",
         "completions expected / observed",
     ]
-    cells = [
-        [
-            f"[{r['lo']:.2f}, {r['hi']:.2f}{']' if r['hi'] >= 1.0 else ')'}",
+    return _binned_table(
+        title,
+        header,
+        rows,
+        lambda r: [
             str(r["n"]),
             f"{r['mean_pf']:.3f}",
             f"{100 * r['completed_share']:.0f}%",
             f"{r['expected']:.1f} / {r['observed']}",
-        ]
-        for r in rows
-        if r["n"]
-    ]
-    return [f"### {title}", "", *report.table(header, cells), ""]
+        ],
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
