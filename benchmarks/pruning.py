@@ -57,6 +57,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/pruning.py
 
 import numpy as np
 
+from benchmarks.harness import best_known
 from benchmarks.harness import cache
 from benchmarks.harness import figures
 from benchmarks.harness import methods as methods_mod
@@ -68,6 +69,9 @@ from benchmarks.problems import stepped
 
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pruning"
+BEST_KNOWN = RESULTS / "best_known.json"
+"""Per YAHPO problem, the lower of f* and the best final value of any stored run
+(:mod:`benchmarks.harness.best_known`); regrets are taken against it."""
 DEFAULT_SEEDS = 10
 
 
@@ -120,6 +124,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help=f"trials per run at most (default {stepped.MAX_TRIALS}); a run cached under a "
         "lower cap that hit it is run again with --resume, one that ended by its budget is kept",
+    )
+    parser.add_argument(
+        "--update-best-known",
+        action="store_true",
+        help="rewrite best_known.json from every stored run under benchmarks/results/pruning/ "
+        "(the value regrets are taken against), then exit",
     )
     parser.add_argument("--list", action="store_true", help="problems and methods, then exit")
     return parser.parse_args(argv)
@@ -369,6 +379,7 @@ def write_report(
     command: str,
     skipped: dict[str, str],
     failed: Sequence[runner.Run] = (),
+    beaten: int = 0,
 ) -> Path:
     """``report.md`` and its CSVs under ``out``; the Markdown path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -430,8 +441,15 @@ def write_report(
         f"{', '.join(f'{k} {v}' for k, v in complete.items())}.",
         "",
         "Regret: the last step's value of the best COMPLETE trial minus f* (YAHPO: the "
-        "calibration's best known value; the live problem: f* unknown, the raw validation "
-        "error). A pruned trial has no final value; its cost counts. Half budget: the best "
+        "lower of the calibration's best known value and the best final value of any stored "
+        "run of this benchmark, `benchmarks/results/pruning/best_known.json`; the live "
+        "problem: f* unknown, the raw validation error). "
+        + (
+            f"**{beaten} runs beat that value and were scored 0: the table is stale.** "
+            if beaten
+            else ""
+        )
+        + "A pruned trial has no final value; its cost counts. Half budget: the best "
         "COMPLETE trial among the trials within half the budget of cumulative cost. Ours gets "
         "its pruner wrapped, `CostBudgetPruner(pruner)`; Optuna's samplers the bare pruner; "
         "`MedianPruner()` with Optuna's defaults, `HyperbandPruner(min_resource=1, "
@@ -580,6 +598,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.calibrate_live is not None:
         print(f"wrote {calibrate_live(args.calibrate_live, RESULTS)}")
         return 0
+    if args.update_best_known:
+        everything = [stepped.get_problem(n) for n in stepped.problem_names()]
+        table = best_known.scan(RESULTS, everything)
+        best_known.write(BEST_KNOWN, table)
+        for name, entry in table.items():
+            print(
+                f"{name:<36} f* {entry['f_star']:.6g}  best {entry['best']:.6g}  "
+                f"({entry['runs']} runs; {entry['found_in']})"
+            )
+        print(f"wrote {BEST_KNOWN}")
+        return 0
     names = list(args.problems or stepped.DEFAULT_PROBLEMS)
     unknown = [n for n in names if n not in stepped.problem_names()]
     if unknown:
@@ -631,12 +660,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     scored: dict[tuple[str, str, int], report.Scored] = {}
     failed: list[runner.Run] = []
     other = 0
-    for p in problems:
+    known = best_known.load(BEST_KNOWN)
+    scoring = [best_known.rescored(p, known) for p in problems]
+    beaten = 0
+    for p, q in zip(problems, scoring, strict=True):
         valid, bad, n_other = cache.load_all(root, p, methods, seeds)
         failed += bad
         other += n_other
         for (m, s), run in valid.items():
-            scored[(p.name, m, s)] = report.score(run, p)
+            scored[(p.name, m, s)] = report.score(run, q)
+            beaten += best_known.beats(run.values, q.f_star)
+    if beaten:
+        print(
+            f"{beaten} runs beat the best known value (scored 0): run "
+            "--update-best-known and report again",
+            flush=True,
+        )
     if other:
         print(
             f"{other} cached runs ignored (another problem definition, or cut short by a "
@@ -648,13 +687,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = write_report(
         out,
         scored,
-        problems,
+        scoring,
         methods,
         seeds,
         args.references,
         command=command.strip(),
         skipped=skipped,
         failed=failed,
+        beaten=beaten,
     )
     print(f"report: {path}", flush=True)
     return 0
