@@ -32,11 +32,26 @@ TOL = 1e-9
 digits; those runs are scored 0, as before)."""
 
 
+def _same_function(problem: Problem, path: Path, meta: dict[str, Any]) -> bool:
+    """Whether the run at ``path`` (``.../runs/<name>/<method>/seedNNN.csv``) is of ``problem``
+    or of a variant of it that changes only the budget (``problem.variant(suffix,
+    budget=...)``, as the stopping benchmark's ``-b2`` and ``-cap3``), by its fingerprint."""
+    folder = path.parent.parent.name
+    if folder == problem.name:
+        return problem.accepts(meta.get("fingerprint"))
+    budget = meta.get("budget")
+    if not isinstance(budget, (int, float)):
+        return False
+    suffix = folder.removeprefix(f"{problem.name}-")
+    return problem.variant(suffix, budget=float(budget)).accepts(meta.get("fingerprint"))
+
+
 def scan(
-    results: Path, problems: Iterable[Problem], tol: float = TOL
+    results: Path, problems: Iterable[Problem], tol: float = TOL, *, variants: bool = False
 ) -> dict[str, dict[str, Any]]:
     """Per problem with an f*: the lowest final value among the valid runs stored under
-    ``results/**/runs/<problem>/*/seed*.csv`` (runs of the same definition, by fingerprint),
+    ``results/**/runs/<problem>/*/seed*.csv`` (runs of the same definition, by fingerprint;
+    with ``variants``, also those of its budget variants under ``runs/<problem>-<suffix>/``),
     and where it is; f* itself unless a run beat it by more than ``tol``. Problems without an
     f* (the live one) are left out."""
     out: dict[str, dict[str, Any]] = {}
@@ -44,9 +59,13 @@ def scan(
         if problem.f_star is None:
             continue
         best, where, n = math.inf, "", 0
-        for path in sorted(results.glob(f"**/runs/{problem.name}/*/seed*.csv")):
+        paths = [
+            *results.glob(f"**/runs/{problem.name}/*/seed*.csv"),
+            *(results.glob(f"**/runs/{problem.name}-*/*/seed*.csv") if variants else ()),
+        ]
+        for path in sorted(paths):
             run = cache.read_run(path)
-            if run is None or run.error or not problem.accepts(run.meta.get("fingerprint")):
+            if run is None or run.error or not _same_function(problem, path, run.meta):
                 continue
             n += 1
             finite = [v for v in run.values if math.isfinite(v)]

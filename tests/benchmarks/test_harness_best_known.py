@@ -75,3 +75,21 @@ def test_rescored_problem_scores_against_the_better_value_and_stops_clamping() -
     assert best_known.beats(run.values, p.f_star)
     assert not best_known.beats(run.values, q.f_star)
     assert not best_known.beats([math.nan], 0.0) and not best_known.beats([0.5], None)
+
+
+def test_budget_variants_count_only_when_asked_and_of_the_same_function(tmp_path: Path) -> None:
+    p = _problem()
+    b2 = p.variant("b2", budget=2 * p.budget)
+    _write(tmp_path / "s" / "runs" / "toy" / "m" / "seed000.csv", [0.9], p.fingerprint)
+    path = tmp_path / "s" / "runs" / "toy-b2" / "m" / "seed000.csv"
+    _write(path, [0.4], b2.fingerprint)
+    text = path.read_text().replace('"seed": 0', f'"seed": 0, "budget": {2 * p.budget}')
+    path.write_text(text)
+    assert best_known.scan(tmp_path, [p])["toy"]["best"] == 0.9
+    entry = best_known.scan(tmp_path, [p], variants=True)["toy"]
+    assert entry["best"] == 0.4 and entry["runs"] == 2
+    # another function under a variant's name (another fingerprint): not counted
+    other = tmp_path / "s" / "runs" / "toy-epochs" / "m" / "seed000.csv"
+    _write(other, [0.1], "something else")
+    other.write_text(other.read_text().replace('"seed": 0', '"seed": 0, "budget": 10.0'))
+    assert best_known.scan(tmp_path, [p], variants=True)["toy"]["best"] == 0.4
