@@ -30,7 +30,7 @@ _SCRAMBLINGS = 16
 def startup_size(
     n_params: int, n_priced: int = 0, spent: float = 0.0, remaining: float = 0.0
 ) -> int:
-    """How many start-up trials precede the models: 2 (d + 1), at least 4, while the budget
+    """How many start-up trials precede the models: d + 1, at least 4, while the budget
     buys many more; never more than a third of the trials it is predicted to buy.
 
     The prediction is the finished trials plus the remaining budget over their mean cost so
@@ -42,7 +42,7 @@ def startup_size(
     designs are often better in sequential model-based optimization (Bossek et al., "Initial
     design strategies and their effects on sequential model-based optimization", GECCO 2020).
     """
-    full = max(4, 2 * (n_params + 1))
+    full = max(4, n_params + 1)
     if n_priced <= 0 or spent <= 0.0 or not math.isfinite(remaining):
         return full
     predicted = n_priced + max(remaining, 0.0) / (spent / n_priced)
