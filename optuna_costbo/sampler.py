@@ -119,9 +119,8 @@ class CostRolloutSampler(BaseSampler):
             parameters of the latest earlier trial (``None`` for the first). Values must be
             finite and non-negative.
         n_startup_trials: Quasi-random trials before the models take over; ``None`` means
-            ``2 * (number of parameters + 1)``, at least 4, but at most a third of the trials
-            the budget is predicted to buy (at least parameters + 1). They count against the
-            budget.
+            ``number of parameters + 1``, at least 4, but at most a third of the trials the
+            budget is predicted to buy (at least 3). They count against the budget.
         cost_attr: Name of the trial user attr holding a trial's cost. The objective may set
             it; otherwise the sampler records the measured wall-clock cost there, where
             optuna-dashboard shows and sorts it.

@@ -664,17 +664,19 @@ def test_deterministic_objective_holds_the_noise_at_its_floor(
             assert max(noises) > 1e-3
 
 
-def test_startup_size_is_two_d_plus_one_unless_the_budget_buys_few_trials() -> None:
+def test_startup_size_is_d_plus_one_unless_the_budget_buys_few_trials() -> None:
     from optuna_costbo._sampler.startup import startup_size
 
-    assert startup_size(4) == 10  # no cost known yet
-    assert startup_size(1) == 4
-    # 3 trials cost 3.0, 27.0 left: 30 trials predicted, a third is 10 = 2 (d + 1).
-    assert startup_size(4, 3, 3.0, 27.0) == 10
+    assert startup_size(4) == 5  # no cost known yet: d + 1
+    assert startup_size(1) == 4  # at least 4
+    assert startup_size(9) == 10
+    # 3 trials cost 3.0, 27.0 left: 30 trials predicted, a third (10) is more than d + 1.
+    assert startup_size(4, 3, 3.0, 27.0) == 5
     # 12 trials predicted: a third, 4, is below the floor d + 1 = 5.
     assert startup_size(4, 3, 3.0, 9.0) == 5
-    # 18 trials predicted, 6 start-up trials; d = 1 keeps its 4.
-    assert startup_size(4, 2, 2.0, 16.0) == 6
+    # d = 2: 9 trials predicted, a third is 3, the floor (at least 3), under the full 4.
+    assert startup_size(2, 3, 3.0, 6.0) == 3
+    assert startup_size(2, 3, 3.0, 30.0) == 4
     assert startup_size(1, 1, 1.0, 1.0) == 3
     # Overspent (negative remaining) counts as nothing left.
     assert startup_size(2, 5, 5.0, -1.0) == 3
@@ -682,7 +684,7 @@ def test_startup_size_is_two_d_plus_one_unless_the_budget_buys_few_trials() -> N
 
 def test_a_budget_that_buys_few_trials_gets_a_smaller_startup_design() -> None:
     def objective(trial: optuna.Trial) -> float:
-        xs = [trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(4)]
+        xs = [trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(2)]
         report_cost(trial, 1.0)
         return sum((x - 0.3) ** 2 for x in xs)
 
@@ -693,10 +695,10 @@ def test_a_budget_that_buys_few_trials_gets_a_smaller_startup_design() -> None:
         assert len(study.trials) == budget
         return sum(1 for t in study.trials if t.system_attrs.get(_clash.PROPOSED_ATTR))
 
-    # 12 trials: the design stops at d + 1 = 5 (the first trial is Optuna's random one);
-    # 40 trials: the full 2 (d + 1) = 10.
-    assert model_trials(12.0) == 12 - 5
-    assert model_trials(40.0) == 40 - 10
+    # 9 trials: the design stops at 3 (a third; the first trial is Optuna's random one);
+    # 40 trials: the full d + 1, at least 4.
+    assert model_trials(9.0) == 9 - 3
+    assert model_trials(40.0) == 40 - 4
 
 
 @pytest.mark.parametrize("acquisition", ["ei", "eipu", "ei-cool"])
