@@ -600,14 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.update_best_known:
         everything = [stepped.get_problem(n) for n in stepped.problem_names()]
-        table = best_known.scan(RESULTS, everything)
-        best_known.write(BEST_KNOWN, table)
-        for name, entry in table.items():
-            print(
-                f"{name:<36} f* {entry['f_star']:.6g}  best {entry['best']:.6g}  "
-                f"({entry['runs']} runs; {entry['found_in']})"
-            )
-        print(f"wrote {BEST_KNOWN}")
+        print("\n".join(best_known.update(BEST_KNOWN, RESULTS, everything)))
         return 0
     names = list(args.problems or stepped.DEFAULT_PROBLEMS)
     unknown = [n for n in names if n not in stepped.problem_names()]

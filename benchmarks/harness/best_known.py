@@ -25,7 +25,7 @@ from benchmarks.harness import cache
 from benchmarks.harness.problem import Problem
 
 
-__all__ = ["TOL", "beats", "load", "rescored", "scan", "write"]
+__all__ = ["TOL", "beats", "load", "rescored", "scan", "update", "write"]
 
 TOL = 1e-9
 """A run beats f* when it is lower by more than this (a polished f* is rounded in its last
@@ -83,6 +83,22 @@ def scan(
 
 def write(path: Path, table: dict[str, dict[str, Any]]) -> None:
     path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+
+
+def update(
+    path: Path, results: Path, problems: Iterable[Problem], *, variants: bool = False
+) -> list[str]:
+    """Rewrite the table at ``path`` from the runs under ``results`` (:func:`scan`); one line
+    per problem and the path written, to print."""
+    table = scan(results, problems, variants=variants)
+    write(path, table)
+    width = max((len(name) for name in table), default=0)
+    lines = [
+        f"{name:<{width}} f* {e['f_star']:.6g}  best {e['best']:.6g}  "
+        f"({e['runs']} runs; {e['found_in']})"
+        for name, e in table.items()
+    ]
+    return [*lines, f"wrote {path}"]
 
 
 def load(path: Path) -> dict[str, dict[str, Any]]:

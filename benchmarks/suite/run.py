@@ -172,14 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(list_text(args.groups))
         return 0
     if args.update_best_known:
-        table = best_known.scan(BENCHMARKS, all_problems(["real"]).values(), variants=True)
-        best_known.write(BEST_KNOWN, table)
-        for name, entry in table.items():
-            print(
-                f"{name:<24} f* {entry['f_star']:.6g}  best {entry['best']:.6g}  "
-                f"({entry['runs']} runs; {entry['found_in']})"
-            )
-        print(f"wrote {BEST_KNOWN}")
+        real = all_problems(["real"]).values()
+        print("\n".join(best_known.update(BEST_KNOWN, BENCHMARKS, real, variants=True)))
         return 0
     n_seeds = (
         args.seeds if args.seeds is not None else (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)

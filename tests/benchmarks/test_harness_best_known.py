@@ -93,3 +93,12 @@ def test_budget_variants_count_only_when_asked_and_of_the_same_function(tmp_path
     _write(other, [0.1], "something else")
     other.write_text(other.read_text().replace('"seed": 0', '"seed": 0, "budget": 10.0'))
     assert best_known.scan(tmp_path, [p], variants=True)["toy"]["best"] == 0.4
+
+
+def test_update_writes_the_table_and_says_what_it_found(tmp_path: Path) -> None:
+    p = _problem()
+    _write(tmp_path / "a" / "runs" / "toy" / "m" / "seed000.csv", [0.5], p.fingerprint)
+    lines = best_known.update(tmp_path / "t.json", tmp_path, [p])
+    assert best_known.load(tmp_path / "t.json")["toy"]["best"] == 0.5
+    assert lines[0].startswith("toy f* 1  best 0.5  (1 runs; a/runs/toy/m/seed000.csv)")
+    assert lines[-1] == f"wrote {tmp_path / 't.json'}"
