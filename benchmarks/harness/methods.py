@@ -6,7 +6,9 @@ Families:
   the problem's known ``cost_fn`` and ``sampler_options`` (e.g. ``n_startup_trials``) if it
   has them;
 - ``optuna``: Optuna's ``GPSampler`` (``gp``), ``TPESampler`` (``tpe``), ``RandomSampler``
-  (``random``), ``seed=s`` and their defaults unless options say otherwise;
+  (``random``), ``seed=s`` and their defaults unless options say otherwise (Optuna 5's
+  ``TPESampler()`` is multivariate for one objective, so ``optuna-tpe`` and ``optuna-tpe-mg``
+  make the same trials on a fixed space and differ only where the space changes);
 - ``botorch``: the references of :mod:`benchmarks.harness.botorch_ref` (``logei``,
   ``logeipu``, ``eicool``);
 - ``peer``: strong optimizers from outside Optuna as Optuna samplers: ``hebo`` is

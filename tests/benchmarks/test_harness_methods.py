@@ -51,6 +51,25 @@ def test_a_spec_reaches_the_sampler() -> None:
     assert isinstance(tpe, optuna.samplers.TPESampler)
 
 
+def test_tpe_and_tpe_multivariate_group_agree_on_a_fixed_space() -> None:
+    # The docs say the two TPE rows differ only through the conditional instances, because
+    # Optuna 5's TPESampler() is multivariate for one objective; this fails if that changes.
+    def trials(name: str) -> list[tuple[float, float]]:
+        sampler = methods.make_sampler(methods.resolve(name), 1.0, 5, {})
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(
+            lambda t: (t.suggest_float("x", -2, 2) - 0.3) ** 2 + t.suggest_float("y", 0, 1),
+            n_trials=16,
+        )
+        return [(t.params["x"], t.params["y"]) for t in study.trials]
+
+    tpe, tpe_mg = trials("optuna-tpe"), trials("optuna-tpe-mg")
+    assert tpe == tpe_mg
+    independent = trials("optuna-tpe:multivariate=false")
+    assert independent[:10] == tpe[:10]  # the same random start-up trials
+    assert independent[10:] != tpe[10:]  # and different model-based ones
+
+
 def _conditional_problem() -> Problem:
     def evaluate(params: dict, previous: dict | None) -> tuple[float, float]:
         step = 0.0 if previous is None else abs(params["x"] - previous["x"])
