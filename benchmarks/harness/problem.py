@@ -251,7 +251,8 @@ class Problem:
 
     @property
     def dim(self) -> int:
-        """Number of parameters (the ``d`` of the 2(d+1) start-up rule)."""
+        """Number of parameters (the ``d`` of the start-up rules: d + 1 for the package's default,
+        2(d+1) for the BoTorch references)."""
         return len(self.params)
 
     @property

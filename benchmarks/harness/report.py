@@ -454,7 +454,8 @@ def write_suite_report(
         md += [
             f"### {p.name} ({p.group})",
             "",
-            f"{p.description}; budget {p.budget:g}; {f_star}; start-up 2(d+1) = {p.n_startup}.",
+            f"{p.description}; budget {p.budget:g}; {f_star}; "
+            f"BoTorch references' start-up 2(d+1) = {p.n_startup}.",
             "",
             "| method | end regret | half-budget regret | rank end | rank half "
             "| trials (median) | s / run |",
