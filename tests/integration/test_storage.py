@@ -240,7 +240,15 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
         _pg.stop(cluster)
         stopped = datetime.datetime.now()
         start(n_workers)  # waits for the server to come back
+        # Down for at least 5 s, and until each running worker has met the outage (at most
+        # 25 s, inside the heartbeats' grace period): on a loaded machine a worker can be
+        # between storage calls for a while, and a fixed 5 s then missed one of them.
+        deadline = time.monotonic() + 25.0
         time.sleep(5.0)
+        while time.monotonic() < deadline and not all(
+            "cannot be reached" in log.read_text(errors="replace") for log in logs[:n_workers]
+        ):
+            time.sleep(0.2)
         restarting = datetime.datetime.now()
         _pg.start(cluster, url)
         back = datetime.datetime.now()
