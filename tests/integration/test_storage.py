@@ -187,9 +187,9 @@ def _wait_for(predicate: Any, timeout: float, what: str) -> None:
 
 
 def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
-    # Three workers share a budget on PostgreSQL; the server stops for 5 s once they are past
-    # their three start-up trials, and a fourth worker is started while it is down (a worker
-    # restarted during the outage). Chosen outcome: every worker waits and carries on.
+    # Three workers share a budget on PostgreSQL; the server stops for at least 5 s once they
+    # are past their three start-up trials, and a fourth worker is started while it is down (a
+    # worker restarted during the outage). Chosen outcome: every worker waits and carries on.
     budget, n_workers = 20.0, 3
     with _pg.throwaway_cluster() as (cluster, url):
         # Heartbeats on, with a grace period longer than the outage (see RetryingRDBStorage).
@@ -243,12 +243,14 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
         # Down for at least 5 s, and until each running worker has met the outage (at most
         # 25 s, inside the heartbeats' grace period): on a loaded machine a worker can be
         # between storage calls for a while, and a fixed 5 s then missed one of them.
-        deadline = time.monotonic() + 25.0
         time.sleep(5.0)
-        while time.monotonic() < deadline and not all(
-            "cannot be reached" in log.read_text(errors="replace") for log in logs[:n_workers]
-        ):
-            time.sleep(0.2)
+        _wait_for(
+            lambda: all(
+                "cannot be reached" in log.read_text(errors="replace") for log in logs[:n_workers]
+            ),
+            20.0,
+            "each running worker to meet the outage",
+        )
         restarting = datetime.datetime.now()
         _pg.start(cluster, url)
         back = datetime.datetime.now()
