@@ -76,11 +76,22 @@ class Variant:
     weight: float | None = None
     ceiling: float = 1.0
     patience: int = 1
+    min_startups: float = 0.0
+    """A warm-up: no stop before this many times the run's start-up trials (the trials before
+    the first recorded rate)."""
+    min_trials: int = 0
+    """A warm-up in trials (Optuna's Terminator waits for ``min_n_trials=20``)."""
 
     @property
     def needs_records(self) -> bool:
         """True if it can stop later than the shipped rule: only a records run replays it."""
-        return self.tau < 1.0 or self.ceiling > 1.0 or self.patience > 1
+        return (
+            self.tau < 1.0
+            or self.ceiling > 1.0
+            or self.patience > 1
+            or self.min_startups > 1.0
+            or self.min_trials > 0
+        )
 
 
 SHIPPED = Variant("calibrated w=1", weight=1.0)
@@ -92,6 +103,28 @@ VARIANTS = (
     *(Variant(f"two-sided w={w:g}", weight=w, ceiling=math.inf) for w in WEIGHTS),
     *(Variant(f"calibrated w=1, {m} in a row", weight=1.0, patience=m) for m in (2, 3)),
 )
+PATIENT = Variant("calibrated w=1, 2 in a row", weight=1.0, patience=2)
+WARMUPS = (2.0, 3.0, 4.0)
+"""Warm-ups in start-ups: the records runs' start-up was 2 (d + 1), so 4, 6 and 8 (d + 1). (One
+start-up is the base rule itself: it reads nothing before the first model trial.)"""
+WARMUP_VARIANTS = tuple(
+    variant
+    for base in (SHIPPED, PATIENT)
+    for variant in (
+        base,
+        *(
+            dataclasses.replace(
+                base, label=f"{base.label}, warm-up {m:g}x start-up", min_startups=m
+            )
+            for m in WARMUPS
+        ),
+        dataclasses.replace(base, label=f"{base.label}, warm-up 20 trials", min_trials=20),
+    )
+)
+"""Fixed before their replays (twelfth session, issue 27; the rule written first is
+``benchmarks/results/stopping_lbfgsb_pooled/warmup_PREREG.md``): each base rule, and each not
+allowed to stop before a warm-up."""
+FAMILIES = {"rates": VARIANTS, "warmup": WARMUP_VARIANTS}
 
 
 def cut(run: runner.Run, log_lam: float, variant: Variant) -> runner.Run | None:
@@ -111,13 +144,15 @@ def cut(run: runner.Run, log_lam: float, variant: Variant) -> runner.Run | None:
         log_eis = [c if r is not None else None for r, c in zip(rates, chosen, strict=True)]
         ks = running_calibrations(run.values, log_eis, variant.weight, variant.ceiling)
     threshold = log_lam + math.log(variant.tau)
+    startup = next((i for i, rate in enumerate(rates) if rate is not None), n)
+    first = max(variant.min_startups * startup, variant.min_trials)
     stop, below = n, 0
     for i, rate in enumerate(rates):
         if rate is None or (variant.weight is not None and log_eis[i] is None):
             continue
         if rate + math.log(max(ks[i], 1e-300)) < threshold:
             below += 1
-            if below >= variant.patience:
+            if below >= variant.patience and i >= first:
                 stop = i
                 break
         else:
@@ -286,7 +321,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report", type=Path, default=None, help="where to write it (default: OUT/threshold.md)"
     )
     parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument(
+        "--family", choices=sorted(FAMILIES), default="rates",
+        help="the variants replayed: rates (multiples, discounts, patience; the fourth "
+        "session's) or warmup (the shipped rule with a warm-up; the twelfth session's)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    variants = FAMILIES[args.family]
     if args.run and args.real_out is not None:
         parser.error("--run writes to --out only: give the real group's folder as --out")
     stopping.load_scales(args.out)
@@ -314,14 +355,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         halves = {h: split(problems, h) for h in ("tuning", "confirmation", "all")}
     kappas = list(stopping.KAPPAS)
     found, notes = entries(
-        problems, kappas, VARIANTS, args.cap, seeds, args.out / "runs", real=real
+        problems, kappas, variants, args.cap, seeds, args.out / "runs", real=real
     )
     if real is not None:
         notes.append(
             f"The real group's runs are read from `{args.real_out}` (seeds 0..{len(real[1]) - 1})."
         )
     all_seeds = sorted({*seeds, *(real[1] if real is not None else ())})
-    labels = [v.label for v in VARIANTS] + [f"fixed {x:g}B" for x in stopping.FIXED]
+    labels = [v.label for v in variants] + [f"fixed {x:g}B" for x in stopping.FIXED]
     lines = [
         "# The stopping rule's variants, replayed (issue 27)",
         "",
@@ -331,8 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rule's own run at that kappa (variants that stop no later than it only). `rule x "
         "tau`: the undiscounted rule at tau x value_per_cost; `calibrated w`: the shipped rule's "
         "discount with w pseudo-trials; `two-sided w`: the same calibration allowed above 1; "
-        "`m in a row`: stop at the m-th low rate in a row. The fixed budgets are the runs of "
-        "the same folder.",
+        "`m in a row`: stop at the m-th low rate in a row; `warm-up`: no stop before that "
+        "many trials (`m x start-up`: m times the run's start-up trials, which were 2 (d + 1) "
+        "in the records runs). The fixed budgets are the runs of the same folder.",
         "",
         *notes,
         "",
@@ -354,8 +396,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines += [
                 f"Chosen on this half (lowest mean CAR / R0 over both kappas): **{chosen}** "
                 f"({rules.get(chosen, math.nan):.3f}; the shipped rule, {SHIPPED.label}: "
-                f"{rules.get(SHIPPED.label, math.nan):.3f}; undiscounted, rule x 1: "
-                f"{rules.get('rule x 1', math.nan):.3f}).",
+                f"{rules.get(SHIPPED.label, math.nan):.3f}"
+                + (
+                    f"; undiscounted, rule x 1: {rules['rule x 1']:.3f}"
+                    if "rule x 1" in rules
+                    else ""
+                )
+                + ").",
                 "",
             ]
         else:
@@ -364,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ", ".join(
                     f"{lab} {total.get(lab, math.nan):.3f}"
                     for lab in dict.fromkeys([chosen, SHIPPED.label, "rule x 1"])
+                    if lab in total
                 )
                 + "; the fixed budgets: "
                 + ", ".join(

@@ -111,3 +111,23 @@ def test_a_rule_run_agrees_with_the_records_run_up_to_its_stop() -> None:
     assert not same_trials(rule, records)
     longer = _run([None] * 6)  # ran past the records run's end: cannot be a prefix
     assert not same_trials(longer, records)
+
+
+def test_a_warmed_up_rule_does_not_stop_before_its_warm_up() -> None:
+    from benchmarks.stopping_threshold import Variant
+    from benchmarks.stopping_threshold import cut
+
+    # Start-up of 2 trials (no rate); low rates at trials 2, 3 and 5, a high one at 4.
+    run = _run([None, None, -3.0, -3.0, 1.0, -3.0, -3.0])
+    assert len(cut(run, 0.0, Variant("base")).costs) == 2  # type: ignore[union-attr]
+    # Not before 2 start-ups (4 trials): trial 4's rate is high, so it stops at trial 5.
+    two = cut(run, 0.0, Variant("2x", min_startups=2.0))
+    assert two is not None and len(two.costs) == 5 and not two.capped
+    # 2 low rates in a row first at trial 3, inside a 4-trial warm-up; the high rate at trial 4
+    # starts the count again, and the next pair in a row ends at trial 6.
+    patient = cut(run, 0.0, Variant("p", patience=2, min_trials=4))
+    assert patient is not None and len(patient.costs) == 6
+    # A warm-up past the run's end: the run as it was.
+    never = cut(run, 0.0, Variant("n", min_trials=50))
+    assert never is not None and never.costs == run.costs and never.capped
+    assert Variant("n", min_trials=50).needs_records and not Variant("b").needs_records
