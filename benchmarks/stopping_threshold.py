@@ -24,6 +24,9 @@ synthetic folder with the real group's.
     python -m benchmarks.stopping_threshold --groups adversarial control real \
         --out benchmarks/results/stopping_rates --real-out benchmarks/results/stopping_real_rates \
         --real-seeds 3 --report benchmarks/results/stopping_pooled/threshold.md
+
+``--family warmup`` replays instead the shipped rule and its patient variant with a warm-up (no
+stop before a number of trials; :data:`WARMUP_VARIANTS`).
 """
 
 from __future__ import annotations
