@@ -9,7 +9,8 @@
 Problems (``benchmarks/problems/stepped.py``): YAHPO Gym lcbench (epochs 1..52) and
 rbv2_xgboost with the fixed gbtree space (trainsize rungs as steps 1, 3, 9, 27), which need the
 benchmark environment of ``benchmarks/problems/README_yahpo.md``, and a live scikit-learn MLP
-(27 ``partial_fit`` epochs on digits, CPU seconds reported). Methods
+(27 ``partial_fit`` epochs on digits, CPU seconds reported); each also as ``<name>-b<x>``, the
+same with x times its budget (``-b2``: 80 full trials' cost, half budget at the usual 40). Methods
 (``benchmarks/harness/methods.py``, ``NAME+PRUNER``): by default the package's default sampler
 with Hyperband, with Median and without a pruner, TPE + Hyperband, TPE + Median, GPSampler +
 Median, random search + Hyperband. Each run reports every step (``trial.report``), asks
@@ -85,7 +86,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         nargs="+",
         default=None,
         help="problem names (default: stepped.DEFAULT_PROBLEMS, two lcbench, one rbv2_xgboost "
-        "and the live one; see --list)",
+        "and the live one; see --list); <name>-b<x> is the problem with x times its budget",
     )
     parser.add_argument(
         "--methods",
@@ -199,7 +200,7 @@ def near_repeats(sampler: Any, study: Any) -> dict[str, Any]:
 
 def cannot_run(name: str) -> str | None:
     """Why problem ``name`` cannot run in this environment (None if it can)."""
-    if name == stepped.LIVE_NAME:
+    if stepped.base_name(name) == stepped.LIVE_NAME:
         return None
     if importlib.util.find_spec("yahpo_gym") is None:
         return "yahpo_gym is not installed (benchmarks/problems/README_yahpo.md)"
@@ -600,10 +601,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.update_best_known:
         everything = [stepped.get_problem(n) for n in stepped.problem_names()]
-        print("\n".join(best_known.update(BEST_KNOWN, RESULTS, everything)))
+        lines = best_known.update(BEST_KNOWN, RESULTS, everything, variants=True)
+        print("\n".join(lines))
         return 0
     names = list(args.problems or stepped.DEFAULT_PROBLEMS)
-    unknown = [n for n in names if n not in stepped.problem_names()]
+    unknown = [n for n in names if not stepped.is_known(n)]
     if unknown:
         raise SystemExit(f"unknown problems {unknown}; see --list")
     methods = list(dict.fromkeys(args.methods or methods_mod.PRUNING_METHODS))
@@ -654,7 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed: list[runner.Run] = []
     other = 0
     known = best_known.load(BEST_KNOWN)
-    scoring = [best_known.rescored(p, known) for p in problems]
+    scoring = [best_known.rescored(p, known, stepped.base_name(p.name)) for p in problems]
     beaten = 0
     for p, q in zip(problems, scoring, strict=True):
         valid, bad, n_other = cache.load_all(root, p, methods, seeds)

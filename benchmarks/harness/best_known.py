@@ -109,10 +109,13 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
     return table
 
 
-def rescored(problem: Problem, table: dict[str, dict[str, Any]]) -> Problem:
+def rescored(
+    problem: Problem, table: dict[str, dict[str, Any]], key: str | None = None
+) -> Problem:
     """``problem`` with f* the lower of its own and the table's best (for scoring only: its
-    fingerprint changes, so cached runs are read with the original)."""
-    entry = table.get(problem.name)
+    fingerprint changes, so cached runs are read with the original). ``key``: the table's
+    entry to read (None: ``problem.name``; a budget variant reads its base problem's)."""
+    entry = table.get(problem.name if key is None else key)
     if problem.f_star is None or entry is None:
         return problem
     return dataclasses.replace(problem, f_star=min(problem.f_star, float(entry["best"])))

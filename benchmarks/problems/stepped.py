@@ -42,6 +42,7 @@ from collections.abc import Iterator
 import dataclasses
 import functools
 import math
+import re
 import time
 from typing import Any
 import warnings
@@ -223,15 +224,51 @@ def problem_names() -> list[str]:
     ]
 
 
+_BUDGET_VARIANT = re.compile(r"^(?P<base>.+)-b(?P<times>[0-9]+(?:\.[0-9]+)?)$")
+
+
+def budget_variant(name: str) -> tuple[str, float] | None:
+    """``(base, x)`` when ``name`` is ``<base>-b<x>``: the problem ``base`` (:func:`problem_names`)
+    with ``x`` times its budget, e.g. ``yahpo-lcbench-189905-epochs-b2``; None for any other
+    name. ``x`` is written as ``f"{x:g}"`` (``b2``, ``b0.5``; not ``b2.0``)."""
+    match = _BUDGET_VARIANT.match(name)
+    if match is None or match["base"] not in problem_names():
+        return None
+    times = float(match["times"])
+    if times <= 0.0 or match["times"] != f"{times:g}":
+        return None
+    return match["base"], times
+
+
+def is_known(name: str) -> bool:
+    """Whether ``name`` is a problem of this benchmark or a budget variant of one."""
+    return name in problem_names() or budget_variant(name) is not None
+
+
+def base_name(name: str) -> str:
+    """The problem ``name`` varies the budget of (``name`` itself if it is not a variant)."""
+    variant = budget_variant(name)
+    return name if variant is None else variant[0]
+
+
 def get_problem(name: str, max_trials: int | None = None) -> Problem:
-    """The problem called ``name`` (:func:`problem_names`), with at most ``max_trials`` trials
-    per run (None: :data:`MAX_TRIALS`)."""
+    """The problem called ``name`` (:func:`problem_names`, or ``<name>-b<x>``: the same with
+    ``x`` times its budget, :func:`budget_variant`), with at most ``max_trials`` trials per run
+    (None: :data:`MAX_TRIALS`)."""
+    variant = budget_variant(name)
+    if variant is not None:
+        base, times = variant
+        problem = get_problem(base, max_trials)
+        return problem.variant(f"b{times:g}", budget=times * problem.budget)
     if name == LIVE_NAME:
         problem = live_problem()
     elif name in problem_names() and name.endswith(("-epochs", "-trainsize")):
         problem = yahpo_problem(name.removesuffix("-epochs").removesuffix("-trainsize"))
     else:
-        raise KeyError(f"unknown problem {name!r}; known: {problem_names()}")
+        raise KeyError(
+            f"unknown problem {name!r}; known: {problem_names()}, each also as <name>-b<x> "
+            "(x times its budget, e.g. -b2)"
+        )
     if max_trials is None:
         return problem
     if max_trials < 1:

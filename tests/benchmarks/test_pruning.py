@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from benchmarks import pruning
+from benchmarks.harness import best_known
 from benchmarks.harness import cache
 from benchmarks.harness import report
 from benchmarks.harness import runner
@@ -43,6 +44,32 @@ def test_the_problems_have_their_steps_budgets_and_groups() -> None:
     assert lc.fingerprint != yahpo.as_problem(inst).fingerprint  # the steps are in it
     with pytest.raises(KeyError, match="unknown problem"):
         stepped.get_problem("yahpo-lcbench-189905")
+
+
+def test_a_budget_variant_is_the_same_problem_with_x_times_its_budget() -> None:
+    base = stepped.get_problem(LCBENCH)
+    double = stepped.get_problem(f"{LCBENCH}-b2")
+    assert (double.name, double.budget) == (f"{LCBENCH}-b2", 2.0 * base.budget)
+    assert (double.steps, double.f_star, double.group) == (base.steps, base.f_star, base.group)
+    assert double.fingerprint not in base.fingerprints  # its runs are cached apart
+    half = stepped.get_problem(f"{stepped.LIVE_NAME}-b0.5", max_trials=7)
+    assert (half.budget, half.max_trials) == (0.5 * stepped.LIVE_BUDGET, 7)
+    assert stepped.budget_variant(f"{XGB}-b3") == (XGB, 3.0)
+    assert stepped.base_name(f"{XGB}-b3") == XGB and stepped.base_name(XGB) == XGB
+    assert stepped.is_known(f"{XGB}-b3") and stepped.is_known(XGB)
+    # not variants: b2.0 (written b2), b0, an unknown base, no number
+    for name in (f"{LCBENCH}-b2.0", f"{LCBENCH}-b0", "yahpo-lcbench-1-epochs-b2", f"{XGB}-b"):
+        assert stepped.budget_variant(name) is None and not stepped.is_known(name)
+        with pytest.raises(KeyError, match="unknown problem"):
+            stepped.get_problem(name)
+    assert pruning.cannot_run(f"{stepped.LIVE_NAME}-b2") is None  # live: needs no yahpo_gym
+
+
+def test_a_budget_variant_is_scored_against_its_base_problems_best_known() -> None:
+    table = {LCBENCH: {"best": -1.0, "f_star": 0.0}}
+    double = stepped.get_problem(f"{LCBENCH}-b2")
+    assert best_known.rescored(double, table).f_star == double.f_star  # no entry of its own
+    assert best_known.rescored(double, table, stepped.base_name(double.name)).f_star == -1.0
 
 
 def test_the_live_curve_trains_one_epoch_per_step() -> None:
