@@ -183,6 +183,31 @@ def cut_calibrated(run: runner.Run, log_lam: float, weight: float) -> runner.Run
     return cut(run, log_lam, Variant("calibrated", weight=weight))
 
 
+HINDSIGHT = "hindsight (not a policy)"
+"""The label of :func:`hindsight`'s row (``--hindsight``)."""
+
+
+def hindsight(records: runner.Run, problem: Problem, cap_problem: Problem, kappa: float) -> dict:
+    """The scaled CAR entry of the records run stopped at its best prefix in hindsight (the
+    lowest CAR / R0 over its first 1..n trials): what a rule that knew the whole run would
+    get. A bound for every rule replayed from this run, not a policy anyone can follow."""
+    n = len(records.costs)
+    if n == 0:
+        raise ValueError("a records run without trials has no prefix to stop at")
+    entries = [
+        stopping.scaled_car(
+            dataclasses.replace(
+                records, costs=records.costs[:i], values=records.values[:i], capped=False
+            ),
+            problem,
+            cap_problem,
+            kappa,
+        )
+        for i in range(1, n + 1)
+    ]
+    return min(entries, key=lambda e: e["car"])
+
+
 def records_policy(problem: Problem, cap: float) -> stopping.Policy:
     """The records run of ``problem``: the rule at :data:`RECORDS_RATE` under the adaptive
     policies' cap."""
@@ -211,12 +236,14 @@ def same_trials(rule: runner.Run, records: runner.Run) -> bool:
 def entries(
     problems: Sequence[Problem], kappas: Sequence[float], variants: Sequence[Variant],
     cap: float, seeds: Sequence[int], root: Path, real: tuple[Path, Sequence[int]] | None = None,
+    with_hindsight: bool = False,
 ) -> tuple[dict[tuple[float, str, str, int], dict], list[str]]:  # fmt: skip
     """(kappa, problem, label, seed) -> scaled CAR entry of each variant and fixed budget,
     and notes on the sources. A variant is cut from the records run of (problem, seed) when
     there is one, else from the rule's own run at that kappa (only variants that never stop
     later than it). ``real``: where the real group's runs are, and its seeds, when they are
-    not ``root`` and ``seeds``."""
+    not ``root`` and ``seeds``. ``with_hindsight``: also :func:`hindsight` of each records
+    run, labelled :data:`HINDSIGHT`."""
     out: dict[tuple[float, str, str, int], dict] = {}
     checked = agreed = 0
     everyone = (root, seeds)
@@ -227,6 +254,9 @@ def entries(
         records_pol = records_policy(p, cap)
         for s in seeds:
             records = cache.load_valid(root, records_pol.problem, records_pol.method, s)
+            if with_hindsight and records is not None and records.costs:
+                for kappa in kappas:
+                    out[(kappa, p.name, HINDSIGHT, s)] = hindsight(records, p, cap_problem, kappa)
             for pol in pols:
                 if pol.label.startswith("fixed"):
                     run = cache.load_valid(root, pol.problem, pol.method, s)
@@ -330,6 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the variants replayed: rates (multiples, discounts, patience; the fourth "
         "session's) or warmup (the shipped rule with a warm-up; the twelfth session's)",
     )  # fmt: skip
+    parser.add_argument(
+        "--hindsight", action="store_true",
+        help=f"add the row {HINDSIGHT!r}: each records run stopped at its best prefix in "
+        "hindsight (a bound, never chosen)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     variants = FAMILIES[args.family]
     if args.run and args.real_out is not None:
@@ -359,14 +394,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         halves = {h: split(problems, h) for h in ("tuning", "confirmation", "all")}
     kappas = list(stopping.KAPPAS)
     found, notes = entries(
-        problems, kappas, variants, args.cap, seeds, args.out / "runs", real=real
-    )
+        problems, kappas, variants, args.cap, seeds, args.out / "runs", real=real,
+        with_hindsight=args.hindsight,
+    )  # fmt: skip
     if real is not None:
         notes.append(
             f"The real group's runs are read from `{args.real_out}` (seeds 0..{len(real[1]) - 1})."
         )
     all_seeds = sorted({*seeds, *(real[1] if real is not None else ())})
     labels = [v.label for v in variants] + [f"fixed {x:g}B" for x in stopping.FIXED]
+    if args.hindsight:
+        labels.append(HINDSIGHT)
     lines = [
         "# The stopping rule's variants, replayed (issue 27)",
         "",
@@ -377,8 +415,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tau`: the undiscounted rule at tau x value_per_cost; `calibrated w`: the shipped rule's "
         "discount with w pseudo-trials; `two-sided w`: the same calibration allowed above 1; "
         "`m in a row`: stop at the m-th low rate in a row; `warm-up`: no stop before that "
-        "many trials (`m x start-up`: m times the run's start-up trials, which were 2 (d + 1) "
-        "in the records runs). The fixed budgets are the runs of the same folder.",
+        "many trials (`m x start-up`: m times the run's start-up trials: 2 (d + 1) in the records "
+        "runs made before d415475e, d + 1 after). The fixed budgets are the runs of the same "
+        "folder."
+        + (
+            f" `{HINDSIGHT}`: each records run stopped at its best prefix in hindsight, a "
+            "bound for every rule replayed from it."
+            if args.hindsight
+            else ""
+        ),
         "",
         *notes,
         "",
@@ -395,7 +440,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for lab, m in means.items():
                 total[lab] = total.get(lab, 0.0) + m / len(kappas)
         if half == "tuning":
-            rules = {lab: v for lab, v in total.items() if not lab.startswith("fixed")}
+            rules = {
+                lab: v
+                for lab, v in total.items()
+                if not lab.startswith("fixed") and lab != HINDSIGHT
+            }
             chosen = min(rules, key=rules.__getitem__) if rules else chosen
             lines += [
                 f"Chosen on this half (lowest mean CAR / R0 over both kappas): **{chosen}** "
@@ -421,6 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ", ".join(
                     f"{lab} {v:.3f}" for lab, v in sorted(total.items()) if lab.startswith("fixed")
                 )
+                + (f"; {HINDSIGHT} {total[HINDSIGHT]:.3f}" if HINDSIGHT in total else "")
                 + ".",
                 "",
             ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from benchmarks.harness import runner
 from benchmarks.stopping_threshold import cut_at
 from benchmarks.stopping_threshold import cut_calibrated
@@ -131,3 +133,29 @@ def test_a_warmed_up_rule_does_not_stop_before_its_warm_up() -> None:
     never = cut(run, 0.0, Variant("n", min_trials=50))
     assert never is not None and never.costs == run.costs and never.capped
     assert Variant("n", min_trials=50).needs_records and not Variant("b").needs_records
+
+
+def test_hindsight_stops_each_run_at_its_best_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import stopping
+    from benchmarks.stopping_threshold import hindsight
+
+    problem = stopping.problems_of(["control"], ["branin-cheap"])[0]
+    monkeypatch.setitem(stopping._SCALES, f"{problem.name}:{problem.fingerprint}", 2.0)
+    assert problem.f_star is not None
+    budget, f_star = problem.budget, problem.f_star
+    run = _run([None] * 5)
+    run.values = [f_star + d for d in (4.0, 1.0, 3.0, 0.5, 0.0)]
+    run.costs = [0.25 * budget] * 5
+    for kappa in (1.0, 0.1, 10.0):
+        # by hand: regret / R0 + kappa x cost / B for each prefix 1..5, the lowest
+        gaps = (4.0, 1.0, 3.0, 0.5, 0.0)
+        cars = [min(gaps[:i]) / 2.0 + kappa * 0.25 * i for i in range(1, 6)]
+        best = hindsight(run, problem, problem, kappa)
+        assert best["car"] == pytest.approx(min(cars))
+        assert best["cost"] == pytest.approx(0.25 * (1 + cars.index(min(cars))))
+    # kappa 1: the second trial (0.5 + 0.5) beats the fifth (0 + 1.25); kappa 0.1: the fifth
+    assert hindsight(run, problem, problem, 1.0)["cost"] == pytest.approx(0.5)
+    assert hindsight(run, problem, problem, 0.1)["cost"] == pytest.approx(1.25)
+    run.costs, run.values = [], []
+    with pytest.raises(ValueError, match="without trials"):
+        hindsight(run, problem, problem, 1.0)
