@@ -205,7 +205,8 @@ def hindsight(records: runner.Run, problem: Problem, cap_problem: Problem, kappa
         )
         for i in range(1, n + 1)
     ]
-    return min(entries, key=lambda e: e["car"])
+    best = min(range(n), key=lambda i: entries[i]["car"])
+    return {**entries[best], "trials": best + 1}
 
 
 def records_policy(problem: Problem, cap: float) -> stopping.Policy:
@@ -263,9 +264,10 @@ def entries(
                     if run is None:
                         continue
                     for kappa in kappas:
-                        out[(kappa, p.name, pol.label, s)] = stopping.scaled_car(
-                            run, p, cap_problem, kappa
-                        )
+                        out[(kappa, p.name, pol.label, s)] = {
+                            **stopping.scaled_car(run, p, cap_problem, kappa),
+                            "trials": len(run.costs),
+                        }
                 if pol.label != "rule":
                     continue
                 assert pol.kappa is not None
@@ -280,9 +282,10 @@ def entries(
                         continue
                     replay = cut(source, math.log(lam), v)
                     if replay is not None:
-                        out[(pol.kappa, p.name, v.label, s)] = stopping.scaled_car(
-                            replay, p, cap_problem, pol.kappa
-                        )
+                        out[(pol.kappa, p.name, v.label, s)] = {
+                            **stopping.scaled_car(replay, p, cap_problem, pol.kappa),
+                            "trials": len(replay.costs),
+                        }
     notes = []
     if checked:
         notes.append(
@@ -317,6 +320,27 @@ def table(
     header = ["policy", "CAR / R0 (mean +- se over problems)", "regret / R0", "cost / B",
               "problems"]  # fmt: skip
     return report.table(header, rows), means
+
+
+def per_problem(
+    found: dict[tuple[float, str, str, int], dict], names: Sequence[str], labels: Sequence[str],
+    kappa: float, seeds: Sequence[int],
+) -> list[str]:  # fmt: skip
+    """One kappa's table of each problem: per label, the mean CAR / R0 over the seeds and the
+    mean trials run (the trial a rule stopped on, which ran nothing, not counted)."""
+    header = ["problem", *labels]
+    rows = []
+    for name in names:
+        row = [name]
+        for lab in labels:
+            es = [found[(kappa, name, lab, s)] for s in seeds if (kappa, name, lab, s) in found]
+            row.append(
+                f"{np.mean([e['car'] for e in es]):.3f} ({np.mean([e['trials'] for e in es]):.1f})"
+                if es
+                else "-"
+            )
+        rows.append(row)
+    return report.table(header, rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -364,6 +388,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--hindsight", action="store_true",
         help=f"add the row {HINDSIGHT!r}: each records run stopped at its best prefix in "
         "hindsight (a bound, never chosen)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--per-problem", action="store_true",
+        help="end with each problem's mean CAR / R0 (and trials) for the shipped rule, the "
+        "chosen variant, the fixed budgets and the hindsight bound",
     )  # fmt: skip
     args = parser.parse_args(argv)
     variants = FAMILIES[args.family]
@@ -474,6 +503,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ".",
                 "",
             ]
+    if args.per_problem:
+        names = [p.name for p in problems]
+        shown = [
+            lab
+            for lab in dict.fromkeys(
+                [SHIPPED.label, chosen, *(f"fixed {x:g}B" for x in stopping.FIXED), HINDSIGHT]
+            )
+            if lab in labels
+        ]
+        lines += [
+            "## Per problem",
+            "",
+            "Mean CAR / R0 over the seeds and, in brackets, the mean trials run (the trial a "
+            "rule stopped on ran nothing and is not counted).",
+            "",
+        ]
+        for kappa in kappas:
+            rows = per_problem(found, names, shown, kappa, all_seeds)
+            lines += [f"### Per problem, kappa = {kappa:g}", "", *rows, ""]
     path = args.report or args.out / "threshold.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

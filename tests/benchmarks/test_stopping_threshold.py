@@ -153,9 +153,26 @@ def test_hindsight_stops_each_run_at_its_best_prefix(monkeypatch: pytest.MonkeyP
         best = hindsight(run, problem, problem, kappa)
         assert best["car"] == pytest.approx(min(cars))
         assert best["cost"] == pytest.approx(0.25 * (1 + cars.index(min(cars))))
+        assert best["trials"] == 1 + cars.index(min(cars))
     # kappa 1: the second trial (0.5 + 0.5) beats the fifth (0 + 1.25); kappa 0.1: the fifth
     assert hindsight(run, problem, problem, 1.0)["cost"] == pytest.approx(0.5)
     assert hindsight(run, problem, problem, 0.1)["cost"] == pytest.approx(1.25)
     run.costs, run.values = [], []
     with pytest.raises(ValueError, match="without trials"):
         hindsight(run, problem, problem, 1.0)
+
+
+def test_the_per_problem_table_has_each_labels_mean_car_and_trials() -> None:
+    from benchmarks.stopping_threshold import per_problem
+
+    found = {
+        (1.0, "a", "rule", 0): {"car": 1.0, "trials": 4},
+        (1.0, "a", "rule", 1): {"car": 0.5, "trials": 7},
+        (1.0, "a", "fixed 1B", 0): {"car": 2.0, "trials": 10},
+        (0.1, "a", "rule", 0): {"car": 9.0, "trials": 1},  # another kappa: not in the table
+        (1.0, "b", "fixed 1B", 1): {"car": 0.25, "trials": 3},
+    }
+    rows = per_problem(found, ["a", "b"], ["rule", "fixed 1B"], 1.0, [0, 1])
+    assert rows[0] == "| problem | rule | fixed 1B |"
+    assert rows[2] == "| a | 0.750 (5.5) | 2.000 (10.0) |"
+    assert rows[3] == "| b | - | 0.250 (3.0) |"
