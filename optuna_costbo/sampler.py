@@ -163,7 +163,10 @@ class CostRolloutSampler(BaseSampler):
             as soon as no point's expected improvement is worth its predicted cost
             (``max EI / c < value_per_cost``), or when the budget is spent, whichever comes
             first; the trial that would have run is pruned and costs nothing. Checked on every
-            full suggestion; see :meth:`stop_reason` and docs/stopping.md.
+            full suggestion; see :meth:`stop_reason` and docs/stopping.md. With six or more
+            parameters the rule may stop soon after the start-up design (its first model has
+            d + 1 points); ``n_startup_trials=2 * (d + 1)`` delays it (docs/stopping.md,
+            "The package as it ships").
         constraints_func: Optuna's constraints: ``constraints_func(trial) -> Sequence[float]``
             after each COMPLETE or PRUNED trial, feasible when every value is <= 0, stored as
             Optuna's samplers store them (``study.best_trial`` respects them). A GP models
