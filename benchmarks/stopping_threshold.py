@@ -109,8 +109,9 @@ VARIANTS = (
     Variant("calibrated w=1, 3 in a row", weight=1.0, patience=3),
 )
 WARMUPS = (2.0, 3.0, 4.0)
-"""Warm-ups in start-ups: the records runs' start-up was 2 (d + 1), so 4, 6 and 8 (d + 1). (One
-start-up is the base rule itself: it reads nothing before the first model trial.)"""
+"""Warm-ups in start-ups (the run's own: 2 (d + 1) trials in the records runs made before
+d415475e, so 4, 6 and 8 (d + 1) there; d + 1 after, so 2, 3 and 4 (d + 1)). One start-up is the
+base rule itself: it reads nothing before the first model trial."""
 WARMUP_VARIANTS = tuple(
     variant
     for base in (SHIPPED, PATIENT)
@@ -187,6 +188,11 @@ HINDSIGHT = "hindsight (not a policy)"
 """The label of :func:`hindsight`'s row (``--hindsight``)."""
 
 
+def scored(run: runner.Run, problem: Problem, cap_problem: Problem, kappa: float) -> dict:
+    """:func:`stopping.scaled_car` of ``run`` and the trials it ran (``trials``)."""
+    return {**stopping.scaled_car(run, problem, cap_problem, kappa), "trials": len(run.costs)}
+
+
 def hindsight(records: runner.Run, problem: Problem, cap_problem: Problem, kappa: float) -> dict:
     """The scaled CAR entry of the records run stopped at its best prefix in hindsight (the
     lowest CAR / R0 over its first 1..n trials): what a rule that knew the whole run would
@@ -194,19 +200,13 @@ def hindsight(records: runner.Run, problem: Problem, cap_problem: Problem, kappa
     n = len(records.costs)
     if n == 0:
         raise ValueError("a records run without trials has no prefix to stop at")
-    entries = [
-        stopping.scaled_car(
-            dataclasses.replace(
-                records, costs=records.costs[:i], values=records.values[:i], capped=False
-            ),
-            problem,
-            cap_problem,
-            kappa,
+    prefixes = (
+        dataclasses.replace(
+            records, costs=records.costs[:i], values=records.values[:i], capped=False
         )
         for i in range(1, n + 1)
-    ]
-    best = min(range(n), key=lambda i: entries[i]["car"])
-    return {**entries[best], "trials": best + 1}
+    )
+    return min((scored(r, problem, cap_problem, kappa) for r in prefixes), key=lambda e: e["car"])
 
 
 def records_policy(problem: Problem, cap: float) -> stopping.Policy:
@@ -264,10 +264,7 @@ def entries(
                     if run is None:
                         continue
                     for kappa in kappas:
-                        out[(kappa, p.name, pol.label, s)] = {
-                            **stopping.scaled_car(run, p, cap_problem, kappa),
-                            "trials": len(run.costs),
-                        }
+                        out[(kappa, p.name, pol.label, s)] = scored(run, p, cap_problem, kappa)
                 if pol.label != "rule":
                     continue
                 assert pol.kappa is not None
@@ -282,10 +279,9 @@ def entries(
                         continue
                     replay = cut(source, math.log(lam), v)
                     if replay is not None:
-                        out[(pol.kappa, p.name, v.label, s)] = {
-                            **stopping.scaled_car(replay, p, cap_problem, pol.kappa),
-                            "trials": len(replay.costs),
-                        }
+                        out[(pol.kappa, p.name, v.label, s)] = scored(
+                            replay, p, cap_problem, pol.kappa
+                        )
     notes = []
     if checked:
         notes.append(
