@@ -187,6 +187,15 @@ def cut_calibrated(run: runner.Run, log_lam: float, weight: float) -> runner.Run
 HINDSIGHT = "hindsight (not a policy)"
 """The label of :func:`hindsight`'s row (``--hindsight``)."""
 
+LIVE = {
+    "rule": "the rule, live runs",
+    "Terminator": "Terminator",
+    "Xie et al. (LogEIPC)": "Xie et al. (LogEIPC)",
+    "TPE + CostAwareStopping": "TPE + CostAwareStopping",
+}
+"""``--live``: the policies of ``benchmarks/stopping.py`` that stop by themselves, read from
+their own runs (not replays) in the same folders, and the labels of their rows. Never chosen."""
+
 
 def scored(run: runner.Run, problem: Problem, cap_problem: Problem, kappa: float) -> dict:
     """:func:`stopping.scaled_car` of ``run`` and the trials it ran (``trials``)."""
@@ -237,14 +246,15 @@ def same_trials(rule: runner.Run, records: runner.Run) -> bool:
 def entries(
     problems: Sequence[Problem], kappas: Sequence[float], variants: Sequence[Variant],
     cap: float, seeds: Sequence[int], root: Path, real: tuple[Path, Sequence[int]] | None = None,
-    with_hindsight: bool = False,
+    with_hindsight: bool = False, with_live: bool = False,
 ) -> tuple[dict[tuple[float, str, str, int], dict], list[str]]:  # fmt: skip
     """(kappa, problem, label, seed) -> scaled CAR entry of each variant and fixed budget,
     and notes on the sources. A variant is cut from the records run of (problem, seed) when
     there is one, else from the rule's own run at that kappa (only variants that never stop
     later than it). ``real``: where the real group's runs are, and its seeds, when they are
     not ``root`` and ``seeds``. ``with_hindsight``: also :func:`hindsight` of each records
-    run, labelled :data:`HINDSIGHT`."""
+    run, labelled :data:`HINDSIGHT`. ``with_live``: also the runs of the policies in
+    :data:`LIVE` that the folders hold, under their :data:`LIVE` labels."""
     out: dict[tuple[float, str, str, int], dict] = {}
     checked = agreed = 0
     everyone = (root, seeds)
@@ -259,12 +269,13 @@ def entries(
                 for kappa in kappas:
                     out[(kappa, p.name, HINDSIGHT, s)] = hindsight(records, p, cap_problem, kappa)
             for pol in pols:
-                if pol.label.startswith("fixed"):
+                if pol.label.startswith("fixed") or (with_live and pol.label in LIVE):
                     run = cache.load_valid(root, pol.problem, pol.method, s)
                     if run is None:
                         continue
-                    for kappa in kappas:
-                        out[(kappa, p.name, pol.label, s)] = scored(run, p, cap_problem, kappa)
+                    label = LIVE.get(pol.label, pol.label)
+                    for kappa in kappas if pol.kappa is None else (pol.kappa,):
+                        out[(kappa, p.name, label, s)] = scored(run, p, cap_problem, kappa)
                 if pol.label != "rule":
                     continue
                 assert pol.kappa is not None
@@ -386,6 +397,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hindsight (a bound, never chosen)",
     )  # fmt: skip
     parser.add_argument(
+        "--live", action="store_true",
+        help="add the rows of the policies that stop by themselves, from their own runs "
+        f"({', '.join(LIVE.values())}; never chosen)",
+    )  # fmt: skip
+    parser.add_argument(
         "--per-problem", action="store_true",
         help="end with each problem's mean CAR / R0 (and trials) for the shipped rule, the "
         "chosen variant, the fixed budgets and the hindsight bound",
@@ -420,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     kappas = list(stopping.KAPPAS)
     found, notes = entries(
         problems, kappas, variants, args.cap, seeds, args.out / "runs", real=real,
-        with_hindsight=args.hindsight,
+        with_hindsight=args.hindsight, with_live=args.live,
     )  # fmt: skip
     if real is not None:
         notes.append(
@@ -428,6 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     all_seeds = sorted({*seeds, *(real[1] if real is not None else ())})
     labels = [v.label for v in variants] + [f"fixed {x:g}B" for x in stopping.FIXED]
+    if args.live:
+        labels += list(LIVE.values())
     if args.hindsight:
         labels.append(HINDSIGHT)
     lines = [
@@ -443,6 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "many trials (`m x start-up`: m times the run's start-up trials: 2 (d + 1) in the records "
         "runs made before d415475e, d + 1 after). The fixed budgets are the runs of the same "
         "folder."
+        + (
+            f" Rows {', '.join(f'`{lab}`' for lab in LIVE.values())}: the runs of those "
+            "policies themselves (`benchmarks/stopping.py`), not replays; never chosen."
+            if args.live
+            else ""
+        )
         + (
             f" `{HINDSIGHT}`: each records run stopped at its best prefix in hindsight, a "
             "bound for every rule replayed from it."
@@ -468,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rules = {
                 lab: v
                 for lab, v in total.items()
-                if not lab.startswith("fixed") and lab != HINDSIGHT
+                if not lab.startswith("fixed") and lab != HINDSIGHT and lab not in LIVE.values()
             }
             chosen = min(rules, key=rules.__getitem__) if rules else chosen
             lines += [
@@ -495,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ", ".join(
                     f"{lab} {v:.3f}" for lab, v in sorted(total.items()) if lab.startswith("fixed")
                 )
+                + "".join(f"; {lab} {total[lab]:.3f}" for lab in LIVE.values() if lab in total)
                 + (f"; {HINDSIGHT} {total[HINDSIGHT]:.3f}" if HINDSIGHT in total else "")
                 + ".",
                 "",
@@ -504,7 +529,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = [
             lab
             for lab in dict.fromkeys(
-                [SHIPPED.label, chosen, *(f"fixed {x:g}B" for x in stopping.FIXED), HINDSIGHT]
+                [
+                    SHIPPED.label,
+                    chosen,
+                    *(f"fixed {x:g}B" for x in stopping.FIXED),
+                    *LIVE.values(),
+                    HINDSIGHT,
+                ]
             )
             if lab in labels
         ]

@@ -4,6 +4,7 @@ below it (benchmarks/stopping_threshold.py)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +177,39 @@ def test_the_per_problem_table_has_each_labels_mean_car_and_trials() -> None:
     assert rows[0] == "| problem | rule | fixed 1B |"
     assert rows[2] == "| a | 0.750 (5.5) | 2.000 (10.0) |"
     assert rows[3] == "| b | - | 0.250 (3.0) |"
+
+
+def test_live_rows_read_each_policys_own_runs_at_its_kappas(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from benchmarks import stopping
+    from benchmarks.harness import cache
+    from benchmarks.stopping_threshold import LIVE
+    from benchmarks.stopping_threshold import entries
+    from benchmarks.stopping_threshold import scored
+
+    problem = stopping.problems_of(["control"], ["branin-cheap"])[0]
+    monkeypatch.setitem(stopping._SCALES, f"{problem.name}:{problem.fingerprint}", 2.0)
+    assert problem.f_star is not None
+    pols = {(p.label, p.kappa): p for p in stopping.policies(problem, [1.0, 0.1], 3.0)}
+    cap_problem = pols[("Terminator", None)].problem
+    written = {}
+    for key, gap, n in ((("Terminator", None), 0.5, 3), (("rule", 1.0), 1.5, 2)):
+        pol = pols[key]
+        run = runner.Run(pol.problem.name, pol.method, 0)
+        run.costs = [0.25 * problem.budget] * n
+        run.values = [problem.f_star + gap] * n
+        cache.write_run(tmp_path, pol.problem, run)
+        written[key] = run
+    found, _ = entries([problem], [1.0, 0.1], [], 3.0, [0], tmp_path, with_live=True)
+    # The Terminator is blind to kappa: its one run is scored at both; the rule's run at its own
+    for kappa in (1.0, 0.1):
+        expected = scored(written[("Terminator", None)], problem, cap_problem, kappa)
+        assert found[(kappa, problem.name, LIVE["Terminator"], 0)] == expected
+    rule = found[(1.0, problem.name, LIVE["rule"], 0)]
+    assert rule["car"] == pytest.approx(1.5 / 2.0 + 1.0 * 0.25 * 2) and rule["trials"] == 2
+    assert (0.1, problem.name, LIVE["rule"], 0) not in found  # no run at kappa 0.1
+    assert not any(lab == LIVE["Xie et al. (LogEIPC)"] for _, _, lab, _ in found)
+    # Without with_live, none of these rows
+    plain, _ = entries([problem], [1.0, 0.1], [], 3.0, [0], tmp_path)
+    assert not any(lab in LIVE.values() for _, _, lab, _ in plain)
