@@ -166,7 +166,9 @@ class CostRolloutSampler(BaseSampler):
             full suggestion; see :meth:`stop_reason` and docs/stopping.md. With six or more
             parameters the rule may stop soon after the start-up design (its first model has
             d + 1 points); ``n_startup_trials=2 * (d + 1)`` delays it (docs/stopping.md,
-            "The package as it ships").
+            "The package as it ships"). Like any model-based rule it can stop before finding a
+            narrow basin no trial has touched ("The synthetic problems at 10 seeds"); a budget
+            without ``value_per_cost`` never stops early.
         constraints_func: Optuna's constraints: ``constraints_func(trial) -> Sequence[float]``
             after each COMPLETE or PRUNED trial, feasible when every value is <= 0, stored as
             Optuna's samplers store them (``study.best_trial`` respects them). A GP models
