@@ -198,8 +198,10 @@ their own runs (not replays) in the same folders, and the labels of their rows. 
 
 
 def scored(run: runner.Run, problem: Problem, cap_problem: Problem, kappa: float) -> dict:
-    """:func:`stopping.scaled_car` of ``run`` and the trials it ran (``trials``)."""
-    return {**stopping.scaled_car(run, problem, cap_problem, kappa), "trials": len(run.costs)}
+    """:func:`stopping.scaled_car` of ``run`` and the trials it ran (``trials``; the trial a
+    rule stopped on ran nothing, its cost is nan, and it is not counted)."""
+    ran = sum(math.isfinite(c) for c in run.costs)
+    return {**stopping.scaled_car(run, problem, cap_problem, kappa), "trials": ran}
 
 
 def hindsight(records: runner.Run, problem: Problem, cap_problem: Problem, kappa: float) -> dict:
@@ -404,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--per-problem", action="store_true",
         help="end with each problem's mean CAR / R0 (and trials) for the shipped rule, the "
-        "chosen variant, the fixed budgets and the hindsight bound",
+        "chosen variant, the fixed budgets, the --live rows and the hindsight bound",
     )  # fmt: skip
     args = parser.parse_args(argv)
     variants = FAMILIES[args.family]
@@ -492,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rules = {
                 lab: v
                 for lab, v in total.items()
-                if not lab.startswith("fixed") and lab != HINDSIGHT and lab not in LIVE.values()
+                if not lab.startswith("fixed") and lab not in {HINDSIGHT, *LIVE.values()}
             }
             chosen = min(rules, key=rules.__getitem__) if rules else chosen
             lines += [

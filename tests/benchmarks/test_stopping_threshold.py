@@ -3,6 +3,7 @@ below it (benchmarks/stopping_threshold.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -209,6 +210,9 @@ def test_live_rows_read_each_policys_own_runs_at_its_kappas(
     rule = found[(1.0, problem.name, LIVE["rule"], 0)]
     assert rule["car"] == pytest.approx(1.5 / 2.0 + 1.0 * 0.25 * 2) and rule["trials"] == 2
     assert (0.1, problem.name, LIVE["rule"], 0) not in found  # no run at kappa 0.1
+    # The trial a rule stopped on ran nothing (cost nan): not counted among the trials run
+    stopped = dataclasses.replace(written[("rule", 1.0)], costs=[0.25 * problem.budget, math.nan])
+    assert scored(stopped, problem, cap_problem, 1.0)["trials"] == 1
     assert not any(lab == LIVE["Xie et al. (LogEIPC)"] for _, _, lab, _ in found)
     # Without with_live, none of these rows
     plain, _ = entries([problem], [1.0, 0.1], [], 3.0, [0], tmp_path)
