@@ -29,6 +29,9 @@ The policies, all with this package's default acquisition unless named otherwise
   (``acquisition="eipu"``), the pairing Xie et al. analyse (their rule stops when the largest
   LogEIPC is below log value_per_cost; here the cost is this package's log-cost GP);
 - ``TPE + CostAwareStopping``: the rule as a callback on Optuna's TPE;
+- ``rule (PBGI)``: the same rule paired with the Pandora's-box Gittins index
+  (``acquisition="pbgi"``, Xie et al., NeurIPS 2024), which prices cost at value_per_cost as
+  the rule does;
 - ``Terminator``: Optuna's ``Terminator`` (regret bound with its paired median error
   evaluator, for objectives without cross-validation scores) on the default sampler given the
   cap as budget; it is blind to cost, so one run serves every kappa.
@@ -166,6 +169,7 @@ def policies(problem: Problem, kappas: Sequence[float], cap: float) -> list[Poli
                 "Xie et al. (LogEIPC)", capped, f"eipu:budget=none,value_per_cost={lam}", kappa
             ),
             Policy("TPE + CostAwareStopping", capped, f"optuna-tpe@cost-aware={lam}", kappa),
+            Policy("rule (PBGI)", capped, f"pbgi:budget=none,value_per_cost={lam}", kappa),
         ]
     return out
 

@@ -192,6 +192,7 @@ LIVE = {
     "Terminator": "Terminator",
     "Xie et al. (LogEIPC)": "Xie et al. (LogEIPC)",
     "TPE + CostAwareStopping": "TPE + CostAwareStopping",
+    "rule (PBGI)": "rule (PBGI)",
 }
 """``--live``: the policies of ``benchmarks/stopping.py`` that stop by themselves, read from
 their own runs (not replays) in the same folders, and the labels of their rows. Never chosen."""

@@ -102,6 +102,7 @@ REGISTRY: dict[str, Method] = {
         _ours("ei", "ours EI", acquisition="ei"),
         _ours("eipu", "ours EIpu", acquisition="eipu"),
         _ours("ei-cool", "ours EI-cool", acquisition="ei-cool"),
+        _ours("pbgi", "ours PBGI", acquisition="pbgi"),
         Method(
             "rollout-indep",
             "ours rollout, conditional parameters sampled independently",
