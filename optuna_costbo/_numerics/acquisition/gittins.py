@@ -52,6 +52,9 @@ __all__ = ["GittinsIndex", "PandoraGittins", "gittins_index", "gittins_u"]
 _MIN_VAR = 1e-100  # as .ei: the variance floor (original units)
 _MAX_NEWTON = 100
 _NEWTON_RTOL = 1e-13
+_T_FAR = 30.0  # above: u = exp(t) exactly (see gittins_u)
+_T_MAX = 700.0  # exp(700) ~ 1e304 stays finite
+_X_MAX = 1e300  # bound of (g - best) / scale
 
 
 def gittins_u(log_ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,7 +63,9 @@ def gittins_u(log_ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
     ``log_ratio`` is ``log(lam c / sigma)``: the price of a point in units of its posterior
     standard deviation. A large price puts the root far above 0 (``h(u) ~ u``), a small one far
-    below (the index then lies many standard deviations below the mean).
+    below (the index then lies many standard deviations below the mean). Above
+    ``log_ratio = 30`` the root is ``exp(log_ratio)`` to double precision (``h(u) - u =
+    phi(u) - u (1 - Phi(u))`` is below 1e-190 there) and ``log_ratio`` is clipped at 700.
 
     Raises:
         ValueError: If ``log_ratio`` has a NaN or an infinity.
@@ -68,16 +73,23 @@ def gittins_u(log_ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     t = np.asarray(log_ratio, dtype=float)
     if not np.all(np.isfinite(t)):
         raise ValueError(f"log_ratio must be finite, got {t[~np.isfinite(t)][:3]}")
+    far = t > _T_FAR
+    tn = np.minimum(t, _T_FAR)
     # Start right of the root where h(u) > u covers it (t > 0: u = e^t), left of it otherwise
     # (log h(u) < -u^2 / 2 for u < 0); Newton on the concave log h then closes in from the left.
-    u = np.where(t > 0.0, np.exp(np.minimum(t, 700.0)), -np.sqrt(np.maximum(-2.0 * t, 0.0)))
+    u = np.where(tn > 0.0, np.exp(tn), -np.sqrt(np.maximum(-2.0 * tn, 0.0)))
     for _ in range(_MAX_NEWTON):
         lh, Phi_over_h, _ = log_h_ratios(u)
-        step = (lh - t) / Phi_over_h  # (m,)
+        step = (lh - tn) / Phi_over_h  # (m,)
         u = u - step
         if np.all(np.abs(step) <= _NEWTON_RTOL * (1.0 + np.abs(u))):
             break
     _, Phi_over_h, phi_over_h = log_h_ratios(u)
+    if far.any():
+        u_far = np.exp(np.where(far, np.minimum(t, _T_MAX), 0.0))
+        u = np.where(far, u_far, u)
+        Phi_over_h = np.where(far, 1.0 / u_far, Phi_over_h)
+        phi_over_h = np.where(far, 0.0, phi_over_h)
     return u, Phi_over_h, phi_over_h
 
 
@@ -105,13 +117,16 @@ def gittins_index(mean: np.ndarray, var: np.ndarray, log_price: np.ndarray | flo
 
 
 class GittinsIndex:
-    """``(best - g(x)) / scale``, to be maximized over the box: the Gittins index ``g`` of
-    each point, priced at ``lam`` per unit of predicted cost, measured from the incumbent.
+    """``asinh((best - g(x)) / scale)``, to be maximized over the box: the Gittins index ``g``
+    of each point, priced at ``lam`` per unit of predicted cost, measured from the incumbent.
 
-    A positive value means the point is worth its price (``EI(x) > lam c(x)``). ``scale``
-    (the objective's standardization scale) only keeps the values near unit size for the
-    optimizer. With constraints (``feasibility``) an improvement counts as much as the point
-    is likely feasible: the price is ``lam c(x) / PF(x)``.
+    A positive value means the point is worth its price (``EI(x) > lam c(x)``). The
+    transformation is increasing, so the maximizer is the smallest index; it keeps the values
+    near unit size for the optimizer (``scale``, the objective's standardization scale, sets
+    the linear range) and finite where the price is astronomical (an all but certainly
+    infeasible point: the index grows like the price, up to 1e304, while asinh grows like its
+    log, as log EI does). With constraints (``feasibility``) an improvement counts as much as
+    the point is likely feasible: the price is ``lam c(x) / PF(x)``.
 
     Args:
         model: Objective model; ``predict`` gives the latent posterior in original units.
@@ -182,7 +197,12 @@ class GittinsIndex:
         told = self.model.predict(Z, False)[:2]
         log_price, _ = self._log_price(Z, told, False)
         g = gittins_index(told[0], told[1], log_price)  # (m,)
-        out: np.ndarray = (self.best - g) / self.scale
+        out: np.ndarray = -np.arcsinh(self._excess(g))
+        return out
+
+    def _excess(self, g: np.ndarray) -> np.ndarray:
+        """(g - best) / scale (m,), kept finite."""
+        out: np.ndarray = np.clip((g - self.best) / self.scale, -_X_MAX, _X_MAX)
         return out
 
     def value_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,16 +213,24 @@ class GittinsIndex:
         assert d_log_price is not None
         var = np.maximum(var, _MIN_VAR)
         sigma = np.sqrt(var)  # (m,)
-        u, Phi_over_h, phi_over_h = gittins_u(log_price - np.log(sigma))
-        g = mean + sigma * u  # (m,)
-        # dg = dmean - (phi / Phi) dsigma + sigma (h / Phi) d log price; dsigma = dvar / (2 sigma)
+        t = log_price - np.log(sigma)  # (m,)
+        u, Phi_over_h, phi_over_h = gittins_u(t)
+        x = self._excess(mean + sigma * u)  # (m,)
+        # Where a bound holds (t at _T_MAX, x at _X_MAX) the value is flat: no gradient.
+        flat = (t > _T_MAX) | (np.abs(x) >= _X_MAX)  # (m,)
+        # dg = dmean - (phi / Phi) dsigma + sigma (h / Phi) d log price, dsigma = dvar / (2 sigma);
+        # d asinh(x) = dx / hypot(1, x). Each coefficient is divided before it multiplies a
+        # gradient: sigma h / Phi is about the price, up to 1e304 for an unlikely feasible point.
+        den = self.scale * np.hypot(1.0, x)  # (m,)
         mills = phi_over_h / Phi_over_h  # (m,) phi / Phi
+        c_price = (sigma / Phi_over_h) / self.scale / np.hypot(1.0, x)  # (m,)
         grad = (
-            dmean
-            - (mills / (2.0 * sigma))[:, None] * dvar
-            + (sigma / Phi_over_h)[:, None] * d_log_price
-        )  # (m, D)
-        return (self.best - g) / self.scale, -grad / self.scale
+            dmean / den[:, None]
+            - (mills / (2.0 * sigma) / den)[:, None] * dvar
+            + c_price[:, None] * d_log_price
+        )  # (m, D): d asinh(x)
+        grad[flat] = 0.0
+        return -np.arcsinh(x), -grad
 
 
 @dataclass(frozen=True)
