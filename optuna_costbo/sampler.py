@@ -107,9 +107,7 @@ class CostRolloutSampler(BaseSampler):
             paper's estimator as published: cost enters only when the budget cuts a
             trajectory short), ``"ei"`` (log expected improvement, ignores cost) or
             ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget over total budget:
-            cost-aware early, plain EI late), or ``"pbgi"`` (the Pandora's-box Gittins index,
-            Xie et al. 2024: each point's predicted cost priced at ``value_per_cost``, which it
-            requires; the acquisition that prices cost as the stopping rule does).
+            cost-aware early, plain EI late).
         horizon: Rollout steps h (``None``: 2). Read by the rollouts only; given with another
             acquisition it draws a ``UserWarning``.
         n_samples: Quasi-Monte Carlo trajectories per candidate (``None``: 64). Read by the
@@ -236,7 +234,6 @@ class CostRolloutSampler(BaseSampler):
         options = AcquisitionOptions(
             horizon=2 if horizon is None else horizon,
             n_samples=64 if n_samples is None else n_samples,
-            value_per_cost=None if value_per_cost is None else float(value_per_cost),
         )
         self._n_startup_trials = n_startup_trials
         self._cost_attr = cost_attr

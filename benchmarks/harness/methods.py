@@ -102,7 +102,8 @@ REGISTRY: dict[str, Method] = {
         _ours("ei", "ours EI", acquisition="ei"),
         _ours("eipu", "ours EIpu", acquisition="eipu"),
         _ours("ei-cool", "ours EI-cool", acquisition="ei-cool"),
-        _ours("pbgi", "ours PBGI", acquisition="pbgi"),
+        # The Gittins index's strategy replaces EIpu's (harness/gittins.py).
+        Method("pbgi", "ours PBGI", "ours", "gittins_index", (("acquisition", "eipu"),)),
         Method(
             "rollout-indep",
             "ours rollout, conditional parameters sampled independently",

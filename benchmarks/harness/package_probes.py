@@ -27,6 +27,10 @@ Who uses what:
 - ``inner_candidates.py``: ``_numerics.acquisition.ei``, ``FittedLogCost``, ``fit_gp``,
   ``qmc_normals``, ``_numerics.acquisition.scoring`` (``RATE``, ``PAPER``,
   ``rollout_values_on``), ``_numerics.acquisition.rollout`` (``top_indices``);
+- ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
+  sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
+  ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
+  (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
 - ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
   model's time per trial, from a profile, on any version of the package) and the system attrs
   a finished or a running trial of ``CostRolloutSampler`` carries
@@ -48,6 +52,7 @@ MODULES: dict[str, str] = {
     "ei": "optuna_costbo._numerics.acquisition.ei",
     "cost_model": "optuna_costbo._numerics.cost_model",
     "fit": "optuna_costbo._numerics.gp.fit",
+    "optimize": "optuna_costbo._numerics.optimize",
     "policy": "optuna_costbo._numerics.policy",
     "prior": "optuna_costbo._numerics.gp.prior",
     "rollout_values": "optuna_costbo._numerics.acquisition.rollout_values",
@@ -63,6 +68,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "AcquisitionContext": ("strategies", "AcquisitionContext"),
     "AcquisitionOptions": ("strategies", "AcquisitionOptions"),
     "BoxCodec": ("search_space", "BoxCodec"),
+    "Choice": ("strategies", "Choice"),
     "FitSchedule": ("policy", "FitSchedule"),
     "FittedLogCost": ("cost_model", "FittedLogCost"),
     "LENGTHSCALE_PRIOR_WEIGHT": ("prior", "LENGTHSCALE_PRIOR_WEIGHT"),
@@ -72,10 +78,13 @@ NAMES: dict[str, tuple[str, str]] = {
     "Rollout": ("rollout", "Rollout"),
     "SpaceBridge": ("space", "SpaceBridge"),
     "fit_gp": ("fit", "fit_gp"),
+    "log_h_parts": ("ei", "_log_h_parts"),
     "log_prior": ("prior", "log_prior"),
+    "maximize_acquisition": ("optimize", "maximize_acquisition"),
     "plain_ei": ("ei", "ei"),
     "qmc_normals": ("rollout_values", "qmc_normals"),
     "rollout_values_on": ("scoring", "rollout_values_on"),
+    "shares_objective": ("cost_model", "shares_objective"),
     "top_indices": ("rollout", "top_indices"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes
@@ -150,6 +159,18 @@ def independent_conditionals(sampler: Any) -> None:
             return intersection_search_space(trials)
 
     sampler._suggester.reads = IntersectionReads()
+
+
+def gittins_index(sampler: Any) -> None:
+    """One sampler made with ``value_per_cost`` chooses its points by the Pandora's-box
+    Gittins index at that rate (:class:`benchmarks.harness.gittins.PandoraGittins`) instead
+    of its acquisition; the stopping rule is unchanged."""
+    from benchmarks.harness.gittins import PandoraGittins
+
+    rule = sampler._suggester.stop_rule
+    if rule is None:
+        raise ValueError("the pbgi method needs value_per_cost: the index prices cost at it")
+    sampler._suggester.acquisition = PandoraGittins(rule.value_per_cost)
 
 
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:

@@ -37,7 +37,6 @@ __all__ = [
     "log_ei",
     "log_ei_and_grad",
     "log_h",
-    "log_h_ratios",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)  # c1 in Ament et al.
@@ -149,13 +148,6 @@ def log_h(z: np.ndarray) -> np.ndarray:
     Finite for every finite z (z is clipped at -1e150), accurate to ~1e-13 relative.
     """
     return _log_h_parts(np.asarray(z, dtype=float))[0]
-
-
-def log_h_ratios(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(log h(z), Phi(z) / h(z), phi(z) / h(z))``, each (m,), stable for every finite z
-    (``d log h / dz = Phi / h``); the ratios are what derivatives of EI and of the Gittins
-    index (:mod:`.gittins`) are formed from."""
-    return _log_h_parts(np.asarray(z, dtype=float))
 
 
 def _standardize(

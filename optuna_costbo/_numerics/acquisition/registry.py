@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection
 import warnings
 
-from optuna_costbo._numerics.acquisition.gittins import PandoraGittins
 from optuna_costbo._numerics.acquisition.rollout import PaperRollout
 from optuna_costbo._numerics.acquisition.rollout import Rollout
 from optuna_costbo._numerics.acquisition.strategies import EI
@@ -25,7 +24,7 @@ __all__ = ["ACQUISITIONS", "make_acquisition"]
 
 #: Acquisition name -> strategy class, in the order the documentation lists them.
 ACQUISITIONS: dict[str, type[AcquisitionStrategy]] = {
-    cls.name: cls for cls in (Rollout, PaperRollout, EI, EIPerCost, EICool, PandoraGittins)
+    cls.name: cls for cls in (Rollout, PaperRollout, EI, EIPerCost, EICool)
 }
 
 

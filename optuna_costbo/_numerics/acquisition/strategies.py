@@ -60,13 +60,10 @@ class AcquisitionOptions:
     Attributes:
         horizon: Rollout steps h >= 1.
         n_samples: Quasi-Monte Carlo trajectories per rollout value.
-        value_per_cost: The exchange rate (objective units per cost unit) of the stopping
-            rule, or ``None``; the Gittins index prices cost at it.
     """
 
     horizon: int = 2
     n_samples: int = 64
-    value_per_cost: float | None = None
 
 
 @dataclass(frozen=True)

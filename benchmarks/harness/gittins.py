@@ -1,4 +1,6 @@
-"""The Pandora's-box Gittins index (PBGI): the acquisition that prices cost at an exchange rate.
+"""The Pandora's-box Gittins index (PBGI) as the acquisition of a study a stopping rule ends:
+an experiment of issue 27, measured and not adopted (``benchmarks/results/stopping_now_pooled/
+pbgi.md``, registered in ``pbgi_PREREG.md``), so it lives here and not in the package.
 
 For a point with posterior ``Y ~ N(mean, var)`` (minimization), predicted cost ``c`` and an
 exchange rate ``lam`` (objective units one cost unit is worth, the user's ``value_per_cost``),
@@ -7,49 +9,45 @@ price:
 
     E[max(g - Y, 0)] = lam * c,   i.e.   sigma * h((g - mean) / sigma) = lam * c,
 
-with ``h(u) = phi(u) + u Phi(u)`` as in :mod:`.ei`. The policy evaluates the point with the
-smallest index; no index is below the incumbent exactly when ``max_x EI(x) - lam c(x) < 0``,
-the package's stopping rule, so the acquisition and the rule price cost alike (Xie et al.,
-"Cost-aware Bayesian optimization via the Pandora's box Gittins index", NeurIPS 2024; Xie,
-Cai et al., "Cost-aware stopping for Bayesian optimization", ICML 2026). For independent
-boxes this index policy with that stopping rule is optimal (Weitzman 1979).
+with ``h(u) = phi(u) + u Phi(u)``. The policy evaluates the point with the smallest index; no
+index is below the incumbent exactly when ``max_x EI(x) - lam c(x) < 0``, the package's
+stopping rule, so the acquisition and the rule price cost alike (Xie et al., "Cost-aware
+Bayesian optimization via the Pandora's box Gittins index", NeurIPS 2024; Xie, Cai et al.,
+"Cost-aware stopping for Bayesian optimization", ICML 2026). For independent boxes this index
+policy with that stopping rule is optimal (Weitzman 1979).
 
-NOTE(acq): the index has no closed form; ``h`` is increasing and log-concave, so Newton's
-method on ``log h(u) = log(lam c / sigma)`` converges monotonically from the left after one
-step from any start, quadratically near the root (:func:`gittins_index`). Scipy's scalar root
-finders would need a Python loop over the candidates; the vectorized Newton iteration solves
-all of them at once. Its derivative follows by implicit differentiation:
+NOTE: the index has no closed form; ``h`` is increasing and log-concave, so Newton's method on
+``log h(u) = log(lam c / sigma)`` converges monotonically from the left after one step from
+any start, quadratically near the root (:func:`gittins_u`). Scipy's scalar root finders would
+need a Python loop over the candidates; the vectorized Newton iteration solves all of them at
+once. Its derivative follows by implicit differentiation:
 
     dg = dmean - (phi(u) / Phi(u)) dsigma + sigma (h(u) / Phi(u)) d log(c),
 
-formed from the stable ratios of :func:`.ei.log_h_ratios`.
-
-This module imports only numpy and scipy.
+formed from the stable ratios of the package's log EI (``_log_h_parts``, reached through
+:mod:`.package_probes`). ``harness/methods.py``'s ``pbgi`` method runs it:
+``CostRolloutSampler(None, value_per_cost=lam)`` with its strategy replaced by
+:class:`PandoraGittins` at that rate (:func:`.package_probes.gittins_index`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+from typing import Any
 from typing import ClassVar
 
 import numpy as np
 
-from optuna_costbo._numerics.acquisition.ei import Feasible
-from optuna_costbo._numerics.acquisition.ei import LogCostModel
-from optuna_costbo._numerics.acquisition.ei import PosteriorModel
-from optuna_costbo._numerics.acquisition.ei import log_h_ratios
-from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
-from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-from optuna_costbo._numerics.acquisition.strategies import Choice
-from optuna_costbo._numerics.cost_model import PrunedCost
-from optuna_costbo._numerics.cost_model import shares_objective
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from benchmarks.harness.package_probes import Choice
+from benchmarks.harness.package_probes import log_h_parts
+from benchmarks.harness.package_probes import maximize_acquisition
+from benchmarks.harness.package_probes import shares_objective
 
 
 __all__ = ["GittinsIndex", "PandoraGittins", "gittins_index", "gittins_u"]
 
-_MIN_VAR = 1e-100  # as .ei: the variance floor (original units)
+_MIN_VAR = 1e-100  # as the package's log EI: the variance floor (original units)
 _MAX_NEWTON = 100
 _NEWTON_RTOL = 1e-13
 _T_FAR = 30.0  # above: u = exp(t) exactly (see gittins_u)
@@ -79,12 +77,12 @@ def gittins_u(log_ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     # (log h(u) < -u^2 / 2 for u < 0); Newton on the concave log h then closes in from the left.
     u = np.where(tn > 0.0, np.exp(tn), -np.sqrt(np.maximum(-2.0 * tn, 0.0)))
     for _ in range(_MAX_NEWTON):
-        lh, Phi_over_h, _ = log_h_ratios(u)
+        lh, Phi_over_h, _ = log_h_parts(u)
         step = (lh - tn) / Phi_over_h  # (m,)
         u = u - step
         if np.all(np.abs(step) <= _NEWTON_RTOL * (1.0 + np.abs(u))):
             break
-    _, Phi_over_h, phi_over_h = log_h_ratios(u)
+    _, Phi_over_h, phi_over_h = log_h_parts(u)
     if far.any():
         u_far = np.exp(np.where(far, np.minimum(t, _T_MAX), 0.0))
         u = np.where(far, u_far, u)
@@ -142,13 +140,13 @@ class GittinsIndex:
 
     def __init__(
         self,
-        model: PosteriorModel,
+        model: Any,
         best: float,
         *,
-        cost_model: LogCostModel,
+        cost_model: Any,
         value_per_cost: float,
         scale: float = 1.0,
-        feasibility: Feasible | None = None,
+        feasibility: Any = None,
     ) -> None:
         if not math.isfinite(float(best)):
             raise ValueError(f"best must be a finite number, got {best}")
@@ -162,7 +160,7 @@ class GittinsIndex:
         self.log_lam = math.log(float(value_per_cost))
         self.scale = float(scale)
         self.feasibility = feasibility
-        self._told: PrunedCost | None = cost_model if shares_objective(cost_model, model) else None
+        self._told: Any = cost_model if shares_objective(cost_model, model) else None
 
     def _log_price(
         self, Z: np.ndarray, told: tuple[np.ndarray, ...], grad: bool
@@ -252,17 +250,13 @@ class PandoraGittins:
     uses_options: ClassVar[tuple[str, ...]] = ()
     value_per_cost: float
 
-    @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> PandoraGittins:
-        """Raises ``ValueError`` without ``value_per_cost``: the index has no price without it."""
-        if options.value_per_cost is None:
+    def __post_init__(self) -> None:
+        if not (0.0 < self.value_per_cost < math.inf):
             raise ValueError(
-                "acquisition='pbgi' needs value_per_cost (the objective units one cost unit is "
-                "worth): the Gittins index prices each point's cost at that rate"
+                f"value_per_cost must be positive and finite, got {self.value_per_cost}"
             )
-        return cls(float(options.value_per_cost))
 
-    def choose(self, ctx: AcquisitionContext) -> Choice:
+    def choose(self, ctx: Any) -> Any:
         if ctx.best is None or ctx.cost is None:
             return Choice(*ctx.maximize(1.0))
         scale = float(getattr(ctx.model, "y_std", 1.0))

@@ -1,5 +1,6 @@
-"""The Pandora's-box Gittins index, against a root finder on the closed form, Monte Carlo,
-finite differences and a brute-force maximization; its tie to the stopping rule."""
+"""The Pandora's-box Gittins index of the ``pbgi`` experiment (benchmarks/harness/gittins.py),
+against a root finder on the closed form, Monte Carlo, finite differences and a brute-force
+maximization; its tie to the stopping rule; the method runs and stops by itself."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from benchmarks.harness.gittins import GittinsIndex
+from benchmarks.harness.gittins import PandoraGittins
+from benchmarks.harness.gittins import gittins_index
+from benchmarks.harness.gittins import gittins_u
 from optuna_costbo._numerics.acquisition.ei import ei
-from optuna_costbo._numerics.acquisition.gittins import GittinsIndex
-from optuna_costbo._numerics.acquisition.gittins import PandoraGittins
-from optuna_costbo._numerics.acquisition.gittins import gittins_index
-from optuna_costbo._numerics.acquisition.gittins import gittins_u
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
-from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.feasibility import fit_constraints
@@ -167,7 +167,7 @@ def test_the_strategy_chooses_the_best_index_of_a_dense_grid() -> None:
         budget=math.inf,
         starts=X[np.argsort(y)[:3]],
     )
-    strategy = PandoraGittins.from_options(AcquisitionOptions(value_per_cost=0.05))
+    strategy = PandoraGittins(0.05)
     choice = strategy.choose(ctx)
     acq = GittinsIndex(
         model,  # type: ignore[arg-type]
@@ -182,10 +182,35 @@ def test_the_strategy_chooses_the_best_index_of_a_dense_grid() -> None:
 
 
 def test_the_strategy_needs_a_rate() -> None:
-    with pytest.raises(ValueError, match="acquisition='pbgi' needs value_per_cost"):
-        PandoraGittins.from_options(AcquisitionOptions())
+    with pytest.raises(ValueError, match="value_per_cost must be positive and finite"):
+        PandoraGittins(0.0)
     model, cost, _, _ = _fitted()
     with pytest.raises(ValueError, match="value_per_cost must be positive"):
         GittinsIndex(model, 0.0, cost_model=cost, value_per_cost=0.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="best must be a finite number"):
         GittinsIndex(model, math.inf, cost_model=cost, value_per_cost=1.0)  # type: ignore[arg-type]
+
+
+def test_the_pbgi_method_chooses_by_the_index_and_stops_by_itself() -> None:
+    import optuna
+
+    from benchmarks.harness import methods
+    from optuna_costbo import report_cost
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        report_cost(trial, 1.0 + 4.0 * x)
+        return (x - 0.3) ** 2 + (y - 0.6) ** 2
+
+    method = methods.resolve("pbgi:budget=none,value_per_cost=0.001")
+    sampler = methods.make_sampler(method, math.inf, 0, {})
+    assert isinstance(sampler._suggester.acquisition, PandoraGittins)
+    assert sampler._suggester.acquisition.value_per_cost == 0.001
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=200)
+    assert len(study.trials) < 200  # the rule ended it
+    reason = sampler.stop_reason(study)
+    assert reason is not None and "not worth its cost" in reason
+    with pytest.raises(ValueError, match="the pbgi method needs value_per_cost"):
+        methods.make_sampler(methods.resolve("pbgi"), 10.0, 0, {})
