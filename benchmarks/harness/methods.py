@@ -51,7 +51,10 @@ Names:
   docs/pruning.md; its cached runs still report), ``+median-finish50`` /
   ``+hyperband-finish50`` ``CostBudgetPruner(pruner, finish_share=0.5)`` (the wrapped pruner
   not obeyed once half the budget is spent; tried and dropped, it ran with the package at
-  77e7f11 plus that option, see docs/pruning.md); Optuna's
+  77e7f11 plus that option, see docs/pruning.md), ``+median-informative`` /
+  ``+hyperband-informative`` ``CostBudgetPruner(InformativeSteps(pruner))`` (the pruner obeyed
+  only at steps whose reports rank the study's finished trials,
+  ``harness/informative_steps.py``); Optuna's
   samplers always get the bare one. Without a pruner a problem with steps
   gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
@@ -181,7 +184,9 @@ PRUNING_REFERENCES = ("rollout+hyperband", "rollout+median")
 PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
 """The pruners of ``NAME+PRUNER`` (and their labels)."""
 _PRUNED = re.compile(
-    r"(?P<base>.+)\+(?P<pruner>" + "|".join(PRUNERS) + r")(?P<variant>-bare|-consult|-finish50)?"
+    r"(?P<base>.+)\+(?P<pruner>"
+    + "|".join(PRUNERS)
+    + r")(?P<variant>-bare|-consult|-finish50|-informative)?"
 )
 
 
@@ -266,6 +271,7 @@ def resolve(name: str) -> Method:
             "-bare": " (bare)",
             "-consult": " (consults the sampler)",
             "-finish50": " (none in the last half)",
+            "-informative": " (informative steps only)",
         }[variant]
         label = f"{base.label} + {PRUNERS[pruned['pruner']]}{shown}"
         pruner = pruned["pruner"] + variant
@@ -407,6 +413,10 @@ def make_pruner(method: Method, max_step: int) -> Any:
             options = {"consult_sampler": True}
         elif variant == "finish50":
             options = {"finish_share": 0.5}
+        elif variant == "informative":
+            from benchmarks.harness.informative_steps import InformativeSteps
+
+            pruner = InformativeSteps(pruner)
         pruner = CostBudgetPruner(pruner, **options)
     return pruner
 
