@@ -54,7 +54,10 @@ Names:
   77e7f11 plus that option, see docs/pruning.md), ``+median-informative`` /
   ``+hyperband-informative`` ``CostBudgetPruner(InformativeSteps(pruner))`` (the pruner obeyed
   only at steps whose reports rank the study's finished trials,
-  ``harness/informative_steps.py``); Optuna's
+  ``harness/informative_steps.py``; what ``CostBudgetPruner`` does for Median since 2026-11-28,
+  so ``+median`` runs made before then are ``+median-allsteps``), ``+median-allsteps`` /
+  ``+hyperband-allsteps`` ``CostBudgetPruner(pruner, informative_steps=False)`` (obeyed at
+  every step, as before); Optuna's
   samplers always get the bare one. Without a pruner a problem with steps
   gets ``NopPruner()`` (never Optuna's implicit ``MedianPruner``); see :func:`make_pruner`.
 
@@ -186,7 +189,7 @@ PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
 _PRUNED = re.compile(
     r"(?P<base>.+)\+(?P<pruner>"
     + "|".join(PRUNERS)
-    + r")(?P<variant>-bare|-consult|-finish50|-informative)?"
+    + r")(?P<variant>-bare|-consult|-finish50|-informative|-allsteps)?"
 )
 
 
@@ -272,6 +275,7 @@ def resolve(name: str) -> Method:
             "-consult": " (consults the sampler)",
             "-finish50": " (none in the last half)",
             "-informative": " (informative steps only)",
+            "-allsteps": " (at every step)",
         }[variant]
         label = f"{base.label} + {PRUNERS[pruned['pruner']]}{shown}"
         pruner = pruned["pruner"] + variant
@@ -417,6 +421,8 @@ def make_pruner(method: Method, max_step: int) -> Any:
             from benchmarks.harness.informative_steps import InformativeSteps
 
             pruner = InformativeSteps(pruner)
+        elif variant == "allsteps":
+            options = {"informative_steps": False}
         pruner = CostBudgetPruner(pruner, **options)
     return pruner
 

@@ -23,16 +23,21 @@ it would have reached, and the cost it ran up is evidence about a full trial's c
 - **Pruning statistics** (:class:`PruningStats`): the share of trials stopped early and the
   mean fraction of a full trial they ran, for the expected cost of a proposal under the
   study's own pruning (:class:`.cost_model.PrunedCost`).
+- **Whether a step informs** (:func:`step_rank_correlation`): how far the completed trials'
+  values at a step rank them by their final values (Spearman's rho), so that a pruner is not
+  obeyed at a step that says nothing yet about where a trial ends (``CostBudgetPruner``).
 
-This module imports only numpy.
+This module imports only numpy and scipy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import math
 
 import numpy as np
+from scipy import stats
 
 
 __all__ = [
@@ -44,6 +49,7 @@ __all__ = [
     "impute_finals",
     "median_moves",
     "run_fractions",
+    "step_rank_correlation",
 ]
 
 
@@ -163,3 +169,19 @@ def run_fractions(complete: Sequence[Curve], stopped: Sequence[Curve]) -> np.nda
     last = np.array([float(c[0][-1]) for c in stopped], dtype=float)  # (p,)
     out: np.ndarray = np.clip((last - first + 1.0) / full, 1.0 / full, 1.0)
     return out
+
+
+def step_rank_correlation(early: np.ndarray, final: np.ndarray) -> float:
+    """Spearman's rank correlation (``scipy.stats.spearmanr``) between the completed trials'
+    values at one step, ``early`` (n,), and their final values, ``final`` (n,); nan below 3
+    trials or where either has no spread (no ranking to compare).
+
+    Example:
+        >>> import numpy as np
+        >>> step_rank_correlation(np.array([3.0, 1.0, 2.0]), np.array([0.3, 0.1, 0.2]))
+        1.0
+    """
+    early, final = np.asarray(early, dtype=float), np.asarray(final, dtype=float)
+    if len(early) < 3 or np.ptp(early) == 0.0 or np.ptp(final) == 0.0:
+        return math.nan
+    return float(stats.spearmanr(early, final).statistic)

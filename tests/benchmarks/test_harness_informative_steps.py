@@ -3,6 +3,7 @@ and its veto, on studies whose curves are known."""
 
 from __future__ import annotations
 
+from _studies import reporting_study
 import numpy as np
 import optuna
 import pytest
@@ -21,22 +22,11 @@ class _Always(optuna.pruners.BasePruner):
         return True
 
 
-def _study(curves: np.ndarray) -> optuna.Study:
-    """A study whose COMPLETE trials report ``curves`` (n, S) at steps 1..S."""
-    study = optuna.create_study()
-    for row in curves:
-        trial = study.ask()
-        for step, value in enumerate(row, start=1):
-            trial.report(float(value), step)
-        study.tell(trial, float(row[-1]))
-    return study
-
-
 def test_the_rank_correlation_is_spearmans() -> None:
     rng = np.random.default_rng(0)
     curves = rng.random((12, 3))  # (n, S)
     curves[:, 1] = curves[:, 2] + 0.3 * rng.random(12)  # step 2 close to the final value
-    study = _study(curves)
+    study = reporting_study(curves)
     trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     for step in (1, 2):
         rho, n = step_rank_correlation(trials, step)
@@ -49,7 +39,7 @@ def test_a_prune_stands_only_where_the_step_ranks_the_finished_trials() -> None:
     rng = np.random.default_rng(1)
     final = rng.random(8)  # (n,)
     curves = np.column_stack([rng.random(8), final + 0.01, final])  # step 1 noise, 2 informative
-    study = _study(curves)
+    study = reporting_study(curves)
     pruner = InformativeSteps(_Always())
     trial = study.ask()
     trial.report(0.5, 1)
@@ -60,7 +50,7 @@ def test_a_prune_stands_only_where_the_step_ranks_the_finished_trials() -> None:
     frozen = study._storage.get_trial(trial._trial_id)
     assert pruner.prune(study, frozen) is True
     # Without evidence (fewer than 5 finished trials) the wrapped pruner decides.
-    small = _study(curves[:3])
+    small = reporting_study(curves[:3])
     t = small.ask()
     t.report(0.5, 1)
     assert InformativeSteps(_Always()).prune(small, small._storage.get_trial(t._trial_id))

@@ -115,3 +115,17 @@ def test_an_acquisition_hands_its_prediction_to_the_expected_cost_with_the_same_
         told(Z)
         screen(Z, cost.objective, best, cost)
     assert len(calls) == 3
+
+
+def test_step_rank_correlation_is_spearmans_rho_on_plain_ranks() -> None:
+    from optuna_costbo._numerics.curves import step_rank_correlation
+
+    rng = np.random.default_rng(3)
+    early, final = rng.random(15), rng.random(15)  # (n,) each, no ties
+    ranks = [np.argsort(np.argsort(a)).astype(float) for a in (early, final)]
+    assert step_rank_correlation(early, final) == pytest.approx(
+        np.corrcoef(ranks[0], ranks[1])[0, 1]
+    )
+    assert step_rank_correlation(final + 1.0, final) == pytest.approx(1.0)
+    assert np.isnan(step_rank_correlation(early[:2], final[:2]))  # too few to rank
+    assert np.isnan(step_rank_correlation(np.ones(5), final[:5]))  # no spread

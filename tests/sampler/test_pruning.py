@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from _studies import reporting_study
 import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
@@ -344,3 +345,48 @@ def test_the_censored_route_runs_a_pruned_study_and_finds_the_optimum() -> None:
     states = [t.state for t in study.trials]
     assert TrialState.FAIL not in states and TrialState.PRUNED in states
     assert abs(study.best_params["x"] - 0.3) < 0.02  # random search, same seed: 0.08 off
+
+
+def test_a_wrapped_median_pruner_is_obeyed_only_at_informative_steps() -> None:
+    from optuna_costbo.pruner import _step_informs
+
+    rng = np.random.default_rng(2)
+    final = rng.random(8)  # (n,)
+    # Step 1 is noise, step 2 ranks the trials as their final values do.
+    study = reporting_study(np.column_stack([rng.random(8), final + 0.01, final]))
+    trial = study.ask()
+    trial.report(1e9, 1)  # far worse than every trial at step 1: Median says prune
+    frozen = study._storage.get_trial(trial._trial_id)
+    assert optuna.pruners.MedianPruner().prune(study, frozen)
+    assert not _step_informs(study, frozen)
+    assert not CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
+    assert CostBudgetPruner(optuna.pruners.MedianPruner(), informative_steps=False).prune(
+        study, frozen
+    )
+    trial.report(1e9, 2)
+    frozen = study._storage.get_trial(trial._trial_id)
+    assert _step_informs(study, frozen)
+    assert CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
+    # Off by default for any other pruner; forced on, it guards that one too.
+    trial2 = study.ask()
+    trial2.report(1e9, 1)
+    frozen2 = study._storage.get_trial(trial2._trial_id)
+    threshold = optuna.pruners.ThresholdPruner(upper=1.0)
+    assert CostBudgetPruner(threshold).prune(study, frozen2)
+    assert not CostBudgetPruner(threshold, informative_steps=True).prune(study, frozen2)
+
+
+def test_without_five_finished_trials_the_median_pruner_decides_alone() -> None:
+    rng = np.random.default_rng(4)
+    study = reporting_study(rng.random((4, 2)))  # 4 finished trials: no evidence yet
+    trial = study.ask()
+    trial.report(1e9, 1)
+    frozen = study._storage.get_trial(trial._trial_id)
+    median = optuna.pruners.MedianPruner(n_startup_trials=1)
+    assert median.prune(study, frozen)
+    assert CostBudgetPruner(median).prune(study, frozen)
+
+
+def test_informative_steps_must_be_none_or_a_bool() -> None:
+    with pytest.raises(ValueError, match="informative_steps must be None, True or False"):
+        CostBudgetPruner(optuna.pruners.MedianPruner(), informative_steps="yes")  # type: ignore[arg-type]
