@@ -100,7 +100,7 @@ class CostBudgetPruner(BasePruner):
                 f"pruner to wrap (also wrapped_pruner=...), got {budget!r}"
             )
         self._budget = None if budget is None else validate_budget(budget)
-        if informative_steps not in (None, True, False):
+        if informative_steps is not None and not isinstance(informative_steps, bool):
             raise ValueError(
                 f"informative_steps must be None, True or False, got {informative_steps!r}"
             )

@@ -390,3 +390,5 @@ def test_without_five_finished_trials_the_median_pruner_decides_alone() -> None:
 def test_informative_steps_must_be_none_or_a_bool() -> None:
     with pytest.raises(ValueError, match="informative_steps must be None, True or False"):
         CostBudgetPruner(optuna.pruners.MedianPruner(), informative_steps="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="informative_steps must be None, True or False"):
+        CostBudgetPruner(optuna.pruners.MedianPruner(), informative_steps=1)  # type: ignore[arg-type]
