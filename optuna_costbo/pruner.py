@@ -43,7 +43,8 @@ class CostBudgetPruner(BasePruner):
             ``CostBudgetPruner(MedianPruner())``, is taken as ``wrapped_pruner`` (the budget
             is then read from the study).
         wrapped_pruner: Another pruner consulted first (for example a median pruner);
-            the trial is pruned if either says so.
+            the trial is pruned if either says so (a wrapped ``MedianPruner`` only at
+            informative steps, see ``informative_steps``).
         cost_attr: Name of the trial user attr that carries reported costs.
         charge_sampler_time: Count the sampler's own time, as the sampler option of the same name.
             ``None`` (default), as the sampler's default: counted when the trials' costs are
