@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import math
 
 import numpy as np
@@ -115,13 +116,17 @@ class CostBudgetPruner(BasePruner):
         )
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
+        trials: list[FrozenTrial] | None = None  # one read of the storage for both checks
         if self._wrapped is not None and self._wrapped.prune(study, trial):
-            if not self._informative or _step_informs(study, trial):
+            if not self._informative:
+                return True
+            trials = storage_trials(study)
+            if _step_informs(study, trial, trials):
                 return True
         budget = self._budget if self._budget is not None else stored_budget(study)
         if budget is None:
             return False
-        trials = storage_trials(study)
+        trials = storage_trials(study) if trials is None else trials
         charged = self._charge_sampler_time
         if charged is None:
             charged = bool(measured_costs(trials))
@@ -136,19 +141,28 @@ def _value_at(intermediate: dict[int, float], step: int) -> float:
     return float(intermediate[max(steps)]) if steps else math.nan
 
 
-def _step_informs(study: optuna.Study, trial: FrozenTrial) -> bool:
+def completed_rank_correlation(trials: Sequence[FrozenTrial], step: int) -> tuple[float, int]:
+    """:func:`.step_rank_correlation` of the COMPLETE ``trials``' values at ``step`` (their
+    latest report at or before it) and their final values, and how many trials it is over."""
+    early, final = [], []
+    for t in trials:
+        if t.state != TrialState.COMPLETE or t.value is None:
+            continue
+        value = _value_at(t.intermediate_values, step)
+        if math.isfinite(value) and math.isfinite(t.value):
+            early.append(value)
+            final.append(float(t.value))
+    return step_rank_correlation(np.array(early), np.array(final)), len(early)
+
+
+def _step_informs(
+    study: optuna.Study, trial: FrozenTrial, trials: Sequence[FrozenTrial] | None = None
+) -> bool:
     """Whether the step ``trial`` reached ranks the study's COMPLETE trials by their final
-    values (see ``informative_steps``); True without the evidence to say otherwise."""
+    values (see ``informative_steps``); True without the evidence to say otherwise.
+    ``trials``: the study's trials, when the caller has just read them."""
     step = trial.last_step
     if step is None:
         return True
-    early, final = [], []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        value = _value_at(t.intermediate_values, step)
-        if t.value is not None and math.isfinite(value) and math.isfinite(t.value):
-            early.append(value)
-            final.append(float(t.value))
-    if len(early) < INFORMATIVE_MIN_COMPLETE:
-        return True
-    rho = step_rank_correlation(np.array(early), np.array(final))
-    return math.isnan(rho) or rho >= INFORMATIVE_RHO
+    rho, n = completed_rank_correlation(storage_trials(study) if trials is None else trials, step)
+    return n < INFORMATIVE_MIN_COMPLETE or math.isnan(rho) or rho >= INFORMATIVE_RHO

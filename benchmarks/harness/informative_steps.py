@@ -7,9 +7,10 @@ to 0.30 with the final value over random configurations (``benchmarks/curve_cros
 :class:`InformativeSteps` wraps a pruner and lets its "prune" through only where the study's
 own COMPLETE trials show the step to be informative: Spearman's rank correlation
 (``scipy.stats.spearmanr``) between their values at the step (their latest report at or
-before it) and their final values is at least ``threshold`` (0.5, fixed before any run, not
-tuned). With fewer than ``min_complete`` such trials there is no evidence, and the wrapped
-pruner decides alone.
+before it) and their final values is at least 0.5 (fixed before any run, not tuned). With
+fewer than 5 such trials there is no evidence, and the wrapped pruner decides alone. Adopted
+for Median, the check is now the package's (``optuna_costbo.pruner``); this wrapper calls it,
+so the ``-informative`` runs repeat as they were made.
 
 Hyperband's brackets record a trial's rung before deciding (Optuna's successive halving sets
 the rung's system attr, then answers), so a vetoed trial goes on as a promoted one would.
@@ -17,66 +18,39 @@ the rung's system attr, then answers), so a vetoed trial goes on as a promoted o
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 from optuna.pruners import BasePruner
-from scipy import stats as sstats
+
+from benchmarks.harness.package_probes import completed_rank_correlation
+from benchmarks.harness.package_probes import step_informs
 
 
 __all__ = ["InformativeSteps", "step_rank_correlation"]
 
-THRESHOLD = 0.5
-MIN_COMPLETE = 5
-
-
-def _value_at(intermediate: dict[int, float], step: int) -> float:
-    """The latest report at or before ``step`` (nan if none)."""
-    steps = [s for s in intermediate if s <= step]
-    return float(intermediate[max(steps)]) if steps else math.nan
-
 
 def step_rank_correlation(trials: list[Any], step: int) -> tuple[float, int]:
     """Spearman's rho between the COMPLETE ``trials``' values at ``step`` and their final
-    values, and how many trials it is over (nan below 3 trials or without spread)."""
-    early, final = [], []
-    for t in trials:
-        v = _value_at(t.intermediate_values, step)
-        if t.value is not None and math.isfinite(v) and math.isfinite(t.value):
-            early.append(v)
-            final.append(float(t.value))
-    if len(early) < 3 or np.ptp(early) == 0 or np.ptp(final) == 0:
-        return math.nan, len(early)
-    return float(sstats.spearmanr(early, final).statistic), len(early)
+    values, and how many trials it is over (nan below 3 trials or without spread): the
+    package's check, which this experiment's runs first measured."""
+    rho, n = completed_rank_correlation(trials, step)
+    return float(rho), int(n)
 
 
 class InformativeSteps(BasePruner):
     """Wrap ``pruner``: its "prune" stands only at steps whose reports rank the study's
-    COMPLETE trials by their final values (rank correlation >= ``threshold`` over at least
-    ``min_complete`` of them); elsewhere the trial goes on."""
+    COMPLETE trials by their final values (rank correlation >= 0.5 over at least 5 of them;
+    the package's ``CostBudgetPruner(..., informative_steps=True)`` check); elsewhere the
+    trial goes on. ``vetoes`` counts the prunes it overruled."""
 
-    def __init__(
-        self, pruner: Any, threshold: float = THRESHOLD, min_complete: int = MIN_COMPLETE
-    ) -> None:
+    def __init__(self, pruner: Any) -> None:
         self.pruner = pruner
-        self.threshold = float(threshold)
-        self.min_complete = int(min_complete)
         self.vetoes = 0
 
     def prune(self, study: Any, trial: Any) -> bool:
         if not self.pruner.prune(study, trial):
             return False
-        step = trial.last_step
-        if step is None:
-            return True
-        from optuna.trial import TrialState
-
-        complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        rho, n = step_rank_correlation(complete, step)
-        if n < self.min_complete or math.isnan(rho):
-            return True
-        if rho >= self.threshold:
+        if step_informs(study, trial):
             return True
         self.vetoes += 1
         return False

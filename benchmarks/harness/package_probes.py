@@ -31,6 +31,8 @@ Who uses what:
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
   ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
   (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
+- ``harness/informative_steps.py`` (the ``-informative`` pruner variants): ``pruner``
+  (``completed_rank_correlation``, ``_step_informs``), the check ``CostBudgetPruner`` makes;
 - ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
   model's time per trial, from a profile, on any version of the package) and the system attrs
   a finished or a running trial of ``CostRolloutSampler`` carries
@@ -55,6 +57,7 @@ MODULES: dict[str, str] = {
     "optimize": "optuna_costbo._numerics.optimize",
     "policy": "optuna_costbo._numerics.policy",
     "prior": "optuna_costbo._numerics.gp.prior",
+    "pruner": "optuna_costbo.pruner",
     "rollout_values": "optuna_costbo._numerics.acquisition.rollout_values",
     "rollout": "optuna_costbo._numerics.acquisition.rollout",
     "scoring": "optuna_costbo._numerics.acquisition.scoring",
@@ -69,6 +72,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "AcquisitionOptions": ("strategies", "AcquisitionOptions"),
     "BoxCodec": ("search_space", "BoxCodec"),
     "Choice": ("strategies", "Choice"),
+    "completed_rank_correlation": ("pruner", "completed_rank_correlation"),
     "FitSchedule": ("policy", "FitSchedule"),
     "FittedLogCost": ("cost_model", "FittedLogCost"),
     "LENGTHSCALE_PRIOR_WEIGHT": ("prior", "LENGTHSCALE_PRIOR_WEIGHT"),
@@ -85,6 +89,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "qmc_normals": ("rollout_values", "qmc_normals"),
     "rollout_values_on": ("scoring", "rollout_values_on"),
     "shares_objective": ("cost_model", "shares_objective"),
+    "step_informs": ("pruner", "_step_informs"),
     "top_indices": ("rollout", "top_indices"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes
