@@ -189,7 +189,7 @@ PRUNERS = {"median": "Median", "hyperband": "Hyperband"}
 _PRUNED = re.compile(
     r"(?P<base>.+)\+(?P<pruner>"
     + "|".join(PRUNERS)
-    + r")(?P<variant>-bare|-consult|-finish50|-informative|-allsteps)?"
+    + r")(?P<variant>-bare|-consult|-finish50|-informative|-betterhalf|-allsteps)?"
 )
 
 
@@ -275,6 +275,7 @@ def resolve(name: str) -> Method:
             "-consult": " (consults the sampler)",
             "-finish50": " (none in the last half)",
             "-informative": " (informative steps only)",
+            "-betterhalf": " (steps that rank the better half)",
             "-allsteps": " (at every step)",
         }[variant]
         label = f"{base.label} + {PRUNERS[pruned['pruner']]}{shown}"
@@ -421,6 +422,10 @@ def make_pruner(method: Method, max_step: int) -> Any:
             from benchmarks.harness.informative_steps import InformativeSteps
 
             pruner = InformativeSteps(pruner)
+        elif variant == "betterhalf":
+            from benchmarks.harness.informative_steps import BetterHalfSteps
+
+            pruner = BetterHalfSteps(pruner)
         elif variant == "allsteps":
             options = {"informative_steps": False}
         pruner = CostBudgetPruner(pruner, **options)

@@ -9,7 +9,9 @@ import optuna
 import pytest
 
 from benchmarks.harness import methods
+from benchmarks.harness.informative_steps import BetterHalfSteps
 from benchmarks.harness.informative_steps import InformativeSteps
+from benchmarks.harness.informative_steps import better_half_rank_correlation
 from benchmarks.harness.informative_steps import step_rank_correlation
 from optuna_costbo import CostBudgetPruner
 
@@ -63,3 +65,71 @@ def test_the_method_variant_wraps_the_pruner_inside_the_budget_pruner() -> None:
     inner = pruner._wrapped
     assert isinstance(inner, InformativeSteps)
     assert isinstance(inner.pruner, optuna.pruners.HyperbandPruner)
+
+
+def _ask_at(study: optuna.Study, step: int) -> optuna.trial.FrozenTrial:
+    trial = study.ask()
+    trial.report(0.5, step)
+    return study._storage.get_trial(trial._trial_id)
+
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_the_better_half_correlation_is_spearmans_over_the_better_half(direction: str) -> None:
+    rng = np.random.default_rng(2)
+    curves = rng.random((11, 3))  # (n, S)
+    study = optuna.create_study(direction=direction)
+    for row in curves:
+        trial = study.ask()
+        for step, value in enumerate(row, start=1):
+            trial.report(float(value), step)
+        study.tell(trial, float(row[-1]))
+    trials = study.get_trials()
+    rho, n = better_half_rank_correlation(trials, 1, study.direction)
+    final = curves[:, 2]
+    keep = np.argsort(final if direction == "minimize" else -final)[:5]  # (5,) the best 5 of 11
+    ranks = np.argsort(np.argsort(curves[keep][:, [0, 2]], axis=0), axis=0)  # (5, 2)
+    assert n == 5
+    assert rho == pytest.approx(np.corrcoef(ranks[:, 0], ranks[:, 1])[0, 1])
+
+
+def test_a_step_that_ranks_all_trials_but_not_the_better_half_is_vetoed() -> None:
+    # Step 1 separates the worse half from the better one (so it ranks all 12 trials well),
+    # but within the better half it is reversed: the check over all trials lets the prune
+    # through, the better-half check does not.
+    final = np.arange(12, dtype=float)  # (12,)
+    step1 = np.where(final < 6, 10.0 - final, 20.0 + final)  # better half reversed
+    curves = np.column_stack([step1, final])  # (12, 2)
+    study = reporting_study(curves)
+    trials = study.get_trials()
+    rho_all, _ = step_rank_correlation(trials, 1)
+    rho_half, n_half = better_half_rank_correlation(trials, 1)
+    assert rho_all >= 0.5 and n_half == 6 and rho_half == pytest.approx(-1.0)
+    assert InformativeSteps(_Always()).prune(study, _ask_at(study, 1)) is True
+    pruner = BetterHalfSteps(_Always())
+    assert pruner.prune(study, _ask_at(study, 1)) is False and pruner.vetoes == 1
+    # Where the step ranks the better half too, the prune stands.
+    ranked = reporting_study(np.column_stack([final + 0.1, final]))
+    assert BetterHalfSteps(_Always()).prune(ranked, _ask_at(ranked, 1)) is True
+
+
+def test_with_a_small_better_half_the_check_over_all_trials_decides() -> None:
+    # 8 finished trials: a better half of 4, too few; step 1 is noise over all of them.
+    rng = np.random.default_rng(1)
+    final = rng.random(8)  # (n,)
+    curves = np.column_stack([rng.random(8), final + 0.01, final])  # (8, 3)
+    study = reporting_study(curves)
+    assert better_half_rank_correlation(study.get_trials(), 1)[1] == 4
+    for step in (1, 2):
+        expected = InformativeSteps(_Always()).prune(study, _ask_at(study, step))
+        assert BetterHalfSteps(_Always()).prune(study, _ask_at(study, step)) is expected
+    assert BetterHalfSteps(_Always()).prune(study, _ask_at(study, 1)) is False
+
+
+def test_the_better_half_variant_wraps_the_pruner_inside_the_budget_pruner() -> None:
+    method = methods.resolve("rollout+median-betterhalf")
+    assert method.label.endswith("(steps that rank the better half)")
+    pruner = methods.make_pruner(method, 52)
+    assert isinstance(pruner, CostBudgetPruner)
+    inner = pruner._wrapped
+    assert isinstance(inner, BetterHalfSteps)
+    assert isinstance(inner.pruner, optuna.pruners.MedianPruner)
