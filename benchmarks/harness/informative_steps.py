@@ -31,7 +31,6 @@ from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
 from benchmarks.harness.package_probes import completed_rank_correlation
-from benchmarks.harness.package_probes import step_informs
 from benchmarks.harness.package_probes import step_rank_correlation as _rho
 
 
@@ -64,10 +63,20 @@ class InformativeSteps(BasePruner):
     def prune(self, study: Any, trial: Any) -> bool:
         if not self.pruner.prune(study, trial):
             return False
-        if step_informs(study, trial):
+        if all_trials_inform(study.get_trials(deepcopy=False), trial.last_step):
             return True
         self.vetoes += 1
         return False
+
+
+def all_trials_inform(trials: list[Any], step: int | None) -> bool:
+    """The check over all COMPLETE trials (rho >= 0.5 over >= 5 of them; True with fewer or
+    without a step): what ``CostBudgetPruner`` did for Median from the fifteenth session, and
+    what it still does while the better half holds fewer than 5 trials."""
+    if step is None:
+        return True
+    rho, n = completed_rank_correlation(trials, step)
+    return n < BETTER_HALF_MIN or math.isnan(rho) or rho >= 0.5
 
 
 BETTER_HALF_MIN = 5
@@ -126,7 +135,7 @@ class BetterHalfSteps(BasePruner):
             if n >= BETTER_HALF_MIN and not math.isnan(rho):
                 informs = rho >= 0.5
             else:
-                informs = bool(step_informs(study, trial, trials))
+                informs = all_trials_inform(trials, step)
         if informs:
             return True
         self.vetoes += 1

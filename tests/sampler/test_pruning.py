@@ -376,6 +376,54 @@ def test_a_wrapped_median_pruner_is_obeyed_only_at_informative_steps() -> None:
     assert not CostBudgetPruner(threshold, informative_steps=True).prune(study, frozen2)
 
 
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_the_better_half_rank_correlation_against_a_brute_force_reference(direction: str) -> None:
+    from optuna_costbo.pruner import completed_rank_correlation
+
+    rng = np.random.default_rng(5)
+    curves = rng.random((13, 3))  # (n, S)
+    study = optuna.create_study(direction=direction)
+    for row in curves:
+        t = study.ask()
+        for step, value in enumerate(row, start=1):
+            t.report(float(value), step)
+        study.tell(t, float(row[-1]))
+    pruned = study.ask()  # a PRUNED trial is not a finished one
+    pruned.report(-5.0, 1)
+    study.tell(pruned, state=TrialState.PRUNED)
+    final = curves[:, 2]
+    better = np.argsort(final if direction == "minimize" else -final)[:6]  # (6,) best 6 of 13
+    for step in (1, 2):
+        rho, n = completed_rank_correlation(study.trials, step, better_half_of=study.direction)
+        pair = curves[better][:, [step - 1, 2]]  # (6, 2)
+        ranks = np.argsort(np.argsort(pair, axis=0), axis=0)  # (6, 2)
+        assert n == 6
+        assert rho == pytest.approx(np.corrcoef(ranks[:, 0], ranks[:, 1])[0, 1])
+    assert completed_rank_correlation(study.trials, 1)[1] == 13
+
+
+def test_a_step_that_ranks_the_worse_half_from_the_better_does_not_inform() -> None:
+    from optuna_costbo.pruner import _step_informs
+    from optuna_costbo.pruner import completed_rank_correlation
+
+    # Step 1 puts the worse half of 12 trials behind the better half (rho >= 0.5 over all of
+    # them) but ranks the better half backwards; step 2 ranks both.
+    final = np.arange(12, dtype=float)  # (12,)
+    step1 = np.where(final < 6, 10.0 - final, 20.0 + final)  # (12,)
+    study = reporting_study(np.column_stack([step1, final + 0.1, final]))
+    assert completed_rank_correlation(study.trials, 1)[0] >= 0.5
+    trial = study.ask()
+    trial.report(1e9, 1)  # Median says prune
+    frozen = study._storage.get_trial(trial._trial_id)
+    assert optuna.pruners.MedianPruner().prune(study, frozen)
+    assert not _step_informs(study, frozen)
+    assert not CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
+    trial.report(1e9, 2)
+    frozen = study._storage.get_trial(trial._trial_id)
+    assert _step_informs(study, frozen)
+    assert CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
+
+
 def test_without_five_finished_trials_the_median_pruner_decides_alone() -> None:
     rng = np.random.default_rng(4)
     study = reporting_study(rng.random((4, 2)))  # 4 finished trials: no evidence yet
