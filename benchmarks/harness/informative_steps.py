@@ -9,12 +9,16 @@ own COMPLETE trials show the step to be informative: Spearman's rank correlation
 (``scipy.stats.spearmanr``) between their values at the step (their latest report at or
 before it) and their final values is at least 0.5 (fixed before any run, not tuned). With
 fewer than 5 such trials there is no evidence, and the wrapped pruner decides alone. Adopted
-for Median, the check is now the package's (``optuna_costbo.pruner``); this wrapper calls it,
-so the ``-informative`` runs repeat as they were made.
+for Median in the fifteenth session, then refined: the package now reads it over the better
+half of the finished trials (below). This wrapper keeps the check over all of them
+(:func:`all_trials_inform`, the package's ``completed_rank_correlation`` over every COMPLETE
+trial), so the ``-informative`` runs repeat as they were made.
 
 :class:`BetterHalfSteps` (the ``-betterhalf`` variants, registered in
 ``benchmarks/results/pruning/better-half/PREREG.md``) reads the correlation over the better half
-of the finished trials instead, the trials a pruner must not lose.
+of the finished trials instead, the trials a pruner must not lose. Adopted for Median: what
+``CostBudgetPruner`` does since 2026-11-29, so a plain ``+median`` run now makes the same trials
+as a ``+median-betterhalf`` one.
 
 Hyperband's brackets record a trial's rung before deciding (Optuna's successive halving sets
 the rung's system attr, then answers), so a vetoed trial goes on as a promoted one would.
