@@ -61,8 +61,9 @@ class CostBudgetPruner(BasePruner):
             trials) the same is read over all completed trials, and with fewer than 5 of
             those the wrapped pruner decides alone. ``None``
             (default): on for a wrapped ``MedianPruner``, off for any other pruner. NOTE:
-            measured and adopted for MedianPruner only (docs/pruning.md, "Obeying the pruner
-            only at informative steps"); for HyperbandPruner it did not pay.
+            measured and adopted for MedianPruner only (docs/pruning.md, "The check over the
+            better half of the completed trials"); for HyperbandPruner neither this check nor
+            the one over all completed trials paid.
 
     Raises:
         ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, a
