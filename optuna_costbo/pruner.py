@@ -147,13 +147,9 @@ def _value_at(intermediate: dict[int, float], step: int) -> float:
     return float(intermediate[max(steps)]) if steps else math.nan
 
 
-def completed_rank_correlation(
-    trials: Sequence[FrozenTrial], step: int, better_half_of: StudyDirection | None = None
-) -> tuple[float, int]:
-    """:func:`.step_rank_correlation` of the COMPLETE ``trials``' values at ``step`` (their
-    latest report at or before it) and their final values, and how many trials it is over;
-    with ``better_half_of`` (the study's direction), over the better half of them by final
-    value only (the best ``n // 2`` of ``n``)."""
+def _completed_pairs(trials: Sequence[FrozenTrial], step: int) -> tuple[np.ndarray, np.ndarray]:
+    """The COMPLETE ``trials``' values at ``step`` (their latest report at or before it) and
+    their final values, where both are finite, (n,) and (n,)."""
     early, final = [], []
     for t in trials:
         if t.state != TrialState.COMPLETE or t.value is None:
@@ -162,12 +158,29 @@ def completed_rank_correlation(
         if math.isfinite(value) and math.isfinite(t.value):
             early.append(value)
             final.append(float(t.value))
-    early_a, final_a = np.array(early), np.array(final)  # (n,), (n,)
+    return np.array(early), np.array(final)
+
+
+def _pairs_correlation(
+    early: np.ndarray, final: np.ndarray, better_half_of: StudyDirection | None
+) -> tuple[float, int]:
+    """:func:`.step_rank_correlation` of ``early`` (n,) and ``final`` (n,), over the better
+    half by ``final`` (the best ``n // 2``) when ``better_half_of`` (a direction) is given."""
     if better_half_of is not None:
         sign = 1.0 if better_half_of == StudyDirection.MINIMIZE else -1.0
-        keep = np.argsort(sign * final_a, kind="stable")[: len(final_a) // 2]  # (n // 2,)
-        early_a, final_a = early_a[keep], final_a[keep]
-    return step_rank_correlation(early_a, final_a), len(early_a)
+        keep = np.argsort(sign * final, kind="stable")[: len(final) // 2]  # (n // 2,)
+        early, final = early[keep], final[keep]
+    return step_rank_correlation(early, final), len(early)
+
+
+def completed_rank_correlation(
+    trials: Sequence[FrozenTrial], step: int, better_half_of: StudyDirection | None = None
+) -> tuple[float, int]:
+    """:func:`.step_rank_correlation` of the COMPLETE ``trials``' values at ``step`` (their
+    latest report at or before it) and their final values, and how many trials it is over;
+    with ``better_half_of`` (the study's direction), over the better half of them by final
+    value only (the best ``n // 2`` of ``n``)."""
+    return _pairs_correlation(*_completed_pairs(trials, step), better_half_of)
 
 
 def _step_informs(
@@ -185,8 +198,9 @@ def _step_informs(
     # random configurations, -0.01 to 0.69 within their best 10 %), while the pruner must not
     # stop the trials that would end among the good ones (docs/pruning.md, "The check over
     # the better half of the completed trials").
-    rho, n = completed_rank_correlation(trials, step, better_half_of=study.direction)
+    early, final = _completed_pairs(trials, step)  # (n,), (n,): read once for both checks
+    rho, n = _pairs_correlation(early, final, better_half_of=study.direction)
     if n >= INFORMATIVE_MIN_COMPLETE and not math.isnan(rho):
         return rho >= INFORMATIVE_RHO
-    rho, n = completed_rank_correlation(trials, step)
+    rho, n = _pairs_correlation(early, final, better_half_of=None)
     return n < INFORMATIVE_MIN_COMPLETE or math.isnan(rho) or rho >= INFORMATIVE_RHO

@@ -29,13 +29,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 from optuna.pruners import BasePruner
 from optuna.study import StudyDirection
-from optuna.trial import TrialState
 
 from benchmarks.harness.package_probes import completed_rank_correlation
-from benchmarks.harness.package_probes import step_rank_correlation as _rho
 
 
 __all__ = [
@@ -54,23 +51,34 @@ def step_rank_correlation(trials: list[Any], step: int) -> tuple[float, int]:
     return float(rho), int(n)
 
 
-class InformativeSteps(BasePruner):
-    """Wrap ``pruner``: its "prune" stands only at steps whose reports rank the study's
-    COMPLETE trials by their final values (rank correlation >= 0.5 over at least 5 of them;
-    the package's ``CostBudgetPruner(..., informative_steps=True)`` check); elsewhere the
-    trial goes on. ``vetoes`` counts the prunes it overruled."""
+class _Veto(BasePruner):
+    """Wrap ``pruner``: its "prune" stands only where :meth:`informs` says the trial's step
+    informs; ``vetoes`` counts the prunes overruled."""
 
     def __init__(self, pruner: Any) -> None:
         self.pruner = pruner
         self.vetoes = 0
 
+    def informs(self, study: Any, trial: Any) -> bool:
+        raise NotImplementedError
+
     def prune(self, study: Any, trial: Any) -> bool:
         if not self.pruner.prune(study, trial):
             return False
-        if all_trials_inform(study.get_trials(deepcopy=False), trial.last_step):
+        if self.informs(study, trial):
             return True
         self.vetoes += 1
         return False
+
+
+class InformativeSteps(_Veto):
+    """Wrap ``pruner``: its "prune" stands only at steps whose reports rank the study's
+    COMPLETE trials by their final values (rank correlation >= 0.5 over at least 5 of them;
+    the package's ``CostBudgetPruner(..., informative_steps=True)`` check before the better
+    half); elsewhere the trial goes on. ``vetoes`` counts the prunes it overruled."""
+
+    def informs(self, study: Any, trial: Any) -> bool:
+        return all_trials_inform(study.get_trials(deepcopy=False), trial.last_step)
 
 
 def all_trials_inform(trials: list[Any], step: int | None) -> bool:
@@ -93,30 +101,18 @@ def better_half_rank_correlation(
     """Spearman's rho between the values at ``step`` (the latest report at or before it) and
     the final values of the better half of the COMPLETE ``trials`` by final value (the best
     ``n // 2`` of ``n``; ``direction`` says which end is better), and how many trials it is
-    over (nan below 3 or without spread)."""
-    early, final = [], []
-    for t in trials:
-        if t.state != TrialState.COMPLETE or t.value is None:
-            continue
-        steps = [s for s in t.intermediate_values if s <= step]
-        if not steps:
-            continue
-        value = float(t.intermediate_values[max(steps)])
-        if math.isfinite(value) and math.isfinite(float(t.value)):
-            early.append(value)
-            final.append(float(t.value))
-    sign = 1.0 if direction == StudyDirection.MINIMIZE else -1.0
-    order = np.argsort(sign * np.array(final), kind="stable")[: len(final) // 2]  # (n // 2,)
-    rho = _rho(np.array(early)[order], np.array(final)[order]) if len(order) else math.nan
-    return float(rho), len(order)
+    over (nan below 3 or without spread): the package's ``completed_rank_correlation``."""
+    rho, n = completed_rank_correlation(trials, step, better_half_of=direction)
+    return float(rho), int(n)
 
 
-class BetterHalfSteps(BasePruner):
+class BetterHalfSteps(_Veto):
     """Wrap ``pruner`` (registered in ``benchmarks/results/pruning/better-half/PREREG.md``):
     its "prune" stands only at steps that rank the better half of the study's COMPLETE trials
     by their final values (rank correlation >= 0.5 over at least :data:`BETTER_HALF_MIN` of
-    them); with fewer, the package's check over all COMPLETE trials decides, as
-    :class:`InformativeSteps`.
+    them); with fewer, the check over all COMPLETE trials decides, as
+    :class:`InformativeSteps`. Adopted: the package's check for Median, which this wrapper
+    repeats for any pruner.
 
     Why: over the study's finished trials an early step can rank well only because they span
     bad and good configurations (on lcbench, epoch 3 has rho 0.73-0.92 over random
@@ -124,23 +120,12 @@ class BetterHalfSteps(BasePruner):
     pruner must not stop the trials that would end among the good ones. ``vetoes`` counts
     the prunes it overruled."""
 
-    def __init__(self, pruner: Any) -> None:
-        self.pruner = pruner
-        self.vetoes = 0
-
-    def prune(self, study: Any, trial: Any) -> bool:
-        if not self.pruner.prune(study, trial):
-            return False
+    def informs(self, study: Any, trial: Any) -> bool:
         step = trial.last_step
-        informs = True
-        if step is not None:
-            trials = study.get_trials(deepcopy=False)
-            rho, n = better_half_rank_correlation(trials, step, study.direction)
-            if n >= BETTER_HALF_MIN and not math.isnan(rho):
-                informs = rho >= 0.5
-            else:
-                informs = all_trials_inform(trials, step)
-        if informs:
+        if step is None:
             return True
-        self.vetoes += 1
-        return False
+        trials = study.get_trials(deepcopy=False)
+        rho, n = better_half_rank_correlation(trials, step, study.direction)
+        if n >= BETTER_HALF_MIN and not math.isnan(rho):
+            return bool(rho >= 0.5)
+        return all_trials_inform(trials, step)

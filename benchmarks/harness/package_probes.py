@@ -32,8 +32,8 @@ Who uses what:
   ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
   (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
 - ``harness/informative_steps.py`` (the ``-informative`` and ``-betterhalf`` pruner
-  variants): ``pruner`` (``completed_rank_correlation``, ``step_rank_correlation``), the
-  correlation ``CostBudgetPruner``'s check reads;
+  variants): ``pruner`` (``completed_rank_correlation``), the correlation
+  ``CostBudgetPruner``'s check reads;
 - ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
   model's time per trial, from a profile, on any version of the package) and the system attrs
   a finished or a running trial of ``CostRolloutSampler`` carries
@@ -90,7 +90,6 @@ NAMES: dict[str, tuple[str, str]] = {
     "qmc_normals": ("rollout_values", "qmc_normals"),
     "rollout_values_on": ("scoring", "rollout_values_on"),
     "shares_objective": ("cost_model", "shares_objective"),
-    "step_rank_correlation": ("pruner", "step_rank_correlation"),
     "top_indices": ("rollout", "top_indices"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes

@@ -3,6 +3,7 @@ and its veto, on studies whose curves are known."""
 
 from __future__ import annotations
 
+from _studies import better_half_reversed
 from _studies import reporting_study
 import numpy as np
 import optuna
@@ -77,12 +78,7 @@ def _ask_at(study: optuna.Study, step: int) -> optuna.trial.FrozenTrial:
 def test_the_better_half_correlation_is_spearmans_over_the_better_half(direction: str) -> None:
     rng = np.random.default_rng(2)
     curves = rng.random((11, 3))  # (n, S)
-    study = optuna.create_study(direction=direction)
-    for row in curves:
-        trial = study.ask()
-        for step, value in enumerate(row, start=1):
-            trial.report(float(value), step)
-        study.tell(trial, float(row[-1]))
+    study = reporting_study(curves, direction)
     trials = study.get_trials()
     rho, n = better_half_rank_correlation(trials, 1, study.direction)
     final = curves[:, 2]
@@ -96,8 +92,7 @@ def test_a_step_that_ranks_all_trials_but_not_the_better_half_is_vetoed() -> Non
     # Step 1 separates the worse half from the better one (so it ranks all 12 trials well),
     # but within the better half it is reversed: the check over all trials lets the prune
     # through, the better-half check does not.
-    final = np.arange(12, dtype=float)  # (12,)
-    step1 = np.where(final < 6, 10.0 - final, 20.0 + final)  # better half reversed
+    step1, final = better_half_reversed()  # (12,), (12,)
     curves = np.column_stack([step1, final])  # (12, 2)
     study = reporting_study(curves)
     trials = study.get_trials()

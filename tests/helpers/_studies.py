@@ -6,13 +6,22 @@ import numpy as np
 import optuna
 
 
-def reporting_study(curves: np.ndarray) -> optuna.Study:
-    """A study whose COMPLETE trials reported ``curves`` (n, S) at steps 1..S, each trial's
-    value its last report."""
-    study = optuna.create_study()
+def reporting_study(curves: np.ndarray, direction: str = "minimize") -> optuna.Study:
+    """A study (of ``direction``) whose COMPLETE trials reported ``curves`` (n, S) at steps
+    1..S, each trial's value its last report."""
+    study = optuna.create_study(direction=direction)
     for row in curves:
         trial = study.ask()
         for step, value in enumerate(row, start=1):
             trial.report(float(value), step)
         study.tell(trial, float(row[-1]))
     return study
+
+
+def better_half_reversed() -> tuple[np.ndarray, np.ndarray]:
+    """12 trials' values at an early step (12,) and their final values (12,): the step puts
+    the worse half behind the better half (rho >= 0.5 over all 12) but ranks the better half
+    backwards (rho -1 over it)."""
+    final = np.arange(12, dtype=float)  # (12,)
+    early = np.where(final < 6, 10.0 - final, 20.0 + final)  # (12,)
+    return early, final

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from _studies import better_half_reversed
 from _studies import reporting_study
 import numpy as np
 import optuna
@@ -382,12 +383,7 @@ def test_the_better_half_rank_correlation_against_a_brute_force_reference(direct
 
     rng = np.random.default_rng(5)
     curves = rng.random((13, 3))  # (n, S)
-    study = optuna.create_study(direction=direction)
-    for row in curves:
-        t = study.ask()
-        for step, value in enumerate(row, start=1):
-            t.report(float(value), step)
-        study.tell(t, float(row[-1]))
+    study = reporting_study(curves, direction)
     pruned = study.ask()  # a PRUNED trial is not a finished one
     pruned.report(-5.0, 1)
     study.tell(pruned, state=TrialState.PRUNED)
@@ -408,8 +404,7 @@ def test_a_step_that_ranks_the_worse_half_from_the_better_does_not_inform() -> N
 
     # Step 1 puts the worse half of 12 trials behind the better half (rho >= 0.5 over all of
     # them) but ranks the better half backwards; step 2 ranks both.
-    final = np.arange(12, dtype=float)  # (12,)
-    step1 = np.where(final < 6, 10.0 - final, 20.0 + final)  # (12,)
+    step1, final = better_half_reversed()  # (12,), (12,)
     study = reporting_study(np.column_stack([step1, final + 0.1, final]))
     assert completed_rank_correlation(study.trials, 1)[0] >= 0.5
     trial = study.ask()
