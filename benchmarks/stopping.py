@@ -50,6 +50,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 import json
@@ -228,15 +229,32 @@ def collect(
     out: dict[tuple[float, str, str, int], dict] = {}
     for p in problems:
         pols = policies(p, kappas, cap)
-        cap_problem = next(q.problem for q in pols if q.label == "Terminator")
+        capped = cap_problem(pols)
         for pol in pols:
             for s in seeds:
-                run = cache.load_valid(root, pol.problem, pol.method, s)
-                if run is None:
-                    continue
-                for kappa in kappas if pol.kappa is None else (pol.kappa,):
-                    out[(kappa, p.name, pol.label, s)] = scaled_car(run, p, cap_problem, kappa)
+                for kappa, entry in policy_run_scores(root, p, pol, s, kappas, capped).items():
+                    out[(kappa, p.name, pol.label, s)] = entry
     return out
+
+
+def cap_problem(pols: Sequence[Policy]) -> Problem:
+    """The capped variant the adaptive policies of :func:`policies` run on."""
+    return next(q.problem for q in pols if q.label == "Terminator")
+
+
+def policy_run_scores(
+    root: Path, problem: Problem, pol: Policy, seed: int, kappas: Sequence[float],
+    capped: Problem, score: Callable[[runner.Run, Problem, Problem, float], dict] | None = None,
+) -> dict[float, dict]:  # fmt: skip
+    """kappa -> ``score`` (default :func:`scaled_car`) of the cached run of ``pol`` on
+    ``problem`` at ``seed``, at every rate for a policy blind to the rate (fixed budgets, the
+    Terminator) and at its own rate otherwise; empty when the cache has no valid run."""
+    run = cache.load_valid(root, pol.problem, pol.method, seed)
+    if run is None:
+        return {}
+    score = scaled_car if score is None else score
+    rates = tuple(kappas) if pol.kappa is None else (pol.kappa,)
+    return {kappa: score(run, problem, capped, kappa) for kappa in rates}
 
 
 def labels(kappas: Sequence[float]) -> list[str]:

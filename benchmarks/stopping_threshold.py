@@ -264,7 +264,7 @@ def entries(
     for p in problems:
         root, seeds = real if real is not None and p.group == "real" else everyone
         pols = stopping.policies(p, kappas, cap)
-        cap_problem = next(q.problem for q in pols if q.label == "Terminator")
+        cap_problem = stopping.cap_problem(pols)
         records_pol = records_policy(p, cap)
         for s in seeds:
             records = cache.load_valid(root, records_pol.problem, records_pol.method, s)
@@ -273,12 +273,10 @@ def entries(
                     out[(kappa, p.name, HINDSIGHT, s)] = hindsight(records, p, cap_problem, kappa)
             for pol in pols:
                 if pol.label.startswith("fixed") or (with_live and pol.label in LIVE):
-                    run = cache.load_valid(root, pol.problem, pol.method, s)
-                    if run is None:
-                        continue
                     label = LIVE.get(pol.label, pol.label)
-                    for kappa in kappas if pol.kappa is None else (pol.kappa,):
-                        out[(kappa, p.name, label, s)] = scored(run, p, cap_problem, kappa)
+                    got = stopping.policy_run_scores(root, p, pol, s, kappas, cap_problem, scored)
+                    for kappa, entry in got.items():
+                        out[(kappa, p.name, label, s)] = entry
                 if pol.label != "rule":
                     continue
                 assert pol.kappa is not None
