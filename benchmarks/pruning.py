@@ -29,7 +29,8 @@ at the end and at half budget; paired Wilcoxon tests of ``rollout+hyperband`` an
 Everything goes to ``benchmarks/results/pruning/<tag>/`` (default tag ``latest``; the
 committed baseline of the package before pruned trials informed its models is ``before``):
 ``runs/<problem>/<method>/seed<NNN>.csv`` (``step`` and ``state`` columns per trial),
-``report.md`` and CSVs. ``--resume`` runs only what the cache lacks, so a stopped session
+``report.md``, its figure and CSVs (``--suffix _20`` names them ``report_20.md``, ... beside
+them). ``--resume`` runs only what the cache lacks, so a stopped session
 continues where it stopped; problems that cannot run here (no ``yahpo_gym``) are skipped with
 the reason and reported from the cache.
 """
@@ -106,6 +107,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None, help="results folder (overrides --tag)")
     parser.add_argument("--resume", action="store_true", help="run only what the cache lacks")
     parser.add_argument("--report-only", action="store_true", help="no runs: report the cache")
+    parser.add_argument(
+        "--suffix",
+        default="",
+        help="appended to the name of every file the report writes (report_20.md, "
+        "regret_vs_cost_20.png, ... for --suffix _20), so a report over more seeds or other "
+        "methods sits beside report.md instead of replacing it",
+    )
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes for YAHPO runs (default 1)"
     )
@@ -381,9 +389,17 @@ def write_report(
     skipped: dict[str, str],
     failed: Sequence[runner.Run] = (),
     beaten: int = 0,
+    suffix: str = "",
 ) -> Path:
-    """``report.md`` and its CSVs under ``out``; the Markdown path."""
+    """``report.md``, its figure and its CSVs under ``out``, each name's stem followed by
+    ``suffix`` (``report_20.md`` for ``"_20"``); the Markdown path."""
+    if "/" in suffix or "\\" in suffix:
+        raise ValueError(f"suffix {suffix!r} names a folder; it may only extend file names")
     out.mkdir(parents=True, exist_ok=True)
+
+    def named(stem: str, ext: str) -> Path:
+        return out / f"{stem}{suffix}.{ext}"
+
     label = {m: methods_mod.label(m) for m in methods}
     per_problem, complete = report.rank_tables(scored, problems, methods, seeds)
     grouped = report.group_ranks(per_problem, problems, methods)
@@ -403,12 +419,12 @@ def write_report(
         for m in methods
         if (mine := [scored[(p.name, m, s)] for s in seeds if (p.name, m, s) in scored])
     ]
-    report.write_csv(out / "problem_summary.csv", summary)
-    report.write_csv(out / "pruning.csv", prune)
-    report.write_csv(out / "wilcoxon.csv", [row for r in refs for row in tests[r]])
-    report.write_csv(out / "ranks.csv", report.rank_rows(grouped, scope_list, methods))
+    report.write_csv(named("problem_summary", "csv"), summary)
+    report.write_csv(named("pruning", "csv"), prune)
+    report.write_csv(named("wilcoxon", "csv"), [row for r in refs for row in tests[r]])
+    report.write_csv(named("ranks", "csv"), report.rank_rows(grouped, scope_list, methods))
     report.write_csv(
-        out / "runs_summary.csv",
+        named("runs_summary", "csv"),
         [
             {
                 "problem": pn,
@@ -427,8 +443,9 @@ def write_report(
             for (pn, m, s), sc in sorted(scored.items())
         ],
     )
-    curves = figures.suite_figure(out / "regret_vs_cost.png", scored, problems, methods, seeds)
-    report.write_csv(out / "curves.csv", curves)
+    figure = named("regret_vs_cost", "png")
+    curves = figures.suite_figure(figure, scored, problems, methods, seeds)
+    report.write_csv(named("curves", "csv"), curves)
 
     groups = scope_list[1:]
     counts = ", ".join(f"{sum(p.group == g for p in problems)} {g}" for g in groups)
@@ -577,8 +594,8 @@ def write_report(
             logs[f"{sc.run.method}: {report.shorten(msg)}"] += count
     notes += [f"- logged {count}x: `{msg}`" for msg, count in logs.most_common(8)]
     md += notes or ["None: no failed run, no capped run, every run has a COMPLETE trial."]
-    md += ["", "![median regret vs cost](regret_vs_cost.png)", ""]
-    path = out / "report.md"
+    md += ["", f"![median regret vs cost]({figure.name})", ""]
+    path = named("report", "md")
     path.write_text("\n".join(md))
     return path
 
@@ -690,6 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         skipped=skipped,
         failed=failed,
         beaten=beaten,
+        suffix=args.suffix,
     )
     print(f"report: {path}", flush=True)
     return 0

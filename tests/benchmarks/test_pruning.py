@@ -122,6 +122,27 @@ def _constructed(tmp_path: Path) -> tuple[Path, dict, list]:
     return path, scored, problems
 
 
+def test_a_suffix_writes_a_second_report_beside_the_first(tmp_path: Path) -> None:
+    first, scored, problems = _constructed(tmp_path)
+    before = first.read_text()
+    path = pruning.write_report(
+        tmp_path, scored, problems, METHODS[:2], SEEDS, ["rollout+hyperband"],
+        command="test", skipped={}, suffix="_20",
+    )  # fmt: skip
+    assert path == tmp_path / "report_20.md"
+    assert first.read_text() == before  # report.md is left as it was
+    for name in ("regret_vs_cost_20.png", "ranks_20.csv", "curves_20.csv", "wilcoxon_20.csv"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    text = path.read_text()
+    assert "![median regret vs cost](regret_vs_cost_20.png)" in text
+    assert "Optuna TPE + Median" not in text  # the second report's own methods
+    with pytest.raises(ValueError, match="names a folder"):
+        pruning.write_report(
+            tmp_path, scored, problems, METHODS, SEEDS, [], command="t", skipped={},
+            suffix="/x",
+        )  # fmt: skip
+
+
 def test_regret_counts_complete_trials_only_and_half_budget_counts_pruned_costs(
     tmp_path: Path,
 ) -> None:
