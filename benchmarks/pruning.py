@@ -141,7 +141,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(the value regrets are taken against), then exit",
     )
     parser.add_argument("--list", action="store_true", help="problems and methods, then exit")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if "/" in args.suffix or "\\" in args.suffix:
+        parser.error(f"--suffix {args.suffix!r} names a folder; it may only extend file names")
+    return args
 
 
 def package_ref() -> str:

@@ -141,6 +141,8 @@ def test_a_suffix_writes_a_second_report_beside_the_first(tmp_path: Path) -> Non
             tmp_path, scored, problems, METHODS, SEEDS, [], command="t", skipped={},
             suffix="/x",
         )  # fmt: skip
+    with pytest.raises(SystemExit):  # the command line says so before any run
+        pruning.parse_args(["--suffix", "../x"])
 
 
 def test_regret_counts_complete_trials_only_and_half_budget_counts_pruned_costs(
