@@ -244,7 +244,7 @@ def cap_problem(pols: Sequence[Policy]) -> Problem:
 
 def policy_run_scores(
     root: Path, problem: Problem, pol: Policy, seed: int, kappas: Sequence[float],
-    capped: Problem, score: Callable[[runner.Run, Problem, Problem, float], dict] | None = None,
+    capped: Problem, score: Callable[[runner.Run, Problem, Problem, float], dict] = scaled_car,
 ) -> dict[float, dict]:  # fmt: skip
     """kappa -> ``score`` (default :func:`scaled_car`) of the cached run of ``pol`` on
     ``problem`` at ``seed``, at every rate for a policy blind to the rate (fixed budgets, the
@@ -252,7 +252,6 @@ def policy_run_scores(
     run = cache.load_valid(root, pol.problem, pol.method, seed)
     if run is None:
         return {}
-    score = scaled_car if score is None else score
     rates = tuple(kappas) if pol.kappa is None else (pol.kappa,)
     return {kappa: score(run, problem, capped, kappa) for kappa in rates}
 
