@@ -3,13 +3,16 @@
     python -m benchmarks.pruning --seeds 10 --resume                  # every problem and method
     python -m benchmarks.pruning --tag before --problems yahpo-lcbench-189905-epochs --resume
     python -m benchmarks.pruning --tag before --report-only           # the report from the cache
-    python -m benchmarks.pruning --calibrate-live                     # the live problem's costs
+    python -m benchmarks.pruning --calibrate-live                     # the live MLP's costs
+    python -m benchmarks.pruning --calibrate-live --problems live-hgb-synth-rounds
     python -m benchmarks.pruning --list
 
 Problems (``benchmarks/problems/stepped.py``): YAHPO Gym lcbench (epochs 1..52) and
 rbv2_xgboost with the fixed gbtree space (trainsize rungs as steps 1, 3, 9, 27), which need the
-benchmark environment of ``benchmarks/problems/README_yahpo.md``, and a live scikit-learn MLP
-(27 ``partial_fit`` epochs on digits, CPU seconds reported); each also as ``<name>-b<x>``, the
+benchmark environment of ``benchmarks/problems/README_yahpo.md``, and two live scikit-learn
+problems with CPU seconds reported: an MLP (27 ``partial_fit`` epochs on digits, validation
+error) and gradient boosting (12 ``warm_start`` steps of 10 rounds on generated data,
+validation log loss); each also as ``<name>-b<x>``, the
 same with x times its budget (``-b2``: 80 full trials' cost, half budget at the usual 40). Methods
 (``benchmarks/harness/methods.py``, ``NAME+PRUNER``): by default the package's default sampler
 with Hyperband, with Median and without a pruner, TPE + Hyperband, TPE + Median, GPSampler +
@@ -19,7 +22,7 @@ step it reached (``benchmarks/harness/runner.py``); a trial starts while the fin
 spent less than the budget.
 
 Scores: the regret of the best COMPLETE trial (its last step's value minus f*, or the raw
-validation error of the live problem, whose optimum is unknown): a pruned trial has no final
+value of a live problem, whose optimum is unknown): a pruned trial has no final
 value. At half budget: the best COMPLETE trial among those whose cumulative cost, pruned
 trials' costs included, is within half the budget. Report: ranks within each (problem, seed)
 at the end and at half budget; paired Wilcoxon tests of ``rollout+hyperband`` and
@@ -124,8 +127,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         const=30,
         default=None,
         metavar="N",
-        help="measure N (default 30) random configurations of the live problem, write "
-        "live_calibration.md and exit",
+        help="measure N (default 30) random configurations of each live problem of "
+        "--problems (default: the MLP), write live_calibration.md (the MLP) or "
+        "live_calibration_hgb.md (the gradient boosting) and exit",
     )
     parser.add_argument(
         "--max-trials",
@@ -211,7 +215,7 @@ def near_repeats(sampler: Any, study: Any) -> dict[str, Any]:
 
 def cannot_run(name: str) -> str | None:
     """Why problem ``name`` cannot run in this environment (None if it can)."""
-    if stepped.base_name(name) == stepped.LIVE_NAME:
+    if stepped.base_name(name) in stepped.LIVE_NAMES:
         return None
     if importlib.util.find_spec("yahpo_gym") is None:
         return "yahpo_gym is not installed (benchmarks/problems/README_yahpo.md)"
@@ -224,32 +228,36 @@ def cannot_run(name: str) -> str | None:
     return None
 
 
-def calibrate_live(n: int, out: Path) -> Path:
-    """Run ``n`` random configurations of the live problem; write what a budget is 40x of."""
+def calibrate_live(n: int, out: Path, name: str = stepped.LIVE_NAME) -> Path:
+    """Run ``n`` random configurations of the live problem ``name``; write what a budget is
+    40x of (``live_calibration.md``; ``live_calibration_hgb.md`` for the gradient boosting)."""
+    problem = stepped.get_problem(name)
     start = time.perf_counter()
-    _, rows = stepped.calibrate_live(n)
+    _, rows = stepped.calibrate_live(n, name=name)
     full = rows[:, 1]
+    last = problem.steps[-1]
+    budget_const = "LIVE_BUDGET" if name == stepped.LIVE_NAME else "LIVE_HGB_BUDGET"
     lines = [
-        "# Live problem: cost of random configurations",
+        f"# Live problem {name}: cost of random configurations",
         "",
-        f"`python -m benchmarks.pruning --calibrate-live {n}`: {n} random configurations of "
-        f"`{stepped.LIVE_NAME}` (uniform in the unit box of the space, seed 0), 27 epochs each; "
-        "CPU seconds of each epoch's `partial_fit` and validation `score`, one BLAS thread. "
-        f"{report.versions_line(time.perf_counter() - start)}",
+        f"`python -m benchmarks.pruning --calibrate-live {n} --problems {name}`: {n} random "
+        f"configurations of `{name}` (uniform in the unit box of the space, seed 0), "
+        f"{last} steps each; CPU seconds of each step's training and validation, one "
+        f"thread. {report.versions_line(time.perf_counter() - start)}",
         "",
         "| quantity | value |",
         "|---|---|",
-        f"| mean CPU s of 27 epochs | {full.mean():.3f} |",
+        f"| mean CPU s of {last} steps | {full.mean():.3f} |",
         f"| min / median / max | {full.min():.3f} / {np.median(full):.3f} / {full.max():.3f} |",
-        f"| mean CPU s of epoch 1 | {rows[:, 0].mean():.4f} |",
+        f"| mean CPU s of step 1 | {rows[:, 0].mean():.4f} |",
         f"| 40 x mean (the budget rule of the YAHPO problems) | {40 * full.mean():.1f} |",
-        f"| budget in use (`stepped.LIVE_BUDGET`) | {stepped.LIVE_BUDGET:g} |",
-        f"| final validation error: min / median | {rows[:, 2].min():.4f} / "
-        f"{np.median(rows[:, 2]):.4f} |",
+        f"| budget in use (`stepped.{budget_const}`) | {problem.budget:g} |",
+        f"| final value: min / median | {rows[:, 2].min():.4f} / {np.median(rows[:, 2]):.4f} |",
         "",
     ]
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "live_calibration.md"
+    stem = "live_calibration" if name == stepped.LIVE_NAME else "live_calibration_hgb"
+    path = out / f"{stem}.md"
     path.write_text("\n".join(lines))
     return path
 
@@ -464,7 +472,8 @@ def write_report(
         "Regret: the last step's value of the best COMPLETE trial minus f* (YAHPO: the "
         "lower of the calibration's best known value and the best final value of any stored "
         "run of this benchmark, `benchmarks/results/pruning/best_known.json`; the live "
-        "problem: f* unknown, the raw validation error). "
+        "problems: f* unknown, the raw value: the MLP's validation error, the gradient "
+        "boosting's validation log loss). "
         + (
             f"**{beaten} runs beat that value and were scored 0: the table is stale.** "
             if beaten
@@ -513,7 +522,7 @@ def write_report(
         md += [
             f"## Mean regret, {'end of budget' if point == 'end' else 'half budget'}",
             "",
-            "Mean over seeds (regret; the live problem: validation error), and the average "
+            "Mean over seeds (regret; the live problems: the raw value), and the average "
             "rank within the problem in brackets.",
             "",
             "| method | " + " | ".join(p.name for p in problems) + " |",
@@ -617,7 +626,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("methods (default):", " ".join(methods_mod.PRUNING_METHODS))
         return 0
     if args.calibrate_live is not None:
-        print(f"wrote {calibrate_live(args.calibrate_live, RESULTS)}")
+        live = [n for n in args.problems or [stepped.LIVE_NAME] if n in stepped.LIVE_NAMES]
+        if not live:
+            raise SystemExit(f"--calibrate-live measures live problems: {stepped.LIVE_NAMES}")
+        for name in live:
+            print(f"wrote {calibrate_live(args.calibrate_live, RESULTS, name)}")
         return 0
     if args.update_best_known:
         everything = [stepped.get_problem(n) for n in stepped.problem_names()]
@@ -667,7 +680,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 resume=args.resume,
                 jobs=1,
                 fresh_process=True,
-                preload=["sklearn.neural_network", "benchmarks.problems.stepped"],
+                preload=[
+                    "sklearn.neural_network",
+                    "sklearn.ensemble",
+                    "benchmarks.problems.stepped",
+                ],
                 probe=near_repeats,
                 on_run=stamp,
             )

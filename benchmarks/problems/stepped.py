@@ -30,6 +30,18 @@ pruned trial is charged the cumulative cost it reached (``benchmarks/harness/run
   measure of sampler speed (``benchmarks/cheap_trials.py``), not of pruning. One BLAS
   thread, as every benchmark runs. Budget: 40 x the mean cost of a random configuration
   trained 27 epochs (:func:`calibrate_live`), as for YAHPO.
+- **Live scikit-learn gradient boosting** (:data:`LIVE_HGB_NAME`):
+  ``HistGradientBoostingClassifier`` (no early stopping) on the generated data of
+  ``benchmarks/problems/hpo.py``'s cheap-trials benchmark (``make_classification``, 4000 x 20,
+  10 informative features, 5 % flipped labels, 70/30 stratified split, seed 0), ``warm_start``
+  with 10 more boosting rounds per step, 12 steps (120 rounds); value = the validation **log
+  loss** after the step (continuous, so runs rarely tie, where the MLP's error moves in steps
+  of one validation example); cost = the CPU seconds of the step's ``fit`` and validation
+  ``predict_proba``. Its cost grows with the leaves (a 189-leaf configuration costs 3.6x a
+  9-leaf one). Added in the eighteenth session because the MLP saturates: every method is
+  within one validation example of the others by a third of its budget
+  (``benchmarks/results/pruning/better-half-live``). Budget: 40 x the mean cost of a random
+  configuration trained all 12 steps, as for the others.
 
 The YAHPO problems need the benchmark environment (``yahpo_gym``,
 ``benchmarks/problems/README_yahpo.md``) to run, not to be defined: a report can be rebuilt
@@ -81,6 +93,22 @@ LIVE_SPACE = (
     Param("lr", "float", 1e-4, 1e-1, log=True),
     Param("alpha", "float", 1e-6, 1e-1, log=True),
 )
+
+LIVE_HGB_NAME = "live-hgb-synth-rounds"
+LIVE_HGB_STEPS = 12
+LIVE_HGB_ROUNDS = 10  # boosting rounds per step
+# NOTE(live budget): 40 x the mean CPU seconds of 12 steps of a random configuration (the
+# sizing run, `python -m benchmarks.pruning --calibrate-live 30 --problems live-hgb-synth-rounds`,
+# benchmarks/results/pruning/live_calibration_hgb.md).
+LIVE_HGB_BUDGET = 35.0
+LIVE_HGB_SPACE = (
+    Param("learning_rate", "float", 1e-2, 1.0, log=True),
+    Param("max_leaf_nodes", "int", 4, 256, log=True),
+    Param("min_samples_leaf", "int", 1, 200, log=True),
+    Param("l2_regularization", "float", 1e-4, 10.0, log=True),
+    Param("max_features", "float", 0.1, 1.0),
+)
+LIVE_NAMES = (LIVE_NAME, LIVE_HGB_NAME)
 
 
 # -- YAHPO Gym ------------------------------------------------------------------------------
@@ -185,15 +213,83 @@ def live_problem(budget: float = LIVE_BUDGET) -> Problem:
     )
 
 
-def calibrate_live(n: int = 30, seed: int = 0) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """``n`` random configurations (uniform, log where the space is) run for 27 epochs: the
-    configurations and their (n, 3) rows of (first-epoch cost, full cost, final error)."""
+# -- the live gradient boosting ---------------------------------------------------------------
+
+
+@functools.cache
+def _synthetic() -> tuple[np.ndarray, ...]:
+    from benchmarks.problems.hpo import _synthetic as split_synthetic
+
+    return split_synthetic(4000, 20)  # X_tr (2800, 20), X_va (1200, 20), y_tr, y_va
+
+
+class HGBRounds:
+    """``HistGradientBoostingClassifier`` grown ``rounds`` boosting rounds per step
+    (``warm_start``): yields ``(step, validation log loss, cumulative CPU seconds)`` and grows
+    the next rounds only when asked."""
+
+    def __init__(self, steps: int = LIVE_HGB_STEPS, rounds: int = LIVE_HGB_ROUNDS) -> None:
+        self.steps = steps
+        self.rounds = rounds
+
+    def __call__(self, params: dict[str, Any]) -> Iterator[tuple[int, float, float]]:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+        from sklearn.metrics import log_loss
+
+        X_tr, X_va, y_tr, y_va = _synthetic()
+        model = HistGradientBoostingClassifier(
+            learning_rate=float(params["learning_rate"]),
+            max_leaf_nodes=int(params["max_leaf_nodes"]),
+            min_samples_leaf=int(params["min_samples_leaf"]),
+            l2_regularization=float(params["l2_regularization"]),
+            max_features=float(params["max_features"]),
+            max_iter=self.rounds,
+            early_stopping=False,
+            warm_start=True,
+            random_state=0,
+        )
+        spent = 0.0
+        for step in range(1, self.steps + 1):
+            begin = time.process_time()
+            model.set_params(max_iter=step * self.rounds)
+            model.fit(X_tr, y_tr)
+            loss = float(log_loss(y_va, model.predict_proba(X_va)))
+            spent += time.process_time() - begin
+            yield step, loss, spent
+
+
+def live_hgb_problem(budget: float = LIVE_HGB_BUDGET) -> Problem:
+    """The live gradient boosting with 12 steps of 10 rounds (see the module docstring)."""
+    curve = HGBRounds()
+    return Problem(
+        name=LIVE_HGB_NAME,
+        group="live",
+        budget=budget,
+        evaluator=LastStep(curve),
+        params=LIVE_HGB_SPACE,
+        description="scikit-learn HistGradientBoostingClassifier on generated data (4000 x 20), "
+        f"warm_start, {LIVE_HGB_ROUNDS} rounds per step, steps 1..{LIVE_HGB_STEPS}, "
+        "value = validation log loss, cost = CPU seconds of each step's fit and predict_proba",
+        curve_fn=curve,
+        steps=tuple(range(1, LIVE_HGB_STEPS + 1)),
+        max_trials=MAX_TRIALS,
+    )
+
+
+def calibrate_live(
+    n: int = 30, seed: int = 0, name: str = LIVE_NAME
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """``n`` random configurations (uniform, log where the space is) of the live problem
+    ``name`` run to its last step: the configurations and their (n, 3) rows of (first-step
+    cost, full cost, final value)."""
+    problem = get_problem(name)
+    assert problem.curve_fn is not None  # a problem with steps
     rng = np.random.default_rng(seed)
     configs: list[dict[str, Any]] = []
     rows = np.empty((n, 3))  # (n, 3)
     for k in range(n):
-        params = {p.name: p.from_unit(rng.uniform()) for p in LIVE_SPACE}
-        curve = list(MLPEpochs()(params))
+        params = {p.name: p.from_unit(rng.uniform()) for p in problem.params}
+        curve = list(problem.curve_fn(params))
         configs.append(params)
         rows[k] = (curve[0][2], curve[-1][2], curve[-1][1])
     return configs, rows
@@ -220,7 +316,7 @@ def problem_names() -> list[str]:
     return [
         *(f"yahpo-lcbench-{i}-epochs" for i in LCBENCH),
         *(f"yahpo-xgb-gbtree-{i}-trainsize" for i in XGB_GBTREE),
-        LIVE_NAME,
+        *LIVE_NAMES,
     ]
 
 
@@ -262,6 +358,8 @@ def get_problem(name: str, max_trials: int | None = None) -> Problem:
         return problem.variant(f"b{times:g}", budget=times * problem.budget)
     if name == LIVE_NAME:
         problem = live_problem()
+    elif name == LIVE_HGB_NAME:
+        problem = live_hgb_problem()
     elif name in problem_names() and name.endswith(("-epochs", "-trainsize")):
         problem = yahpo_problem(name.removesuffix("-epochs").removesuffix("-trainsize"))
     else:

@@ -83,6 +83,48 @@ def test_the_live_curve_trains_one_epoch_per_step() -> None:
     assert first[2][1] < 0.9  # it learns (10 classes: chance is 0.9)
 
 
+def test_the_live_gradient_boosting_is_a_live_problem_with_twelve_steps() -> None:
+    hgb = stepped.get_problem(stepped.LIVE_HGB_NAME)
+    assert stepped.LIVE_HGB_NAME in stepped.problem_names()
+    assert hgb.steps == tuple(range(1, 13)) and hgb.group == "live" and hgb.f_star is None
+    assert hgb.budget == stepped.LIVE_HGB_BUDGET and hgb.max_trials == stepped.MAX_TRIALS
+    assert pruning.cannot_run(stepped.LIVE_HGB_NAME) is None  # needs no yahpo_gym
+    assert hgb.fingerprint != stepped.get_problem(stepped.LIVE_NAME).fingerprint
+
+
+def test_the_live_gradient_boosting_grows_ten_rounds_a_step_as_a_fresh_fit_would() -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import log_loss
+
+    params = {
+        "learning_rate": 0.1,
+        "max_leaf_nodes": 8,
+        "min_samples_leaf": 20,
+        "l2_regularization": 1e-3,
+        "max_features": 1.0,  # no feature subsampling: warm_start equals a fresh fit
+    }
+    first = list(itertools.islice(stepped.HGBRounds()(params), 3))  # three steps, not 12
+    assert [s for s, _, _ in first] == [1, 2, 3]
+    costs = [c for _, _, c in first]
+    assert 0.0 < costs[0] < costs[1] < costs[2]
+    X_tr, X_va, y_tr, y_va = stepped._synthetic()
+    fresh = HistGradientBoostingClassifier(
+        learning_rate=0.1, max_leaf_nodes=8, min_samples_leaf=20, l2_regularization=1e-3,
+        max_iter=30, early_stopping=False, random_state=0,
+    ).fit(X_tr, y_tr)  # fmt: skip
+    assert first[2][1] == pytest.approx(log_loss(y_va, fresh.predict_proba(X_va)), rel=1e-9)
+    assert first[2][1] < first[0][1] < math.log(2.0)  # it learns (two classes: chance is ln 2)
+
+
+def test_calibrate_live_measures_the_named_live_problem_only(tmp_path: Path) -> None:
+    path = pruning.calibrate_live(2, tmp_path, stepped.LIVE_HGB_NAME)
+    text = path.read_text()
+    assert path.name == "live_calibration_hgb.md" and "12 steps each" in text
+    assert f"| budget in use (`stepped.LIVE_HGB_BUDGET`) | {stepped.LIVE_HGB_BUDGET:g} |" in text
+    with pytest.raises(SystemExit, match="measures live problems"):
+        pruning.main(["--calibrate-live", "2", "--problems", LCBENCH])
+
+
 # -- the report on constructed runs ---------------------------------------------------------
 
 
