@@ -41,6 +41,18 @@ def _pyplot() -> Any:
     return plt
 
 
+def panel_grid(n: int, most_columns: int = 4) -> tuple[int, int, bool]:
+    """``(rows, columns, legend_outside)`` for ``n`` problem panels: at most ``most_columns``
+    a row and never more columns than panels (one problem gets one full-size panel, not a
+    quarter of an empty row); the legend goes in the spare cells of the last row, or beside
+    the panels when no cell is spare."""
+    if n < 1:
+        raise ValueError(f"a figure needs at least one panel, got {n}")
+    ncols = min(most_columns, n)
+    nrows = math.ceil(n / ncols)
+    return nrows, ncols, nrows * ncols == n
+
+
 def suite_figure(
     path: Path,
     scored: dict[tuple[str, str, int], Scored],
@@ -81,8 +93,7 @@ def suite_figure(
     plt = _pyplot()
     if plt is None:
         return rows
-    ncols = 4
-    nrows = math.ceil(len(problems) / ncols)
+    nrows, ncols, legend_outside = panel_grid(len(problems))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False)
     cmap = plt.get_cmap("tab20")
     for ax, p in zip(axes.flat, problems, strict=False):
@@ -101,12 +112,18 @@ def suite_figure(
     for ax in list(axes.flat)[len(problems) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", fontsize=8, ncol=2, frameon=False)
+    if legend_outside:
+        fig.legend(
+            handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+            frameon=False,
+        )  # fmt: skip
+    else:
+        fig.legend(handles, labels, loc="lower right", fontsize=8, ncol=2, frameon=False)
     fig.suptitle(
         f"median regret (clipped at 1e-6) vs cumulative cost, {len(seeds)} seeds", fontsize=10
     )
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(path, dpi=70)
+    fig.savefig(path, dpi=70, bbox_inches="tight")  # tight: keeps a legend beside the panels
     plt.close(fig)
     return rows
 
