@@ -228,6 +228,13 @@ def cannot_run(name: str) -> str | None:
     return None
 
 
+LIVE_CALIBRATION = {
+    stepped.LIVE_NAME: ("live_calibration", "LIVE_BUDGET"),
+    stepped.LIVE_HGB_NAME: ("live_calibration_hgb", "LIVE_HGB_BUDGET"),
+}
+"""Live problem -> (the calibration file's stem, the name of its budget in ``stepped``)."""
+
+
 def calibrate_live(n: int, out: Path, name: str = stepped.LIVE_NAME) -> Path:
     """Run ``n`` random configurations of the live problem ``name``; write what a budget is
     40x of (``live_calibration.md``; ``live_calibration_hgb.md`` for the gradient boosting)."""
@@ -236,7 +243,7 @@ def calibrate_live(n: int, out: Path, name: str = stepped.LIVE_NAME) -> Path:
     _, rows = stepped.calibrate_live(n, name=name)
     full = rows[:, 1]
     last = problem.steps[-1]
-    budget_const = "LIVE_BUDGET" if name == stepped.LIVE_NAME else "LIVE_HGB_BUDGET"
+    stem, budget_const = LIVE_CALIBRATION[name]
     lines = [
         f"# Live problem {name}: cost of random configurations",
         "",
@@ -256,7 +263,6 @@ def calibrate_live(n: int, out: Path, name: str = stepped.LIVE_NAME) -> Path:
         "",
     ]
     out.mkdir(parents=True, exist_ok=True)
-    stem = "live_calibration" if name == stepped.LIVE_NAME else "live_calibration_hgb"
     path = out / f"{stem}.md"
     path.write_text("\n".join(lines))
     return path

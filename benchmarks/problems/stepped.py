@@ -61,6 +61,7 @@ import warnings
 
 import numpy as np
 
+from benchmarks.harness.problem import Curve
 from benchmarks.harness.problem import LastStep
 from benchmarks.harness.problem import Param
 from benchmarks.harness.problem import Problem
@@ -196,21 +197,31 @@ class MLPEpochs:
             yield epoch, error if math.isfinite(error) else 1.0, spent
 
 
-def live_problem(budget: float = LIVE_BUDGET) -> Problem:
-    """The live MLP on digits with 27 epochs as steps (see the module docstring)."""
-    curve = MLPEpochs()
+def _live(
+    name: str, curve: Curve, params: tuple[Param, ...], n_steps: int, budget: float,
+    description: str,
+) -> Problem:  # fmt: skip
+    """A live problem: steps 1..``n_steps`` of ``curve``, group "live", no f*."""
     return Problem(
-        name=LIVE_NAME,
+        name=name,
         group="live",
         budget=budget,
         evaluator=LastStep(curve),
-        params=LIVE_SPACE,
-        description="scikit-learn MLPClassifier on digits, partial_fit epochs 1..27, "
-        "cost = CPU seconds of each epoch's fit and score",
+        params=params,
+        description=description,
         curve_fn=curve,
-        steps=tuple(range(1, LIVE_EPOCHS + 1)),
+        steps=tuple(range(1, n_steps + 1)),
         max_trials=MAX_TRIALS,
     )
+
+
+def live_problem(budget: float = LIVE_BUDGET) -> Problem:
+    """The live MLP on digits with 27 epochs as steps (see the module docstring)."""
+    return _live(
+        LIVE_NAME, MLPEpochs(), LIVE_SPACE, LIVE_EPOCHS, budget,
+        "scikit-learn MLPClassifier on digits, partial_fit epochs 1..27, "
+        "cost = CPU seconds of each epoch's fit and score",
+    )  # fmt: skip
 
 
 # -- the live gradient boosting ---------------------------------------------------------------
@@ -260,20 +271,12 @@ class HGBRounds:
 
 def live_hgb_problem(budget: float = LIVE_HGB_BUDGET) -> Problem:
     """The live gradient boosting with 12 steps of 10 rounds (see the module docstring)."""
-    curve = HGBRounds()
-    return Problem(
-        name=LIVE_HGB_NAME,
-        group="live",
-        budget=budget,
-        evaluator=LastStep(curve),
-        params=LIVE_HGB_SPACE,
-        description="scikit-learn HistGradientBoostingClassifier on generated data (4000 x 20), "
+    return _live(
+        LIVE_HGB_NAME, HGBRounds(), LIVE_HGB_SPACE, LIVE_HGB_STEPS, budget,
+        "scikit-learn HistGradientBoostingClassifier on generated data (4000 x 20), "
         f"warm_start, {LIVE_HGB_ROUNDS} rounds per step, steps 1..{LIVE_HGB_STEPS}, "
         "value = validation log loss, cost = CPU seconds of each step's fit and predict_proba",
-        curve_fn=curve,
-        steps=tuple(range(1, LIVE_HGB_STEPS + 1)),
-        max_trials=MAX_TRIALS,
-    )
+    )  # fmt: skip
 
 
 def calibrate_live(
