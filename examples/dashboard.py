@@ -11,7 +11,7 @@ in optuna-dashboard and what to look at there:
   ``cost_remaining``, updated after every trial;
 - the study page shows a "Best value vs cumulative cost" chart, which the sampler keeps
   current by itself whenever optuna-dashboard and plotly are installed and the storage is not
-  in memory (``CostRolloutSampler(dashboard_chart=...)`` turns it on or off).
+  in memory.
 
 Start the dashboard while the study runs (from another terminal) to see the chart move, or
 afterwards. ``--serve`` starts it from this script once the study is done.

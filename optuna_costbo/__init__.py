@@ -12,6 +12,6 @@ from optuna_costbo.pruner import CostBudgetPruner
 from optuna_costbo.sampler import CostRolloutSampler
 
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["CostBudgetPruner", "CostRolloutSampler", "Ledger", "__version__", "report_cost"]

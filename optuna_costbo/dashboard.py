@@ -67,7 +67,8 @@ def update_dashboard(
         state: The finishing trial's state. Required with ``trial``.
         values: The finishing trial's values (``None`` unless COMPLETE).
         cost_unit: The unit of the costs on the cost axis (``"$"``, ``"kWh"``). ``None``:
-            ``"s"`` when every cost was measured wall-clock time, else no unit.
+            the study user attr ``cost_unit`` if set, else ``"s"`` when every cost was
+            measured wall-clock time, else no unit.
 
     Returns:
         ``True`` if the chart was saved, ``False`` otherwise.

@@ -72,14 +72,10 @@ class CostProgressBar:
             user attr (stored by :class:`~optuna_costbo.CostRolloutSampler`) at the first call.
         cost_attr: The trial user attr holding each trial's cost (the sampler's
             ``cost_attr``).
-        charge_sampler_time: Count the sampler's own time, as the sampler option of the same
-            name; pass the sampler's value so that the bar shows the sampler's ledger.
-            ``None`` (default), as the sampler's default: counted when the trials' costs are
-            measured wall-clock time, not when the objective reports them or a ``cost_fn``
-            gives them.
         unit: The unit printed after the numbers (``"$"``, ``"kWh"``; ``""`` for none).
-            ``None`` (default): ``"s"`` when the trials' costs are measured wall-clock time,
-            none when the objective reports them or a ``cost_fn`` gives them.
+            ``None`` (default): the study user attr ``cost_unit`` if set, else ``"s"`` when
+            the trials' costs are measured wall-clock time, none when the objective reports
+            them or a ``cost_fn`` gives them.
         desc: Text in front of the bar.
         file: Where tqdm writes; default ``sys.stderr``. Works on a non-tty (log files, CI):
             each state is written once.
@@ -121,7 +117,6 @@ class CostProgressBar:
         budget: float | None = None,
         *,
         cost_attr: str = "cost",
-        charge_sampler_time: bool | None = None,
         unit: str | None = None,
         desc: str = "Cost",
         file: IO[str] | None = None,
@@ -135,7 +130,6 @@ class CostProgressBar:
             ) from exc
         self._budget = None if budget is None else validate_budget(budget)
         self._cost_attr = cost_attr
-        self._charge_sampler_time = charge_sampler_time
         self._unit = unit
         self._desc = desc
         self._file = file
@@ -177,8 +171,9 @@ class CostProgressBar:
                         "CostRolloutSampler); pass CostProgressBar(budget=...)"
                     )
             trials = storage_trials(study)  # the one storage read per update
-            charged = charges_sampler_time(self._charge_sampler_time, False, trials)
-            ledger = compute_ledger(trials, self._budget, self._cost_attr, bool(charged))
+            ledger = compute_ledger(
+                trials, self._budget, self._cost_attr, charges_sampler_time(trials)
+            )
             self.spent = ledger.spent
             self.n_trials = ledger.n_finished
             if len(study.directions) == 1:
@@ -189,7 +184,8 @@ class CostProgressBar:
             postfix["trials"] = self.n_trials
             position = min(ledger.spent, self._budget)
             if self._bar is None:
-                unit = _cost_unit(trials, self._cost_attr, self._unit)
+                attrs = study._storage.get_study_user_attrs(study._study_id)
+                unit = _cost_unit(trials, self._cost_attr, self._unit, attrs)
                 self._open(position, postfix, unit)  # tqdm draws the first state itself
             else:
                 self._bar.set_postfix(postfix, refresh=False)

@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 
 from optuna_costbo._ledger import charge_and_sum
 from optuna_costbo._ledger import charged_cost
-from optuna_costbo._ledger import measured_costs
+from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
@@ -49,10 +49,6 @@ class CostBudgetPruner(BasePruner):
             the trial is pruned if either says so (a wrapped ``MedianPruner`` only at
             informative steps, see ``informative_steps``).
         cost_attr: Name of the trial user attr that carries reported costs.
-        charge_sampler_time: Count the sampler's own time, as the sampler option of the same name.
-            ``None`` (default), as the sampler's default: counted when the trials' costs are
-            measured wall-clock time, not when the objective reports them or a ``cost_fn``
-            gives them.
         informative_steps: Obey the wrapped pruner only at steps that inform: where the
             values at the step (the latest report at or before it) of the better half of
             the study's COMPLETE trials (the best n // 2 of n by final value, the trials a
@@ -89,7 +85,6 @@ class CostBudgetPruner(BasePruner):
         *,
         wrapped_pruner: BasePruner | None = None,
         cost_attr: str = "cost",
-        charge_sampler_time: bool | None = None,
         informative_steps: bool | None = None,
     ) -> None:
         # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written
@@ -114,7 +109,6 @@ class CostBudgetPruner(BasePruner):
             )
         self._wrapped = wrapped_pruner
         self._cost_attr = cost_attr
-        self._charge_sampler_time = charge_sampler_time
         self._informative = (
             isinstance(wrapped_pruner, MedianPruner)
             if informative_steps is None
@@ -133,9 +127,7 @@ class CostBudgetPruner(BasePruner):
         if budget is None:
             return False
         trials = storage_trials(study) if trials is None else trials
-        charged = self._charge_sampler_time
-        if charged is None:
-            charged = bool(measured_costs(trials))
+        charged = charges_sampler_time(trials)
         ledger = charge_and_sum(study, trials, budget, self._cost_attr, charged)
         own = charged_cost(trial, self._cost_attr, charged)
         return ledger.spent + own > budget

@@ -33,12 +33,8 @@ from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
-from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._optuna_compat import store_constraints
-from optuna_costbo._sampler import DEFAULT_SHARE
 from optuna_costbo._sampler import ChartSchedule
-from optuna_costbo._sampler import EffortRule
-from optuna_costbo._sampler import IndependentSampling
 from optuna_costbo._sampler import StopRule
 from optuna_costbo._sampler import Suggester
 from optuna_costbo._sampler import TrialBook
@@ -49,7 +45,6 @@ from optuna_costbo._sampler import check_single_objective
 from optuna_costbo._sampler import check_stopping
 from optuna_costbo._sampler import end_if_spent
 from optuna_costbo._sampler import record_stop
-from optuna_costbo._sampler import startup_count
 from optuna_costbo._sampler import stop
 from optuna_costbo._sampler import stop_reason
 from optuna_costbo.progress import hint_cost_progress_bar
@@ -65,17 +60,24 @@ class CostRolloutSampler(BaseSampler):
     """Cost-aware Bayesian optimization that stops the study when its cost budget is spent.
 
     Each trial's cost is the user attr ``cost_attr`` if the objective reports one (money,
-    energy, simulated seconds; see :func:`optuna_costbo.report_cost`), else the trial's
-    wall-clock duration less the sampler's own time. The ledger (budget, spent, remaining) is
-    recomputed from storage and stored as study user attrs, so several workers sharing a
-    study share one budget. Once the spent cost reaches ``budget``, ``study.optimize`` returns
-    by itself; trials that a worker starts after that are pruned at their first suggestion.
+    energy, simulated seconds; see :func:`optuna_costbo.report_cost`), else ``cost_fn`` of its
+    parameters if given, else its measured wall-clock time. The ledger (budget, spent,
+    remaining) is recomputed from storage and stored as study user attrs, so several workers
+    sharing a study share one budget. Once the spent cost reaches ``budget``,
+    ``study.optimize`` returns by itself; trials that a worker starts after that are pruned at
+    their first suggestion. With measured wall-clock costs the sampler's own time counts too
+    (the budget is then the study's wall clock); full suggestions take at most a tenth of it,
+    beyond that a quick one (the last fitted hyperparameters, EI-cool on 512 candidates).
 
     After ``n_startup_trials`` quasi-random (scrambled Sobol) trials, a Gaussian process with a
     Matern-5/2 ARD kernel models the objective, a second one models log(cost), and the chosen
     acquisition is maximized over the encoded search space (floats, log floats, integers,
-    steps, one-hot categoricals). Parameters outside the search space shared by all completed
-    trials (conditional or dynamic ones) are sampled by ``independent_sampler``.
+    steps, one-hot categoricals; conditional parameters are modelled, see docs/concepts.md).
+    Parameters whose range changes between trials, and those no completed trial has asked
+    for yet, are sampled by ``independent_sampler``.
+
+    The same seed gives the same suggestions when costs are reported or come from ``cost_fn``;
+    measured wall-clock costs vary from run to run, and so do the suggestions made from them.
 
     Example:
 
@@ -94,99 +96,63 @@ class CostRolloutSampler(BaseSampler):
 
 
             study = optuna.create_study(sampler=CostRolloutSampler(budget=2.0, seed=0))
-            study.optimize(objective)  # no n_trials: returns once 2 s of trial time are spent
+            study.optimize(objective)  # no n_trials: returns once 2 s are spent
 
     Args:
         budget: Total budget in cost units (seconds by default). A positive finite number, or
             ``None`` with ``value_per_cost``: the stopping rule alone ends the study.
-        acquisition: ``"rollout"`` (default: the nonmyopic CMDP rollout, which rolls out
-            EI per unit cost and then EI over the remaining budget and values each point per
-            unit of the budget its trajectories consume; the best average rank at the end of
-            the budget on the package's benchmark suite), ``"eipu"`` (EI per unit predicted
-            cost, myopic and about half the suggestion time), ``"rollout-paper"`` (the
-            paper's estimator as published: cost enters only when the budget cuts a
-            trajectory short), ``"ei"`` (log expected improvement, ignores cost) or
-            ``"ei-cool"`` (EI / cost^alpha with alpha = remaining budget over total budget:
-            cost-aware early, plain EI late).
+        acquisition: ``"rollout"`` (default): the nonmyopic CMDP rollout of Lee et al. (UAI
+            2021), which rolls out EI per unit cost and then EI over the remaining budget and
+            values each plan per unit of the budget it consumes, cooled as EI-cool; first on
+            the benchmark suite at the end and at half budget (docs/benchmarks.md).
+            ``"rollout-paper"``: the paper's estimator as published (cost enters only when
+            the budget cuts a trajectory short). ``"eipu"``: EI per unit predicted cost,
+            myopic and about half the suggestion time. ``"ei-cool"``: EI / cost^alpha with
+            alpha = remaining / total budget. ``"ei"``: log expected improvement, ignoring
+            cost.
         horizon: Rollout steps h (``None``: 2). Read by the rollouts only; given with another
             acquisition it draws a ``UserWarning``.
-        n_samples: Quasi-Monte Carlo trajectories per candidate (``None``: 64). Read by the
-            rollouts only; given with another acquisition it draws a ``UserWarning``.
         cost_fn: A known cost, used instead of a fitted cost model and charged to the budget
             when the objective reports none: ``cost_fn(params) -> float``, or, for costs that
             depend on where you come from (moving sensors, reconfiguring a machine),
             ``cost_fn(params, previous_params) -> float`` with ``previous_params`` the
             parameters of the latest earlier trial (``None`` for the first). Values must be
             finite and non-negative.
+        cost_attr: Name of the trial user attr holding a trial's cost. The objective may set
+            it; otherwise the sampler records the cost there, where optuna-dashboard shows
+            and sorts it.
         n_startup_trials: Quasi-random trials before the models take over; ``None`` means
             ``number of parameters + 1``, at least 4, but at most a third of the trials the
-            budget is predicted to buy (at least 3). They count against the budget.
-        cost_attr: Name of the trial user attr holding a trial's cost. The objective may set
-            it; otherwise the sampler records the measured wall-clock cost there, where
-            optuna-dashboard shows and sorts it.
+            budget is predicted to buy (at least ``number of parameters + 1``, at least 3).
+            They count against the budget.
         seed: Seed for all of the sampler's randomness.
         independent_sampler: Sampler for parameters outside the relative search space;
-            defaults to :class:`~optuna.samplers.RandomSampler`.
-        warn_independent_sampling: Log a warning when a parameter is sampled independently
-            after the startup trials.
-        charge_sampler_time: Whether the sampler's own computation time counts against the
-            budget. ``None`` (default): it does when the cost is measured wall-clock (no
-            ``cost_fn`` and the objective reports no cost), so that the budget is the wall
-            clock of the whole study; not when costs are reported or come from ``cost_fn``.
-            ``True`` or ``False`` force it. While it counts, each suggestion's effort is
-            chosen against the trials' time (``max_sampler_share``).
-        max_sampler_share: While the sampler's time counts: the share of the wall-clock that
-            full suggestions (model fits and the chosen acquisition) may take, in (0, 1].
-            Beyond it, suggestions take the quick route (the last fitted hyperparameters, EI
-            on a candidate set, a few milliseconds). ``1.0`` always takes the full route.
+            defaults to :class:`~optuna.samplers.RandomSampler`. Each such parameter is
+            logged at WARNING after the start-up trials, as Optuna's samplers do.
         deterministic_objective: Whether the objective returns the same value for the same
             parameters. ``True`` holds the objective model's noise at its floor instead of
-            fitting it, as Optuna's ``GPSampler(deterministic_objective=True)``. Whatever the
-            setting, the sampler never proposes parameters that a finished or running trial
-            already has while any other configuration is left (with a deterministic objective
-            a repeat is wasted budget; with a noisy one EI rarely asks for an exact repeat).
-        dashboard_chart: Keep a "Best value vs cumulative cost" chart for optuna-dashboard
-            up to date: redrawn after a trial at most every 2 seconds, and when the budget is
-            spent. ``None`` (default): when optuna-dashboard and plotly are installed and the
-            storage is not in memory. ``True`` without them raises ``ImportError``.
-        cost_unit: The unit of reported costs (``"$"``, ``"kWh"``) on the dashboard chart's
-            cost axis. ``None`` (default): ``"s"`` when costs are measured wall-clock time,
-            else no unit. (The progress bar and the plots take their own ``unit`` and
-            ``cost_unit``.)
-        prefetch: Compute the next suggestion while the current trial runs, with it as a
-            pending point, so that on trials longer than a suggestion its time is hidden.
-            Sequential runs stay deterministic for a seed, but differ from runs without it
-            (the next point is chosen before the current trial's value is known). Only with
-            one worker thread and no state-dependent ``cost_fn``; see docs/concepts.md.
-        value_per_cost: The objective units one cost unit is worth (your exchange rate: "an
-            error 0.001 lower is worth 10 more seconds" is ``1e-4``). With it, the study stops
-            as soon as no point's expected improvement is worth its predicted cost
-            (``max EI / c < value_per_cost``), or when the budget is spent, whichever comes
-            first; the trial that would have run is pruned and costs nothing. Checked on every
-            full suggestion; see :meth:`stop_reason` and docs/stopping.md. With six or more
-            parameters the rule may stop soon after the start-up design (its first model has
-            d + 1 points); ``n_startup_trials=2 * (d + 1)`` delays it (docs/stopping.md,
-            "The package as it ships"). Like any model-based rule it can stop before finding a
-            narrow basin no trial has touched ("The synthetic problems at 10 seeds"); a budget
-            without ``value_per_cost`` never stops early.
+            fitting it, as Optuna's ``GPSampler(deterministic_objective=True)``. Either way
+            the sampler never proposes parameters that a finished or running trial already
+            has while any other configuration is left.
         constraints_func: Optuna's constraints: ``constraints_func(trial) -> Sequence[float]``
             after each COMPLETE or PRUNED trial, feasible when every value is <= 0, stored as
             Optuna's samplers store them (``study.best_trial`` respects them). A GP models
             each constraint and every acquisition, the rollout's trajectories included, is
-            weighted by the probability of feasibility; until a trial is feasible the sampler
-            looks for feasibility. Infeasible trials are charged as any other.
-        pruned_trials: How a trial a pruner stopped informs the objective model.
-            ``"censored"`` (default): a censored observation, known only to be no better than
-            its last report plus the largest move of any completed learning curve from that
-            step to its end, and taken at the mean of a GP of the completed trials given that
-            bound. ``"impute"``: an exact observation at its last report plus the median move
-            of the completed curves. ``"curves"``: a noisy observation of its final value,
-            measured from its own reports by a freeze-thaw learning-curve GP over steps (the
-            measurement's variance grows the earlier the trial stopped). Chosen on the
-            pruning benchmark's tuning problems and checked on held-out ones
-            (docs/pruning.md). Without pruning all are the same. Whatever the route, once
-            trials were pruned every acquisition is weighted by the probability that a trial
-            completes (a GP of the trials' completion): only a completed trial can be best.
+            weighted by the probability of feasibility. Infeasible trials are charged as any
+            other.
+        value_per_cost: The objective units one cost unit is worth (your exchange rate: "an
+            error 0.001 lower is worth 10 more seconds" is ``1e-4``). With it, the study stops
+            as soon as no point's expected improvement is worth its predicted cost
+            (``max EI / c < value_per_cost``, EI discounted by how far the model's earlier
+            expectations were met), or when the budget is spent, whichever comes first; the
+            trial that would have run is pruned and costs nothing. See :meth:`stop_reason`
+            and docs/stopping.md.
+
+    A trial a pruner stopped after reporting is a censored observation of its final value,
+    and every acquisition is then weighted by the probability that a trial completes
+    (docs/pruning.md). The unit of the costs, for the dashboard chart, the progress bar and
+    the plots, is the study user attr ``cost_unit`` when set
+    (``study.set_user_attr("cost_unit", "$")``); else seconds for measured costs.
     """
 
     def __init__(
@@ -195,79 +161,43 @@ class CostRolloutSampler(BaseSampler):
         *,
         acquisition: str = "rollout",
         horizon: int | None = None,
-        n_samples: int | None = None,
         cost_fn: Callable[..., float] | None = None,
-        n_startup_trials: int | None = None,
         cost_attr: str = "cost",
+        n_startup_trials: int | None = None,
         seed: int | None = None,
         independent_sampler: BaseSampler | None = None,
-        warn_independent_sampling: bool = True,
-        charge_sampler_time: bool | None = None,
-        max_sampler_share: float = DEFAULT_SHARE,
-        dashboard_chart: bool | None = None,
         deterministic_objective: bool = False,
-        cost_unit: str | None = None,
-        prefetch: bool = False,
-        value_per_cost: float | None = None,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
-        pruned_trials: str = "censored",
+        value_per_cost: float | None = None,
     ) -> None:
         check_stopping(budget, value_per_cost)
         if constraints_func is not None and not callable(constraints_func):
             raise ValueError(
                 f"constraints_func must be None or a callable, got {constraints_func!r}"
             )
+        check_options(
+            horizon=horizon, n_startup_trials=n_startup_trials, cost_attr=cost_attr, seed=seed
+        )
         self._constraints_func = constraints_func
         self._budget = math.inf if budget is None else validate_budget(budget)
-        check_options(
-            horizon=horizon,
-            n_samples=n_samples,
-            n_startup_trials=n_startup_trials,
-            cost_attr=cost_attr,
-            seed=seed,
-            charge_sampler_time=charge_sampler_time,
-            cost_unit=cost_unit,
-            prefetch=prefetch,
-            pruned_trials=pruned_trials,
-        )
-        self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
-        options = AcquisitionOptions(
-            horizon=2 if horizon is None else horizon,
-            n_samples=64 if n_samples is None else n_samples,
-        )
-        self._n_startup_trials = n_startup_trials
         self._cost_attr = cost_attr
-        self._seed = seed
-        self._charge = SamplerTimeCharge(charge_sampler_time, cost_fn is not None)
-        self._effort = EffortRule(max_sampler_share)
+        self._user_cost = UserCost(cost_fn) if cost_fn is not None else None
+        options = AcquisitionOptions() if horizon is None else AcquisitionOptions(horizon)
         self._suggester = Suggester(
             budget=self._budget,
             acquisition=make_acquisition(
-                acquisition,
-                options,
-                given=[
-                    n for n, v in (("horizon", horizon), ("n_samples", n_samples)) if v is not None
-                ],
+                acquisition, options, given=() if horizon is None else ("horizon",)
             ),
             cost_attr=cost_attr,
             n_startup_trials=n_startup_trials,
             user_cost=self._user_cost,
             deterministic=bool(deterministic_objective),
             seed=seed,
-            effort=self._effort,
-            charges_time=self._charges_time,
-            prefetch=bool(prefetch),
+            charge=SamplerTimeCharge(has_cost_fn=cost_fn is not None),
             stop_rule=StopRule(value_per_cost) if value_per_cost is not None else None,
-            pruned_trials=pruned_trials,
+            independent_sampler=independent_sampler,
         )
-        self._independent = IndependentSampling(
-            independent_sampler,
-            seed,
-            self._suggester.design,
-            warn=warn_independent_sampling,
-            owner=type(self).__name__,
-        )
-        self._chart = ChartSchedule(dashboard_chart, cost_attr=cost_attr, cost_unit=cost_unit)
+        self._chart = ChartSchedule(cost_attr)
         self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
 
     # -- public API -------------------------------------------------------------------------
@@ -280,7 +210,9 @@ class CostRolloutSampler(BaseSampler):
 
     def ledger(self, study: optuna.Study) -> Ledger:
         """The study's budget ledger, recomputed from storage now."""
-        return refresh_ledger(study, self._budget, self._cost_attr, self._charges_time(study))
+        return refresh_ledger(
+            study, self._budget, self._cost_attr, self._suggester.charges_time(study)
+        )
 
     def remaining_budget(self, study: optuna.Study) -> float:
         """Budget minus the cost of every finished trial of ``study`` (may be negative).
@@ -296,7 +228,6 @@ class CostRolloutSampler(BaseSampler):
 
     def reseed_rng(self) -> None:
         self._suggester.reseed()
-        self._independent.sampler.reseed_rng()
 
     # -- BaseSampler ------------------------------------------------------------------------
 
@@ -327,17 +258,11 @@ class CostRolloutSampler(BaseSampler):
         check_single_objective(study)
         check_distinct_choices(param_name, param_distribution)
         with self._book.timed(study, trial):
-            return self._independent.sample(
-                study,
-                trial,
-                param_name,
-                param_distribution,
-                startup_count(self._n_startup_trials, 1),
-            )
+            return self._suggester.sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         hint_cost_progress_bar(study)
-        self._independent.sampler.before_trial(study, trial)
+        self._suggester.before_trial(study, trial)
         self._chart.warm_imports(study)
         ledger = self.ledger(study)
         if stored_budget(study) != (self._budget if math.isfinite(self._budget) else None):
@@ -352,7 +277,7 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        self._independent.sampler.after_trial(study, trial, state, values)
+        self._suggester.after_trial(study, trial, state, values)
         # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
         # cost, the ledger and the chart are written, or another worker's fail_stale_trials
         # could fail a trial that finished fine.
@@ -369,7 +294,6 @@ class CostRolloutSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         seconds = self._book.finish(trial._trial_id)
-        self._suggester.pending.discard(trial._trial_id)
         error = record_finished_trial(
             study,
             trial,
@@ -377,10 +301,7 @@ class CostRolloutSampler(BaseSampler):
             cost_attr=self._cost_attr,
             user_cost=self._user_cost,
         )
-        charged = self._charges_time(study)
-        if charged:
-            with self._suggester.lock:
-                self._effort.record_finished(study._study_id, trial.datetime_start, seconds)
+        charged = self._suggester.trial_finished(study, trial, seconds)
         spent = store_ledger(study, self._budget, self._cost_attr, charged)
         self._chart.after_trial(
             study, spent, self._budget, trial=trial, state=state, values=values
@@ -394,14 +315,3 @@ class CostRolloutSampler(BaseSampler):
             store_constraints(self._constraints_func, study, trial, state)
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)
-
-    # -- a suggestion -----------------------------------------------------------------------
-
-    def _charges_time(
-        self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
-    ) -> bool:
-        """Whether the sampler's time counts against the budget of ``study``."""
-        return self._charge.resolve(
-            study._study_id,
-            (lambda: root_study(study).get_trials(deepcopy=False)) if trials is None else trials,
-        )

@@ -97,18 +97,13 @@ class CostAwareStopping:
             return
         bridge = SpaceBridge(space, activity)
         me = trials[-1] if trials else trial
-        snap = read_snapshot(
+        request = read_snapshot(
             trials,
             me,
             bridge,
             sign=minimize_sign(root),
             cost_attr=self._cost_attr,
             pending={},
-        )
-        if len(snap.y) < self._min_trials or not any(t.state in FINISHED_STATES for t in trials):
-            return
-        request = snap.request(
-            bridge.codec,
             remaining=np.inf,
             budget=np.inf,
             known_cost=None,
@@ -117,6 +112,10 @@ class CostAwareStopping:
             schedule=FitSchedule(),
             rate_needed=True,
         )
+        if len(request.y) < self._min_trials or not any(
+            t.state in FINISHED_STATES for t in trials
+        ):
+            return
         proposal = propose(request, self._eipu, self._rng)
         rate = proposal.best_log_rate
         self.last_rate = float(np.exp(rate)) if rate is not None else None

@@ -107,7 +107,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="costbo-dashboard-") as tmp:
         storage = f"sqlite:///{Path(tmp) / 'study.db'}"
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = CostRolloutSampler(budget=args.budget, seed=0, dashboard_chart=True)
+        sampler = CostRolloutSampler(budget=args.budget, seed=0)  # SQLite: the chart is kept
         study = optuna.create_study(
             study_name="cost-budget-demo", storage=storage, sampler=sampler
         )

@@ -29,7 +29,9 @@ Names:
   e.g. ``ours:acquisition=eipu``, ``rollout:charge_sampler_time=false``,
   ``eipu:max_sampler_share=0.05``, ``optuna-tpe:multivariate=true``. Values are read as int,
   float, ``true``/``false``/``none`` or else text. So benchmark-only variants of the sampler
-  are a name here, never a flag in the package;
+  are a name here, never a flag in the package: options that are not sampler parameters
+  (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``, ``dashboard_chart``) are
+  set on the sampler object through :mod:`.package_probes`;
 - any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
   new acquisition needs no change here; a name the installed package rejects is skipped
   with its error message (:func:`unavailable`);
@@ -316,13 +318,13 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
     import optuna
 
     if method.family == "ours":
+        from benchmarks.harness import package_probes
         from optuna_costbo import CostRolloutSampler
 
-        kwargs = {"budget": budget, **problem_options, **method.kwargs}
+        kwargs, internal = _sampler_kwargs({"budget": budget, **problem_options, **method.kwargs})
         sampler = CostRolloutSampler(**kwargs, seed=seed)
+        package_probes.apply_internal_options(sampler, internal)
         if method.kind:
-            from benchmarks.harness import package_probes
-
             getattr(package_probes, method.kind)(sampler)
         return sampler
     if method.family == "peer":
@@ -432,13 +434,29 @@ def make_pruner(method: Method, max_step: int) -> Any:
     return pruner
 
 
+def _sampler_kwargs(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` split into the sampler's parameters and the settings of one sampler object
+    (:data:`benchmarks.harness.package_probes.INTERNAL_OPTIONS`); a removed option raises
+    ``ValueError`` saying so."""
+    from benchmarks.harness import package_probes
+
+    if options.get("pruned_trials") == "censored":  # what the sampler always does now
+        options = {k: v for k, v in options.items() if k != "pruned_trials"}
+    for name, why in package_probes.REMOVED_OPTIONS.items():
+        if name in options:
+            raise ValueError(f"{name} was a sampler parameter: {why}")
+    internal = {k: v for k, v in options.items() if k in package_probes.INTERNAL_OPTIONS}
+    return {k: v for k, v in options.items() if k not in internal}, internal
+
+
 def unavailable(method: Method) -> str | None:
     """None if the method can run here, else why not (shown, and the method is skipped)."""
     if method.family == "ours":
         from optuna_costbo import CostRolloutSampler
 
         try:
-            CostRolloutSampler(**{"budget": 1.0, **method.kwargs})
+            kwargs, _ = _sampler_kwargs({"budget": 1.0, **method.kwargs})
+            CostRolloutSampler(**kwargs)
             if method.pruner.endswith(("-consult", "-finish50")):
                 make_pruner(method, 1)
         except (ValueError, TypeError) as exc:

@@ -15,8 +15,11 @@ Who uses what:
   spaces were modelled);
 - ``scale_quality.py``: :func:`set_fit_schedule` sets one sampler's ``FitSchedule``
   (``_numerics.policy``) and :func:`shipped_fit_schedule` reads the package's;
-- ``cheap_trials.py``: :func:`effort_counts` reads ``sampler._effort.counts(study_id)`` (full
-  and quick suggestions);
+- ``cheap_trials.py``: :func:`effort_counts` reads the suggester's effort counts (full and
+  quick suggestions);
+- ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
+  parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``,
+  ``dashboard_chart``), set on one sampler object, so those methods run as before;
 - ``gp_prior.py``: ``_numerics.gp.fit.fit_gp`` (its ``prior`` argument),
   ``_numerics.gp.prior`` (``log_prior``, ``LENGTHSCALE_PRIOR_WEIGHT``), ``_sampler.space``
   (``SpaceBridge``);
@@ -181,11 +184,62 @@ def gittins_index(sampler: Any) -> None:
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
     """Full and quick suggestions of a ``CostRolloutSampler`` run (cheap_trials.py's probe);
     ``{"n_full": -1, "n_quick": -1}`` for another sampler."""
-    effort = getattr(sampler, "_effort", None)
+    effort = getattr(getattr(sampler, "_suggester", None), "effort", None)
     if effort is None:
         return {"n_full": -1, "n_quick": -1}
     counts = effort.counts(study._study_id)
     return {"n_full": int(counts["full"]), "n_quick": int(counts["quick"])}
+
+
+INTERNAL_OPTIONS = ("charge_sampler_time", "max_sampler_share", "n_samples", "dashboard_chart")
+"""Method options that are settings of one sampler object, not parameters of the sampler."""
+
+REMOVED_OPTIONS = {
+    "prefetch": "removed in 0.2 with its code (CHANGELOG.md)",
+    "pruned_trials": "removed in 0.2: pruned trials are always censored observations",
+    "warn_independent_sampling": "removed in 0.2: the warning is always logged",
+    "cost_unit": "removed in 0.2: set the study user attr cost_unit",
+}
+"""Former sampler parameters whose methods cannot run any more; their cached runs still report."""
+
+
+class _Charge:
+    """A fixed answer to "is the sampler's time charged?" (``charge_sampler_time``)."""
+
+    def __init__(self, charged: bool) -> None:
+        self.charged = charged
+
+    def resolve(self, study_id: int, trials: Any) -> bool:
+        return self.charged
+
+
+def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
+    """Set :data:`INTERNAL_OPTIONS` on one ``CostRolloutSampler`` (only those given)."""
+    suggester = sampler._suggester
+    if "charge_sampler_time" in options and options["charge_sampler_time"] is not None:
+        suggester.charge = _Charge(bool(options["charge_sampler_time"]))
+    if "max_sampler_share" in options:
+        suggester.effort = importlib.import_module("optuna_costbo._sampler.effort").EffortRule(
+            float(options["max_sampler_share"])
+        )
+    if "n_samples" in options:
+        suggester.acquisition = dataclasses.replace(
+            suggester.acquisition, n_samples=int(options["n_samples"])
+        )
+    if options.get("dashboard_chart") is False:
+        sampler._chart.wanted = lambda study: False
+
+
+def without_chart(cls: Any, **kwargs: Any) -> Any:
+    """``cls(**kwargs)``, a ``CostRolloutSampler`` (of this package or an earlier one) that
+    keeps no optuna-dashboard chart: the storage benchmarks count the sampler's own traffic."""
+    import inspect
+
+    if "dashboard_chart" in inspect.signature(cls).parameters:  # packages before 0.2
+        return cls(**kwargs, dashboard_chart=False)
+    sampler = cls(**kwargs)
+    apply_internal_options(sampler, {"dashboard_chart": False})
+    return sampler
 
 
 def scrambled_rollout(horizon: int, n_samples: int, draws: Callable[..., Any]) -> Any:

@@ -86,12 +86,12 @@ def _measured_worker(spec: dict[str, Any]) -> dict[str, Any]:
                 hooks.add("after", time.perf_counter() - start)
 
     storage = CountingStorage(optuna.storages.get_storage(spec["url"]))
-    sampler = Sampler(
+    sampler = package_probes.without_chart(
+        Sampler,
         budget=1e12,
         seed=spec["seed"],
         acquisition=spec["acquisition"],
         n_startup_trials=10**9 if spec["stub_model"] else 4,
-        dashboard_chart=False,
     )
     study = optuna.load_study(study_name=spec["name"], storage=storage, sampler=sampler)
     study.optimize(objective, n_trials=1)  # warm-up
@@ -177,8 +177,8 @@ def measure_model_time(n_finished: int, acquisition: str, repeats: int) -> float
     ``n_finished`` finished trials, one process, read off a profile."""
     storage = optuna.storages.InMemoryStorage()
     fill_study(storage, "model", n_finished, 0)
-    sampler = CostRolloutSampler(
-        budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4, dashboard_chart=False
+    sampler = package_probes.without_chart(
+        CostRolloutSampler, budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4
     )
     study = optuna.load_study(study_name="model", storage=storage, sampler=sampler)
     profile = cProfile.Profile()

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import optuna
 
+from benchmarks.harness import package_probes
 from benchmarks.storage.studies import DIM
 from benchmarks.storage.studies import fill_study
 from benchmarks.storage.studies import objective_cost
@@ -22,8 +23,8 @@ from optuna_costbo import report_cost
 def measure_suggest(n_finished: int, n_running: int, acquisition: str, repeats: int) -> float:
     storage = optuna.storages.InMemoryStorage()
     fill_study(storage, "suggest", n_finished, n_running)
-    sampler = CostRolloutSampler(
-        budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4, dashboard_chart=False
+    sampler = package_probes.without_chart(
+        CostRolloutSampler, budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4
     )
     study = optuna.load_study(study_name="suggest", storage=storage, sampler=sampler)
     times = []

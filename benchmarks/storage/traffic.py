@@ -19,6 +19,7 @@ import uuid
 
 import optuna
 
+from benchmarks.harness import package_probes
 from benchmarks.storage.instruments import CountingStorage
 from benchmarks.storage.instruments import PhasedSampler
 from benchmarks.storage.instruments import Tally
@@ -64,8 +65,8 @@ def measure_traffic(
             count_sql(rdb.engine, wire)
             inner = optuna.storages.get_storage(rdb)  # Optuna's cache, as load_study(url) does
     storage = CountingStorage(inner, reply_bytes=wire if backend == "dask" else None)
-    sampler = PhasedSampler(
-        budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4, dashboard_chart=False
+    sampler = package_probes.without_chart(
+        PhasedSampler, budget=1e12, seed=0, acquisition=acquisition, n_startup_trials=4
     )
     study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
     study.optimize(objective, n_trials=2)  # warm-up: the first read loads every trial

@@ -25,6 +25,7 @@ __all__ = [
     "SKIPPED_ATTR",
     "SPENT_ATTR",
     "STOP_REASON_ATTR",
+    "UNIT_ATTR",
     "CostSource",
 ]
 
@@ -34,6 +35,7 @@ BUDGET_ATTR = "cost_budget"
 SPENT_ATTR = "cost_spent"
 REMAINING_ATTR = "cost_remaining"
 STOP_REASON_ATTR = "cost_stop_reason"  # why the study stopped (budget spent, not worth it)
+UNIT_ATTR = "cost_unit"  # set by the user: the unit of the costs ("$", "kWh"), for labels
 
 # Trial system attrs written by the sampler.
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"

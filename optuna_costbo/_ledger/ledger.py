@@ -291,6 +291,6 @@ def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
     ``cost_fn``); ``None`` before any trial has one."""
     for t in trials:
         source = t.system_attrs.get(COST_SOURCE_ATTR)
-        if source in (CostSource.REPORTED, CostSource.WALL_CLOCK):
+        if source in (CostSource.REPORTED, CostSource.COST_FN, CostSource.WALL_CLOCK):
             return bool(source == CostSource.WALL_CLOCK)
     return None

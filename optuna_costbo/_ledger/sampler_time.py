@@ -1,14 +1,17 @@
-"""Whether the sampler's own time counts against the budget (``charge_sampler_time``).
+"""Whether the sampler's own time counts against the budget: the one rule, used everywhere.
 
-By default (``None``) it does when costs are measured wall-clock time: the budget is then the
-wall clock of the whole study, the sampler's suggestions included. A study's costs are
-measured or reported from its first priced trial on (:func:`.ledger.measured_costs`).
+It counts exactly when the costs are the measured wall clock (no ``cost_fn``, and the objective
+reports no cost): the budget is then the wall clock of the whole study, suggestions included.
+A cost the objective reports, or one a ``cost_fn`` gives, is in the user's units, to which the
+sampler's seconds do not belong. A study's costs are measured or not from its first priced
+trial on (:func:`.ledger.measured_costs`); before that, they are taken as measured unless there
+is a ``cost_fn``. The sampler, :class:`~optuna_costbo.CostBudgetPruner` and
+:class:`~optuna_costbo.progress.CostProgressBar` all read the rule here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from collections.abc import Iterable
 from collections.abc import Sequence
 
 from optuna.trial import FrozenTrial
@@ -19,51 +22,38 @@ from optuna_costbo._ledger.ledger import measured_costs
 __all__ = ["SamplerTimeCharge", "charges_sampler_time"]
 
 
-def charges_sampler_time(
-    option: bool | None, has_cost_fn: bool, trials: Iterable[FrozenTrial]
-) -> bool | None:
-    """Whether the sampler's time counts against the budget; ``None`` while undecided.
-
-    ``option`` True or False is the user's choice. ``None`` (the default) charges it when the
-    cost is measured wall-clock: no ``cost_fn`` and the first finished trial with a recorded
-    cost has its wall-clock time recorded (not a cost the objective reported). Undecided
-    (``None``) before any trial has a recorded cost.
-    """
-    if option is not None:
-        return option
+def charges_sampler_time(trials: Sequence[FrozenTrial], has_cost_fn: bool = False) -> bool:
+    """Whether the sampler's time counts against the budget of the study of ``trials``."""
     if has_cost_fn:
         return False
-    return measured_costs(list(trials))
+    measured = measured_costs(trials)
+    return True if measured is None else measured
 
 
 class SamplerTimeCharge:
-    """The sampler's ``charge_sampler_time`` option, resolved per study and remembered.
+    """:func:`charges_sampler_time` per study, remembered once a priced trial decides it.
 
     Args:
-        option: The user's choice; ``None`` decides per study (:func:`charges_sampler_time`).
         has_cost_fn: Whether the sampler has a ``cost_fn`` (its costs are then never measured).
     """
 
-    def __init__(self, option: bool | None, has_cost_fn: bool) -> None:
-        self.option = option
+    def __init__(self, has_cost_fn: bool) -> None:
         self._has_cost_fn = has_cost_fn
-        self._known: dict[int, bool] = {}  # study id -> the resolved option
+        self._known: dict[int, bool] = {}  # study id -> the decided rule
 
     def resolve(
         self, study_id: int, trials: Callable[[], Sequence[FrozenTrial]] | Sequence[FrozenTrial]
     ) -> bool:
         """Whether the sampler's time counts in study ``study_id``, given its trials (or a
-        function that reads them, called only while the choice is open)."""
-        if self.option is not None:
-            return self.option
+        function that reads them, called only while no priced trial has decided it)."""
         known = self._known.get(study_id)
         if known is not None:
             return known
-        charged = charges_sampler_time(
-            None, self._has_cost_fn, trials() if callable(trials) else trials
-        )
-        if charged is None:
-            # Nothing priced yet: nothing is spent either, except a running trial's time.
-            return not self._has_cost_fn
-        self._known[study_id] = charged
-        return charged
+        if self._has_cost_fn:
+            return False
+        read = trials() if callable(trials) else trials
+        measured = measured_costs(read)
+        if measured is None:
+            return True  # nothing priced yet: nothing is spent either but a running trial's time
+        self._known[study_id] = measured
+        return measured

@@ -1,18 +1,24 @@
-"""The unit of a study's costs, for labels: seconds when every cost was measured.
+"""The unit of a study's costs, for labels: the one the user named, else seconds when every
+cost was measured.
 
 A cost the sampler measured is wall-clock seconds; a cost the objective reported (money,
-energy, ...) or a ``cost_fn`` gave is in the budget's units, which only the user can name. The
-progress bar and the plots label their numbers with :func:`cost_unit`.
+energy, ...) or a ``cost_fn`` gave is in the budget's units, which only the user can name: as
+the study user attr ``cost_unit`` (``study.set_user_attr("cost_unit", "$")``), or as the
+``unit`` argument of a label's maker. The progress bar, the plots and the dashboard chart
+label their numbers with :func:`cost_unit`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
 from optuna.trial import FrozenTrial
 
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import UNIT_ATTR
 from optuna_costbo._ledger.keys import CostSource
 
 
@@ -39,9 +45,13 @@ def is_measured(trial: FrozenTrial, cost_attr: str) -> bool:
 
 
 def cost_unit(
-    trials: Iterable[FrozenTrial], cost_attr: str, unit: str | None = None
+    trials: Iterable[FrozenTrial],
+    cost_attr: str,
+    unit: str | None = None,
+    study_attrs: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """The unit to print after costs: ``unit`` if given, else inferred from ``trials``.
+    """The unit to print after costs: ``unit`` if given, else the study's user attr
+    ``cost_unit`` if set, else inferred from ``trials``.
 
     Inferred: ``"s"`` when every finished trial was charged measured wall-clock time,
     ``None`` (unknown: no unit is printed) as soon as one cost was reported or came from a
@@ -50,11 +60,15 @@ def cost_unit(
     Args:
         trials: The study's trials (unfinished ones are ignored).
         cost_attr: The trial user attr holding reported costs (the sampler's ``cost_attr``).
-        unit: The unit the user named (``"$"``, ``"kWh"``); returned as is. ``""`` means no
+        unit: The unit the caller named (``"$"``, ``"kWh"``); returned as is. ``""`` means no
             unit.
+        study_attrs: The study's user attrs, where the user may have named the unit.
     """
     if unit is not None:
         return unit or None
+    named = (study_attrs or {}).get(UNIT_ATTR)
+    if isinstance(named, str):
+        return named or None
     finished = [t for t in trials if t.state in FINISHED_STATES]
     if not finished or not all(is_measured(t, cost_attr) for t in finished):
         return None

@@ -43,7 +43,6 @@ from scipy import stats
 __all__ = [
     "Curve",
     "PruningStats",
-    "StoppedCurves",
     "final_bounds",
     "finals_and_bounds",
     "impute_finals",
@@ -70,21 +69,6 @@ class PruningStats:
 
     pruned_share: float
     run_fraction: float
-
-
-@dataclass(frozen=True)
-class StoppedCurves:
-    """The learning curves behind the observations of trials stopped early.
-
-    Attributes:
-        complete: The completed trials' curves (their last value is the final one).
-        stopped: The stopped trials' curves, in the order of ``rows``.
-        rows: The rows of the observations that are stopped trials, (p,).
-    """
-
-    complete: Sequence[Curve]
-    stopped: Sequence[Curve]
-    rows: np.ndarray  # (p,)
 
 
 def _moves(complete: Sequence[Curve], stopped: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,6 @@ from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.feasibility import feasible_rows
 from optuna_costbo._numerics.feasibility import fit_constraints
 from optuna_costbo._numerics.feasibility import with_completion
-from optuna_costbo._numerics.freeze_thaw import measured_values
 from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
@@ -69,18 +68,14 @@ class Models:
     y: np.ndarray  # (n,)
     feasibility: Feasibility | None = None
     feasible: np.ndarray | None = None  # (n,) bool, with constraints
-    exact: np.ndarray | None = None  # (n,) bool, with measured values (pruned_trials="curves")
 
     @property
     def best(self) -> float | None:
         """The incumbent: the smallest value, of a feasible observation with constraints
-        (None while none is feasible), of an exact one where some values are measurements
-        (a stopped trial's extrapolated final value is no trial's result) and one is exact."""
-        exact = self.exact if self.exact is not None and self.exact.any() else None
+        (None while none is feasible)."""
         if self.feasible is None:
-            return float(np.min(self.y if exact is None else self.y[exact]))
-        allowed = self.feasible if exact is None else self.feasible & exact
-        return float(np.min(self.y[allowed])) if allowed.any() else None
+            return float(np.min(self.y))
+        return float(np.min(self.y[self.feasible])) if self.feasible.any() else None
 
     def proposal(
         self,
@@ -297,28 +292,6 @@ def _censored_model(
     return fitted, optimized, seen, int(exact.sum())
 
 
-def _measured_model(
-    request: ProposalRequest,
-    X: np.ndarray,  # (n, D)
-    y: np.ndarray,  # (n,)
-    extra: np.ndarray,  # (n,) > 0: a measured value's variance, 0: exact
-    warm: WarmStart,
-    rng: np.random.Generator,
-    route: Route,
-) -> tuple[GPModel, bool, int]:
-    """The objective model with stopped trials' measured final values observed with their
-    extra variances (:mod:`.freeze_thaw`), hyperparameters fitted (or kept) on the exact
-    observations (on all if fewer than two); whether they were optimized, and on how many."""
-    exact = extra <= 0.0  # (n,)
-    fit_on = exact if int(exact.sum()) >= 2 else np.ones(len(y), dtype=bool)
-    on_fit, optimized = _objective_model(request, X[fit_on], y[fit_on], warm, rng, route)
-    keep = working_set(X, y, rng, request.schedule)  # (m,) or None: all
-    rows = np.arange(len(y)) if keep is None else keep
-    mu, sd = standardization(y)
-    model = GPModel(X[rows], y[rows], on_fit.hyper, y_mean=mu, y_std=sd, extra_noise=extra[rows])
-    return model, optimized, int(fit_on.sum())
-
-
 def _cost_model(
     request: ProposalRequest, warm: WarmStart, rng: np.random.Generator, route: Route
 ) -> tuple[CostModel | None, int]:
@@ -401,14 +374,10 @@ def build_models(
     X = request.X  # (n, D)
     y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
-    lower, extra = _censoring(request), None
-    measured = measured_values(y, request.stopped_curves) if request.stopped_curves else None
-    if measured is not None:
-        (y, extra), lower = measured, None
+    lower = _censoring(request)
     if (
         reuse is not None
         and lower is None
-        and extra is None
         and reuse.fitted is not None
         and _same_data(reuse, X, y, request.cost_data)
     ):
@@ -418,9 +387,7 @@ def build_models(
         if request.known_cost is not None and needs_cost:
             cost = request.known_cost  # the current state (moving costs) may have changed
     else:
-        if extra is not None:
-            fitted, optimized, fit_n = _measured_model(request, X, y, extra, warm, rng, route)
-        elif lower is None:
+        if lower is None:
             fitted, optimized = _objective_model(request, X, y, warm, rng, route)
             fit_n = len(y)
         else:
@@ -445,14 +412,13 @@ def build_models(
     if reuse is None or cost is not reuse.cost_model:
         cost = _with_pruning(cost, fitted, y, request)
     model = with_pending(fitted, request.X_running, request.y_running)
-    exact = None if extra is None else extra <= 0.0  # (n,)
     constraints = with_completion(request.constraints, request.stopped)  # (n, k) or None
     if constraints is None:
-        return Models(fitted, model, cost, new_warm, X, y, exact=exact)
+        return Models(fitted, model, cost, new_warm, X, y)
     feasibility = fit_constraints(X, constraints, rng, warm.constraints, restarts=not route.quick)
     new_warm = dataclasses.replace(new_warm, constraints=feasibility.hypers)
     feasible = feasible_rows(constraints)
-    return Models(fitted, model, cost, new_warm, X, y, feasibility, feasible, exact)
+    return Models(fitted, model, cost, new_warm, X, y, feasibility, feasible)
 
 
 def _same_data(proposal: Proposal, X: np.ndarray, y: np.ndarray, costs: CostData | None) -> bool:

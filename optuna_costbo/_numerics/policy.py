@@ -1,9 +1,10 @@
 """One suggestion of the cost-aware BO policy, from encoded data to a point of the box.
 
-This is the numerical half of the sampler; it knows nothing of Optuna. :func:`propose` is the
-full route: :func:`.models.build_models` fits the objective model and chooses the cost model,
-then the acquisition strategy chooses a point. The quick route, :func:`.quick.quick_propose`,
-builds its models with the same function. The data types are in :mod:`.request`.
+This is the numerical half of the sampler; it knows nothing of Optuna. :func:`propose` is its
+one entry: on the full route :func:`.models.build_models` fits the models and the acquisition
+strategy chooses a point; the quick route is :func:`.quick.quick_propose`, with models from
+the same function. Whether a cost model is needed is decided here, once, for both routes. The
+data types are in :mod:`.request`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.models import build_models
+from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.request import CostData
 from optuna_costbo._numerics.request import FitSchedule
 from optuna_costbo._numerics.request import Proposal
@@ -33,6 +35,7 @@ __all__ = [
     "ProposalRequest",
     "Route",
     "WarmStart",
+    "needs_cost_model",
     "propose",
 ]
 
@@ -42,19 +45,34 @@ def _threadpools() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+FULL = Route()
+"""The full route."""
+
+
+def needs_cost_model(
+    acquisition: AcquisitionStrategy, request: ProposalRequest, route: Route
+) -> bool:
+    """Whether the suggestion needs a cost model: the acquisition uses one, or, on the full
+    route, a stopping rule reads the largest EI per unit cost."""
+    return acquisition.needs_cost or (request.rate_needed and not route.quick)
+
+
 def propose(
     request: ProposalRequest,
     acquisition: AcquisitionStrategy,
     rng: np.random.Generator,
     *,
+    route: Route = FULL,
     reuse: Proposal | None = None,
 ) -> Proposal:
-    """Fit the models and let ``acquisition`` choose a point (the full route).
+    """The point to evaluate next, by ``route`` (the full one: fit the models and let
+    ``acquisition`` choose).
 
     Args:
         request: The encoded data and the budget state.
         acquisition: The acquisition strategy (see :mod:`.acquisition.registry`).
         rng: Source of randomness for model fits and the optimizer.
+        route: The full route (default) or the quick one.
         reuse: An earlier proposal of the same suggestion (before a parallel clash): its
             fitted models are reused when ``request`` has the same observations.
 
@@ -64,9 +82,10 @@ def propose(
     # NOTE: the matrices here are small (n <= a few hundred): multi-threaded BLAS only adds
     # thread start-up and, on a busy machine, spinning threads that made a 0.1 ms Cholesky
     # take 100 ms (measured on 2 cores). One thread is both faster and predictable.
+    needs_cost = needs_cost_model(acquisition, request, route)
     with _threadpools().limit(limits=1, user_api="blas"):
-        # A stopping rule needs the cost model, whatever the acquisition.
-        needs_cost = acquisition.needs_cost or request.rate_needed
+        if route.quick:
+            return quick_propose(request, rng, needs_cost=needs_cost, route=route)
         models = build_models(request, rng, needs_cost=needs_cost, reuse=reuse)
         ctx = AcquisitionContext(
             codec=request.codec,

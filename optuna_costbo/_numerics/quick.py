@@ -25,13 +25,13 @@ from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.models import build_models
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import Route
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.search_space import rows_among
 
 
-__all__ = ["QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
+__all__ = ["QUICK", "QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
 
 # NOTE(quick): candidate-set sizes. One batched prediction of 512 points on a 100-point GP is
 # about 1 ms; the local steps (sigma 0.05 of the box around the 3 best points) matter more
@@ -60,31 +60,32 @@ def candidates(
     return out
 
 
+QUICK = Route(quick=True)
+"""The quick route, reusing the hyperparameters, with nothing added to the costs."""
+
+
 def quick_propose(
     request: ProposalRequest,
     rng: np.random.Generator,
     *,
     needs_cost: bool,
-    refit: bool = False,
-    overhead: float = 0.0,
+    route: Route = QUICK,
 ) -> Proposal:
     """A proposal from the last hyperparameters and one batched look at a candidate set.
 
     Args:
         request: The encoded data and the budget state (as for :func:`.policy.propose`).
         rng: Source of randomness (candidates; a first fit when there is no warm start).
-        needs_cost: Whether the configured acquisition uses costs; if not, plain log EI.
-        refit: Refit the objective GP's hyperparameters, warm-started, without restarts
-            (a few L-BFGS-B iterations) instead of reusing them.
-        overhead: Cost added to every predicted cost, in cost units: what a trial costs the
-            budget besides the objective (the suggestion, when the sampler's time is charged).
+        needs_cost: Whether a cost model is used; if not, plain log EI.
+        route: The quick route: whether to refit the objective GP's hyperparameters,
+            warm-started, without restarts (a few L-BFGS-B iterations) instead of reusing
+            them, and the cost added to every predicted cost (``overhead``, in cost units:
+            what a trial costs the budget besides the objective).
 
     Returns:
         The proposal; its ``warm`` is the request's, unless the objective model was fitted.
     """
-    models = build_models(
-        request, rng, needs_cost=needs_cost, route=Route(quick=True, refit=refit)
-    )
+    models = build_models(request, rng, needs_cost=needs_cost, route=route)
     cost, y = models.cost, models.y
     alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
     acq = LogEIPerCost(models.model, models.best, feasibility=models.feasibility)
@@ -94,7 +95,7 @@ def quick_propose(
     if cost is not None and alpha > 0.0:
         # NOTE(quick): log(c + overhead): when the suggestion's time is charged, a trial of
         # 5 ms and one of 50 ms cost the budget 15 and 60 ms, not a factor of 10.
-        values = values - alpha * np.log(cost.cost(Z) + max(overhead, 0.0))
+        values = values - alpha * np.log(cost.cost(Z) + max(route.overhead, 0.0))
     values = np.where(np.isfinite(values), values, -np.inf)
     if request.evaluated is not None and len(request.evaluated) > 0:
         taken = rows_among(Z, request.evaluated)  # (m,)

@@ -15,7 +15,6 @@ import numpy as np
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import PruningStats
-from optuna_costbo._numerics.curves import StoppedCurves
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.search_space import BoxCodec
@@ -47,17 +46,20 @@ class FitSchedule:
 
 @dataclass(frozen=True)
 class Route:
-    """How a suggestion builds its models.
+    """How a suggestion is made: the full route (fit the models, the chosen acquisition) or
+    the quick one (the last fitted hyperparameters, EI-cool on a candidate set).
 
     Attributes:
-        quick: Rebuild the models from the last fitted hyperparameters (the quick route)
-            instead of fitting them (the full route).
+        quick: The quick route instead of the full one.
         refit: On the quick route, refit the objective model's hyperparameters from the last
             ones without restarts (a few L-BFGS-B iterations) instead of reusing them.
+        overhead: What a trial costs the budget besides its objective (recent sampler seconds
+            per trial), added to the quick route's predicted costs.
     """
 
     quick: bool = False
     refit: bool = False
+    overhead: float = 0.0
 
 
 @dataclass
@@ -121,10 +123,6 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
-        stopped_curves: The learning curves of the stopped trials and of the completed ones:
-            each stopped trial is then observed as its curve's measurement of its final value,
-            with that measurement's variance (:mod:`.freeze_thaw`); where the curves cannot fit
-            their kernel, as a censored observation (``y_lower``). ``None``: not so.
         stopped: Which observations are trials a pruner stopped, shape (n,); the acquisitions
             are then weighted by the probability that a trial completes
             (:func:`.feasibility.with_completion`). ``None``: no trial was stopped.
@@ -148,7 +146,6 @@ class ProposalRequest:
     rate_needed: bool = False
     constraints: np.ndarray | None = None  # (n, k)
     y_lower: np.ndarray | None = None  # (n,)
-    stopped_curves: StoppedCurves | None = None
     stopped: np.ndarray | None = None  # (n,) bool
 
 

@@ -9,9 +9,8 @@ Modules, in the order one suggestion meets them:
 - :mod:`.independent`: parameters outside the relative search space;
 - :mod:`.effort`: the route of a suggestion (full or quick) when the sampler's time counts;
 - :mod:`.user_cost`: the user's ``cost_fn``, adapted for the models and the ledger;
-- :mod:`.suggest`: one trial's parameters (read, propose, settle clashes, prefetch);
+- :mod:`.suggest`: one trial's parameters (read, propose, settle clashes);
 - :mod:`.clash`: running trials as pending points, the rule for two workers on one point;
-- :mod:`.prefetch`: the next proposal computed while a trial runs;
 - :mod:`.trial_book`: this process's records of its running trials;
 - :mod:`.study_control`: one objective, stopping the optimize loop, the end of the budget;
 - :mod:`.stopping`: stopping when the next trial is not worth its cost; why a study stopped;
@@ -21,13 +20,9 @@ What :mod:`optuna_costbo.sampler` uses is named here.
 """
 
 from optuna_costbo._sampler.chart_schedule import ChartSchedule
-from optuna_costbo._sampler.effort import DEFAULT_SHARE
-from optuna_costbo._sampler.effort import EffortRule
-from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.options import check_options
 from optuna_costbo._sampler.options import check_stopping
 from optuna_costbo._sampler.space import check_distinct_choices
-from optuna_costbo._sampler.startup import startup_count
 from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.stopping import record_stop
 from optuna_costbo._sampler.stopping import stop_reason
@@ -40,10 +35,7 @@ from optuna_costbo._sampler.user_cost import UserCost
 
 
 __all__ = [
-    "DEFAULT_SHARE",
     "ChartSchedule",
-    "EffortRule",
-    "IndependentSampling",
     "StopRule",
     "Suggester",
     "TrialBook",
@@ -54,7 +46,6 @@ __all__ = [
     "check_stopping",
     "end_if_spent",
     "record_stop",
-    "startup_count",
     "stop",
     "stop_reason",
 ]

@@ -29,55 +29,37 @@ def _missing() -> list[str]:
 
 
 class ChartSchedule:
-    """Whether a study gets the chart, and whether it is due for a redraw.
+    """Whether a study gets the chart (optuna-dashboard and plotly installed, the storage not
+    in memory), and whether it is due for a redraw.
 
     Args:
-        enabled: ``True``/``False`` forces it; ``None``: when optuna-dashboard and plotly are
-            installed and the storage is not in memory.
+        cost_attr: The trial user attr holding costs.
     """
 
-    def __init__(
-        self, enabled: bool | None, *, cost_attr: str = "cost", cost_unit: str | None = None
-    ) -> None:
-        if enabled is True:
-            missing = _missing()
-            if missing:
-                raise ImportError(
-                    f"dashboard_chart=True needs {' and '.join(missing)}, which "
-                    f"{'is' if len(missing) == 1 else 'are'} not installed: "
-                    'pip install "optuna-costbo[dashboard]", or leave dashboard_chart=None '
-                    "(drawn when they are installed)"
-                )
-        self.enabled = enabled
-        self.cost_attr, self.cost_unit = cost_attr, cost_unit
+    def __init__(self, cost_attr: str = "cost") -> None:
+        self.cost_attr = cost_attr
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
         self._told: set[int] = set()  # studies told which package is missing
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "cost_attr": self.cost_attr, "cost_unit": self.cost_unit}
+        return {"cost_attr": self.cost_attr}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
-            state["enabled"], cost_attr=state["cost_attr"], cost_unit=state["cost_unit"]
-        )
+        self.__init__(state["cost_attr"])  # type: ignore[misc]
 
     def wanted(self, study: optuna.Study) -> bool:
-        if self.enabled is False:
+        if isinstance(study._storage, optuna.storages.InMemoryStorage):
             return False
-        if self.enabled is None:
-            if isinstance(study._storage, optuna.storages.InMemoryStorage):
-                return False
-            missing = _missing()
-            if missing and study._study_id not in self._told:
-                self._told.add(study._study_id)
-                _logger.info(
-                    f"No 'Best value vs cumulative cost' chart for optuna-dashboard: "
-                    f"{' and '.join(missing)} not installed "
-                    '(pip install "optuna-costbo[dashboard]").'
-                )
-            return not missing
-        return True
+        missing = _missing()
+        if missing and study._study_id not in self._told:
+            self._told.add(study._study_id)
+            _logger.info(
+                f"No 'Best value vs cumulative cost' chart for optuna-dashboard: "
+                f"{' and '.join(missing)} not installed "
+                '(pip install "optuna-costbo[dashboard]").'
+            )
+        return not missing
 
     def due(self, study: optuna.Study, spent: float, budget: float) -> bool:
         """Redraw at most every few seconds, and always when the budget is spent.
@@ -111,6 +93,4 @@ class ChartSchedule:
         if self.wanted(study) and self.due(study, spent, budget):
             from optuna_costbo.dashboard import update_dashboard
 
-            update_dashboard(
-                study, budget=budget, cost_attr=self.cost_attr, cost_unit=self.cost_unit, **update
-            )
+            update_dashboard(study, budget=budget, cost_attr=self.cost_attr, **update)

@@ -1,11 +1,8 @@
-"""How much the sampler spends on one suggestion when its own time is charged to the budget.
+"""How much the sampler spends on one suggestion while its own time is charged to the budget.
 
-Two routes make a suggestion:
-
-- ``"full"``: the configured acquisition (fit both GPs, maximize, roll out), about 0.05-0.3 s
-  on small problems;
-- ``"quick"``: :func:`optuna_costbo._numerics.quick.quick_propose`, the last hyperparameters
-  and EI-cool on a candidate set, a few milliseconds.
+Two routes make a suggestion (:class:`optuna_costbo._numerics.request.Route`): the full one
+(fit both GPs, maximize, roll out; about 0.05-0.3 s on small problems) and the quick one (the
+last hyperparameters and EI-cool on a candidate set, a few milliseconds).
 
 :class:`EffortRule` chooses between them. It keeps, per study, the trials' own seconds (wall
 clock less the sampler's time) and the seconds spent on full suggestions, and allows a full
@@ -15,11 +12,8 @@ wall-clock, the quick ones being the floor) and in ``share`` of the remaining bu
 trials of a second or more the credit always affords a full suggestion; on trials of a few
 milliseconds the rule makes a full suggestion (a refit of the hyperparameters) now and then,
 and quick ones in between. The first model-based suggestion is always full: it fits the
-hyperparameters the quick route reuses.
-
-The rule applies only while the sampler's time is charged (``charge_sampler_time``); see
-:func:`optuna_costbo._ledger.sampler_time.charges_sampler_time` for what the default
-(``None``) means.
+hyperparameters the quick route reuses. The rule applies only while the sampler's time is
+charged (:mod:`optuna_costbo._ledger.sampler_time`).
 
 This module does no linear algebra: :meth:`EffortRule.plan` says which route to take, the
 suggestion takes it, and :meth:`EffortRule.record_suggestion` is told how long it took.
@@ -30,34 +24,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 import datetime
 import math
-from typing import Literal
 
 from optuna_costbo._logging import get_logger
+from optuna_costbo._numerics.request import Route
 
 
-__all__ = [
-    "DEFAULT_SHARE",
-    "EffortRule",
-    "Plan",
-    "Route",
-]
+__all__ = ["SHARE", "EffortRule"]
 
-Route = Literal["full", "quick"]
 _logger = get_logger(__name__)
 
-#: Default share of the wall-clock that full suggestions may take (see docs/concepts.md).
-DEFAULT_SHARE = 0.1
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How one suggestion is made: its route, whether the quick route refits the objective
-    model's hyperparameters, and what a trial costs besides its objective (recent sampler
-    seconds per trial, for the quick route's costs)."""
-
-    route: Route
-    refit: bool
-    overhead: float
+SHARE = 0.1
+"""The share of the wall clock that full suggestions may take while the sampler's time is
+charged (docs/concepts.md, "When the sampler's time counts")."""
 
 
 @dataclass
@@ -79,9 +57,7 @@ class EffortRule:
             means always the full route.
     """
 
-    def __init__(self, share: float = DEFAULT_SHARE) -> None:
-        if not (isinstance(share, (int, float)) and 0.0 < float(share) <= 1.0):
-            raise ValueError(f"max_sampler_share must be a number in (0, 1], got {share!r}")
+    def __init__(self, share: float = SHARE) -> None:
         self.share = float(share)
         self._studies: dict[int, _StudyEffort] = {}
 
@@ -100,14 +76,12 @@ class EffortRule:
             return math.inf
         return self.ratio * s.trial_seconds - s.full_seconds
 
-    def route(self, study_id: int, remaining: float) -> Route:
-        """The route of the next suggestion, given the remaining budget."""
+    def full_allowed(self, study_id: int, remaining: float) -> bool:
+        """Whether the next suggestion may take the full route, given the remaining budget."""
         s = self._state(study_id)
         if s.last_full is None or math.isinf(self.ratio):
-            return "full"
-        if s.last_full <= self.credit(study_id) and s.last_full <= self.share * remaining:
-            return "full"
-        return "quick"
+            return True
+        return s.last_full <= self.credit(study_id) and s.last_full <= self.share * remaining
 
     def refit_due(self, study_id: int, n: int) -> bool:
         """Whether a quick suggestion on ``n`` observations should refit the hyperparameters.
@@ -122,14 +96,12 @@ class EffortRule:
         """Recent sampler seconds per trial: what a trial costs besides its objective."""
         return self._state(study_id).overhead
 
-    def record_suggestion(
-        self, study_id: int, route: Route, seconds: float, *, n: int = 0, refit: bool = False
-    ) -> None:
-        """A suggestion of ``route`` on ``n`` observations took ``seconds``."""
+    def record_suggestion(self, study_id: int, route: Route, seconds: float, n: int) -> None:
+        """A suggestion by ``route`` on ``n`` observations took ``seconds``."""
         s = self._state(study_id)
-        if route == "full" or refit:
+        if not route.quick or route.refit:
             s.n_fitted = max(s.n_fitted, n)
-        if route == "full":
+        if not route.quick:
             s.full_seconds += seconds
             s.last_full = seconds
             s.n_full += 1
@@ -146,17 +118,18 @@ class EffortRule:
         if math.isfinite(sampler_seconds) and sampler_seconds >= 0.0:
             s.overhead += 0.2 * (sampler_seconds - s.overhead)
 
-    def plan(self, study_id: int, n: int, remaining: float | None) -> Plan:
-        """How to make the next suggestion, on ``n`` observations.
+    def plan(self, study_id: int, n: int, remaining: float | None) -> Route:
+        """The route of the next suggestion, on ``n`` observations.
 
         ``remaining``: the remaining budget while the sampler's time is charged, ``None``
         otherwise (always the full route).
         """
-        route: Route = "full" if remaining is None else self.route(study_id, remaining)
-        refit = route == "quick" and self.refit_due(study_id, n)
-        if route == "quick":
-            _logger.debug("Quick route (the sampler's time is charged)")
-        return Plan(route, refit, self.overhead(study_id))
+        if remaining is None or self.full_allowed(study_id, remaining):
+            return Route()
+        _logger.debug("Quick route (the sampler's time is charged)")
+        return Route(
+            quick=True, refit=self.refit_due(study_id, n), overhead=self.overhead(study_id)
+        )
 
     def record_finished(
         self, study_id: int, start: datetime.datetime | None, sampler_seconds: float

@@ -37,24 +37,14 @@ class IndependentSampling:
             wave.
         seed: Seed of the default sampler.
         design: The sampler's start-up design.
-        warn: Whether to log Optuna's independent-sampling warning after the start-up.
-        owner: Name of the sampler that delegates, for the warning.
     """
 
     def __init__(
-        self,
-        sampler: BaseSampler | None,
-        seed: int | None,
-        design: StartupDesign,
-        *,
-        warn: bool,
-        owner: str,
+        self, sampler: BaseSampler | None, seed: int | None, design: StartupDesign
     ) -> None:
         self.sampler = sampler or RandomSampler(seed=seed)
         self._default = sampler is None
         self._design = design
-        self._warn = warn
-        self._owner = owner
 
     def sample(
         self,
@@ -66,13 +56,13 @@ class IndependentSampling:
     ) -> Any:
         """One parameter of ``trial``; ``startup_count``: trials before the models start."""
         complete = root_study(study).get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if self._warn and len(complete) >= startup_count:
+        if len(complete) >= startup_count:
             _logger.warning(
                 INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
                     param_name=name,
                     trial_number=trial.number,
                     independent_sampler_name=type(self.sampler).__name__,
-                    sampler_name=self._owner,
+                    sampler_name="CostRolloutSampler",
                     fallback_reason="the parameter is not in the search space shared by "
                     "all completed trials (conditional or dynamic search space)",
                 )

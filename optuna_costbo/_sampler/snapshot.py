@@ -5,7 +5,7 @@ search space and for the relative sample back to back, at the trial's first ``su
 both are answered from that read (the search space kept per study and intersected with only
 the trials completed since, see :mod:`optuna_costbo._ledger.finished`). :func:`read_snapshot`
 walks the list once, keeps the trials whose parameters lie in the relative search space,
-encodes them in one batch, and hands the policy what it needs: the completed points and
+encodes them in one batch, and builds the policy's request from them: the completed points and
 values, the priced finished points and their costs, the running points. It only reads.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Sequence
-from dataclasses import dataclass
 import threading
 from typing import Any
 
@@ -27,7 +26,6 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger.costs import objective_cost
-from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.finished import FinishedScan
 from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._ledger.keys import FINISHED_STATES
@@ -37,15 +35,13 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.curves import Curve
 from optuna_costbo._numerics.curves import PruningStats
-from optuna_costbo._numerics.curves import StoppedCurves
 from optuna_costbo._numerics.curves import finals_and_bounds
 from optuna_costbo._numerics.curves import impute_finals
 from optuna_costbo._numerics.curves import run_fractions
-from optuna_costbo._numerics.policy import CostData
-from optuna_costbo._numerics.policy import FitSchedule
-from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import WarmStart
-from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.request import CostData
+from optuna_costbo._numerics.request import FitSchedule
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._optuna_compat import trial_constraints
 from optuna_costbo._sampler.clash import point_of
@@ -53,7 +49,7 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["Snapshot", "TrialReads", "minimize_sign", "read_snapshot"]
+__all__ = ["TrialReads", "minimize_sign", "read_snapshot"]
 
 
 def minimize_sign(study: optuna.Study) -> float:
@@ -218,89 +214,6 @@ class TrialReads:
             self._reads.pop(trial._trial_id, None)
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """The study as one suggestion sees it.
-
-    Attributes:
-        X: Encoded points of the completed trials in the space, and of the trials a pruner
-            stopped after they reported, shape (n, D).
-        y: Their values, to minimize (negated for a maximize study): a stopped trial's final
-            value imputed from its reports, shape (n,).
-        cost_data: Encoded points and costs (> 0) of the priced finished trials in the space.
-        X_running: Encoded points of the other running trials in the space, (r, D), or None.
-        X_evaluated: Encoded points of every finished trial in the space and of the running
-            ones, (k, D): configurations not to propose again.
-        previous: Parameters of the latest earlier trial (where a moving cost starts from).
-        y_running: The running trials' final values imputed from their reports, NaN where
-            a running trial has not reported, shape (r,); None if none has.
-        pruning: How the study's pruner treated its trials; None if it stopped none.
-        constraints: The observed trials' constraint values (feasible: all <= 0), (n, k),
-            NaN where unknown; None in an unconstrained study.
-        y_lower: A lower bound on each stopped trial's final value
-            (:func:`.curves.final_bounds`), NaN for completed trials (and where no curve has
-            completed), shape (n,); None if no trial was stopped.
-        curves: The completed trials' learning curves and the stopped trials' (in the order
-            of their rows in ``X``); None if no trial was stopped.
-        stopped: Which observations are stopped trials, (n,) bool; None if none is.
-    """
-
-    X: np.ndarray  # (n, D)
-    y: np.ndarray  # (n,)
-    cost_data: CostData
-    X_running: np.ndarray | None  # (r, D)
-    X_evaluated: np.ndarray  # (k, D)
-    previous: dict[str, Any] | None
-    y_running: np.ndarray | None = None  # (r,)
-    pruning: PruningStats | None = None
-    constraints: np.ndarray | None = None  # (n, k)
-    y_lower: np.ndarray | None = None  # (n,)
-    curves: tuple[list[Curve], list[Curve]] | None = None
-    stopped: np.ndarray | None = None  # (n,) bool
-
-    def request(
-        self,
-        codec: BoxCodec,
-        *,
-        remaining: float,
-        budget: float,
-        known_cost: KnownCost | None,
-        warm: WarmStart | None,
-        deterministic: bool,
-        schedule: FitSchedule,
-        rate_needed: bool = False,
-        pruned_trials: str = "impute",
-    ) -> ProposalRequest:
-        """The policy's request for this suggestion (``deterministic``: the objective's;
-        ``pruned_trials``: how stopped trials are observed, "impute" exactly at their imputed
-        values, "censored" above their bounds, "curves" as measurements of their final values
-        from their own curves, :mod:`.freeze_thaw`)."""
-        curves = None
-        if pruned_trials == "curves" and self.curves is not None and self.stopped is not None:
-            curves = StoppedCurves(*self.curves, rows=np.flatnonzero(self.stopped))  # (p,) rows
-        return ProposalRequest(
-            codec=codec,
-            X=self.X,
-            y=self.y,
-            remaining=remaining,
-            budget=budget,
-            cost_data=self.cost_data,
-            known_cost=known_cost,
-            X_running=self.X_running,
-            warm=warm,
-            evaluated=self.X_evaluated,
-            deterministic=deterministic,
-            schedule=schedule,
-            y_running=self.y_running,
-            pruning=self.pruning,
-            rate_needed=rate_needed,
-            constraints=self.constraints,
-            y_lower=self.y_lower if pruned_trials in ("censored", "curves") else None,
-            stopped_curves=curves,
-            stopped=self.stopped,
-        )
-
-
 def _usable(trial: FrozenTrial) -> bool:
     """A completed trial whose value the objective model may use."""
     return trial.state == TrialState.COMPLETE and INVALID_COST_ATTR not in trial.system_attrs
@@ -314,8 +227,16 @@ def read_snapshot(
     sign: float,
     cost_attr: str,
     pending: Mapping[int, Mapping[str, Any]],
-) -> Snapshot:
-    """Read ``trials`` once for the suggestion of ``trial`` (nothing is written).
+    remaining: float,
+    budget: float,
+    known_cost: KnownCost | None,
+    warm: WarmStart | None,
+    deterministic: bool,
+    schedule: FitSchedule,
+    rate_needed: bool,
+) -> ProposalRequest:
+    """Read ``trials`` once for the suggestion of ``trial`` into the policy's request
+    (nothing is written).
 
     Args:
         trials: Every trial of the study.
@@ -324,6 +245,17 @@ def read_snapshot(
         sign: -1 for a maximize study, 1 for minimize.
         cost_attr: The trial user attr holding costs.
         pending: This process's proposals for running trials (trial id -> params).
+        remaining: The budget left (the ledger's).
+        budget: The total budget.
+        known_cost: The user's ``cost_fn`` on box points, or None.
+        warm: The last fits' hyperparameters, or None.
+        deterministic: Whether the objective is deterministic.
+        schedule: How the models are fitted as the data grow.
+        rate_needed: Whether a stopping rule reads the largest EI per unit cost.
+
+    The completed trials are observations; a trial a pruner stopped after it reported is a
+    censored one, at its imputed final value above a lower bound, with its partial cost
+    scaled to a full trial's (see :mod:`optuna_costbo._numerics.curves`).
     """
     done = [t for t in trials if t.state in FINISHED_STATES]
     held_done = bridge.holds_many([t.params for t in done])  # (len(done),)
@@ -339,12 +271,9 @@ def read_snapshot(
         ],
         dtype=float,
     )  # (f,)
-    # Trials stopped early by a pruner: their reports are evidence of their final value and
-    # their partial cost of a full trial's (see optuna_costbo._numerics.curves).
     stopped = np.array([_stopped(t) for t in finished], dtype=bool)  # (f,)
     complete_curves = [_curve(t, sign) for t in finished if _usable(t) and t.intermediate_values]
     pruning = None
-    curves: list[Curve] = []
     lower = np.full(len(finished), np.nan)  # (f,)
     if stopped.any():
         curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
@@ -356,7 +285,6 @@ def read_snapshot(
             run_fraction=float(np.mean(fractions)),
         )
     observed = complete | stopped  # (f,)
-    y = values[observed]  # (n,)
     constraints = _constraint_matrix([t for t, o in zip(finished, observed, strict=True) if o])
     priced = (costs >= 0.0) & np.isfinite(costs)
     positive = costs[priced & (costs > 0.0)]
@@ -378,18 +306,24 @@ def read_snapshot(
         y_running = np.array(
             [next(imputed) if others[i].intermediate_values else np.nan for i in held]
         )  # (r,)
-    return Snapshot(
+    return ProposalRequest(
+        codec=bridge.codec,
         X=encoded[observed],
-        y=y,
+        y=values[observed],
+        remaining=remaining,
+        budget=budget,
         cost_data=CostData(encoded[priced], costs[priced]),
+        known_cost=known_cost,
         X_running=X_running,
-        X_evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
-        previous=previous_params(trials, trial),
+        warm=warm,
+        evaluated=encoded if X_running is None else np.vstack([encoded, X_running]),
+        deterministic=deterministic,
+        schedule=schedule,
         y_running=y_running,
         pruning=pruning,
+        rate_needed=rate_needed,
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
-        curves=(complete_curves, curves) if pruning is not None else None,
         stopped=stopped[observed] if pruning is not None else None,
     )
 

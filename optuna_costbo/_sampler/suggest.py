@@ -1,20 +1,22 @@
 """One trial's parameters: read the study, propose (or take the start-up design), settle clashes.
 
-:class:`Suggester` is the sampler's ``sample_relative``. In order:
+:class:`Suggester` makes every suggestion of one sampler and keeps their bookkeeping (the
+random generator, the start-up design, the warm starts, this process's pending proposals, the
+effort rule). The whole decision of a relative sample is :meth:`Suggester.propose`:
 
-1. a proposal computed ahead for this trial (:mod:`.prefetch`), if still valid; else
-2. :meth:`Suggester.propose`: one read of the study (:mod:`.snapshot`), the ledger, and either
-   the start-up design (:class:`Startup`) or a :class:`~optuna_costbo._numerics.policy.Proposal`
-   by the route the effort rule plans (:mod:`.effort`: the full policy or the quick route);
-3. the clash loop: the point is published; while another worker holds it and this trial is
-   the one to move (:func:`.clash.must_repropose`), it proposes again with the other trial
-   pending, at most :data:`.clash.MAX_ROUNDS` times; the final point is marked checked;
-4. the next trial's proposal started ahead, if asked for.
+1. one read of the study (the trial list read for the search space) and its ledger;
+2. the start-up design while fewer trials completed than its size (:class:`Startup`);
+3. the route (:mod:`.effort`: full, or quick while the sampler's time is charged and a full
+   suggestion does not fit in its share of the wall clock);
+4. the request (:func:`.snapshot.read_snapshot`) and the policy's proposal
+   (:func:`optuna_costbo._numerics.policy.propose`), timed for the effort rule.
+
+:meth:`Suggester.sample_relative` then applies the stopping rule, publishes the point and
+settles clashes with other workers (:mod:`.clash`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 import threading
@@ -24,20 +26,23 @@ from typing import Any
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
 
+from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.ledger import charge_and_sum
+from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.policy import FitSchedule
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import propose
-from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
-from optuna_costbo._sampler.prefetch import Prefetch
+from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.snapshot import TrialReads
 from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.snapshot import read_snapshot
@@ -67,7 +72,7 @@ class Startup:
 
 
 class Suggester:
-    """The relative parameters of each trial, for one sampler.
+    """The parameters of each trial, for one sampler.
 
     Args:
         budget: The sampler's budget.
@@ -77,13 +82,11 @@ class Suggester:
         user_cost: The user's ``cost_fn``, adapted, or ``None``.
         deterministic: Whether the objective is deterministic.
         seed: Seed of the sampler's randomness.
-        effort: The route rule (shared with the sampler, which tells it the trials' seconds).
-        charges_time: ``charges_time(study, trials)``: whether the sampler's time counts in
-            ``study`` (the sampler's resolved option).
-        prefetch: Compute the next proposal while a trial runs.
+        charge: Whether the sampler's time counts, per study (shared with the sampler's
+            ledger).
         stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
-        pruned_trials: How trials stopped by a pruner inform the objective model: "censored",
-            "impute" or "curves" (see ``CostRolloutSampler``).
+        independent_sampler: The user's sampler for parameters outside the relative search
+            space (``None``: ``RandomSampler(seed)``).
     """
 
     def __init__(
@@ -96,11 +99,9 @@ class Suggester:
         user_cost: UserCost | None,
         deterministic: bool,
         seed: int | None,
-        effort: EffortRule,
-        charges_time: Callable[[optuna.Study, Sequence[FrozenTrial]], bool],
-        prefetch: bool,
-        stop_rule: StopRule | None = None,
-        pruned_trials: str = "censored",
+        charge: SamplerTimeCharge,
+        stop_rule: StopRule | None,
+        independent_sampler: BaseSampler | None,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition
@@ -108,20 +109,18 @@ class Suggester:
         self.n_startup_trials = n_startup_trials
         self.user_cost = user_cost
         self.deterministic = deterministic
+        self.charge = charge
+        self.stop_rule = stop_rule
         self.rng = np.random.default_rng(seed)
         self.design = StartupDesign(int(self.rng.integers(2**31)))
-        self.effort = effort
-        self.charges_time = charges_time
+        self.independent = IndependentSampling(independent_sampler, seed, self.design)
+        self.effort = EffortRule()
         self.schedule = FitSchedule()
         self.lock = threading.RLock()
         self.warm: dict[tuple[Any, ...], WarmStart] = {}
         self.pending = clash.Pending()  # this process's proposals for running trials
         self.reads = TrialReads()  # one read of the study per suggestion
         self.budget_end_noted: set[int] = set()  # studies told the budget buys no more
-        moving = user_cost is not None and user_cost.moving
-        self.prefetch: Prefetch[Proposal] = Prefetch(prefetch and not moving)
-        self.stop_rule = stop_rule
-        self.pruned_trials = pruned_trials
         self.last_read: list[FrozenTrial] = []  # the trials the last proposal was made from
 
     def __getstate__(self) -> dict[str, Any]:
@@ -134,15 +133,57 @@ class Suggester:
         self.__dict__.update(state)
         self.lock = threading.RLock()
 
+    # -- what the sampler calls ---------------------------------------------------------------
+
     def reseed(self) -> None:
         with self.lock:
             self.rng = np.random.default_rng()
+        self.independent.sampler.reseed_rng()
+
+    def charges_time(
+        self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
+    ) -> bool:
+        """Whether the sampler's time counts against the budget of ``study``."""
+        return self.charge.resolve(
+            study._study_id,
+            (lambda: root_study(study).get_trials(deepcopy=False)) if trials is None else trials,
+        )
 
     def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         """The relative search space: the intersection of the completed trials' spaces,
         without single-valued parameters (from the read that the proposal will use)."""
         space = self.reads.search_space(study, trial)
         return {name: dist for name, dist in space.items() if not dist.single()}
+
+    def sample_independent(
+        self, study: optuna.Study, trial: FrozenTrial, name: str, dist: BaseDistribution
+    ) -> Any:
+        """One parameter outside the relative search space (:mod:`.independent`)."""
+        return self.independent.sample(
+            study, trial, name, dist, startup_count(self.n_startup_trials, 1)
+        )
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.independent.sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self.independent.sampler.after_trial(study, trial, state, values)
+
+    def trial_finished(self, study: optuna.Study, trial: FrozenTrial, seconds: float) -> bool:
+        """``trial`` finished after ``seconds`` of the sampler's time (its cost recorded):
+        forget its pending proposal, tell the effort rule; whether the sampler's time counts."""
+        self.pending.discard(trial._trial_id)
+        charged = self.charges_time(study)
+        if charged:
+            with self.lock:
+                self.effort.record_finished(study._study_id, trial.datetime_start, seconds)
+        return charged
 
     def sample_relative(
         self,
@@ -152,32 +193,79 @@ class Suggester:
     ) -> dict[str, Any]:
         """The parameters of ``trial`` in ``search_space`` (see the module docstring)."""
         bridge = SpaceBridge(search_space, self.reads.activity(trial))
-        ready = self.prefetch.take(study, trial, bridge.key)
-        if ready is not None:
-            self.reads.discard(trial)  # read before the trials that started since
         # The lock covers reading the trials too: a thread that proposes meanwhile must see
         # this one's proposal as pending, and this one must see its.
         with self.lock:
-            outcome = ready if ready is not None else self.propose(study, trial, bridge)
+            outcome = self.propose(study, trial, bridge)
             if isinstance(outcome, Startup):
                 return self.design.params(bridge, trial.number, outcome.evaluated)
             proposal = outcome
             if self.stop_rule is not None:
-                # The read the proposal was made from; a proposal computed ahead read the study
-                # before the trials that finished since, so the rule reads it again.
-                read = (
-                    self.last_read
-                    if ready is None
-                    else root_study(study).get_trials(deepcopy=False)
-                )
                 self.stop_rule.apply(
-                    study, trial, proposal.best_log_rate, proposal.chosen_log_ei, read
+                    study, trial, proposal.best_log_rate, proposal.chosen_log_ei, self.last_read
                 )
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
-        params = self._settle_clashes(study, trial, bridge, proposal, params)
-        self.prefetch.start(study, trial, bridge.key, self._ahead(study, bridge), self.lock)
-        return params
+        return self._settle_clashes(study, trial, bridge, proposal, params)
+
+    # -- the decision -------------------------------------------------------------------------
+
+    def propose(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        bridge: SpaceBridge,
+        previous: Proposal | None = None,
+    ) -> Proposal | Startup:
+        """The model's proposal for ``trial``, or :class:`Startup` while the start-up design
+        is not done.
+
+        ``previous``: this trial's proposal before a clash; its fitted models are reused when
+        the data have not changed since. A proposal made again always reads the trials afresh:
+        the clash is news.
+        """
+        trials = (
+            self.reads.trials(study, trial)
+            if previous is None
+            else root_study(study).get_trials(deepcopy=False)
+        )
+        self.last_read = trials
+        charged = self.charges_time(study, trials)
+        ledger = charge_and_sum(study, trials, self.budget, self.cost_attr, charged)
+        key = (study._study_id, bridge.key)
+        known = (
+            self.user_cost.on_box(bridge, previous_params(trials, trial))
+            if self.user_cost is not None
+            else None
+        )
+        request = read_snapshot(
+            trials,
+            trial,
+            bridge,
+            sign=minimize_sign(study),
+            cost_attr=self.cost_attr,
+            pending=self.pending.snapshot(),
+            remaining=ledger.remaining,
+            budget=self.budget,
+            known_cost=known,
+            warm=self.warm.get(key),
+            deterministic=self.deterministic,
+            schedule=self.schedule,
+            rate_needed=self.stop_rule is not None,
+        )
+        if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
+            assert request.evaluated is not None
+            return Startup(request.evaluated)
+        sid = study._study_id
+        route = self.effort.plan(sid, len(request.y), ledger.remaining if charged else None)
+        start = time.perf_counter()
+        proposal = propose(request, self.acquisition, self.rng, route=route, reuse=previous)
+        self.effort.record_suggestion(sid, route, time.perf_counter() - start, len(request.y))
+        self.warm[key] = proposal.warm
+        if proposal.message is not None:
+            _logger.debug(f"Trial {trial.number}: {proposal.message}")
+            note_budget_end(study, ledger, self.budget_end_noted)
+        return proposal
 
     def _settle_clashes(
         self,
@@ -207,81 +295,3 @@ class Suggester:
             clash.publish(study, trial, params)
         clash.mark_checked(study, trial)
         return params
-
-    def _ahead(
-        self, study: optuna.Study, bridge: SpaceBridge
-    ) -> Callable[[FrozenTrial], Proposal | None]:
-        """The computation of the next trial's proposal, for :class:`.prefetch.Prefetch`."""
-
-        def compute(next_trial: FrozenTrial) -> Proposal | None:
-            outcome = self.propose(study, next_trial, bridge)
-            return outcome if isinstance(outcome, Proposal) else None
-
-        return compute
-
-    def propose(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        bridge: SpaceBridge,
-        previous: Proposal | None = None,
-    ) -> Proposal | Startup:
-        """The model's proposal for ``trial``, or :class:`Startup` while the start-up design
-        is not done.
-
-        ``previous``: this trial's proposal before a clash; its fitted models are reused when
-        the data have not changed since. A proposal made again always reads the trials afresh:
-        the clash is news.
-        """
-        trials = (
-            self.reads.trials(study, trial)
-            if previous is None
-            else root_study(study).get_trials(deepcopy=False)
-        )
-        self.last_read = trials
-        charged = self.charges_time(study, trials)
-        snap = read_snapshot(
-            trials,
-            trial,
-            bridge,
-            sign=minimize_sign(study),
-            cost_attr=self.cost_attr,
-            pending=self.pending.snapshot(),
-        )
-        ledger = charge_and_sum(study, trials, self.budget, self.cost_attr, charged)
-        if len(snap.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
-            return Startup(snap.X_evaluated)
-        key = (study._study_id, bridge.key)
-        known = self.user_cost.on_box(bridge, snap.previous) if self.user_cost else None
-        request = snap.request(
-            bridge.codec,
-            remaining=ledger.remaining,
-            budget=self.budget,
-            known_cost=known,
-            warm=self.warm.get(key),
-            deterministic=self.deterministic,
-            schedule=self.schedule,
-            rate_needed=self.stop_rule is not None,
-            pruned_trials=self.pruned_trials,
-        )
-        sid = study._study_id
-        plan = self.effort.plan(sid, len(snap.y), ledger.remaining if charged else None)
-        start = time.perf_counter()
-        if plan.route == "full":
-            proposal = propose(request, self.acquisition, self.rng, reuse=previous)
-        else:
-            proposal = quick_propose(
-                request,
-                self.rng,
-                needs_cost=self.acquisition.needs_cost,
-                refit=plan.refit,
-                overhead=plan.overhead,
-            )
-        self.effort.record_suggestion(
-            sid, plan.route, time.perf_counter() - start, n=len(snap.y), refit=plan.refit
-        )
-        self.warm[key] = proposal.warm
-        if proposal.message is not None:
-            _logger.debug(f"Trial {trial.number}: {proposal.message}")
-            note_budget_end(study, ledger, self.budget_end_noted)
-        return proposal

@@ -222,8 +222,9 @@ def get_cost_histories(
         labels: One legend label per study; default the study names.
         trials: The trials of the (single) study, if the caller already holds them: then
             storage is not read for trials.
-        cost_unit: The unit of the costs (``"$"``, ``"kWh"``). ``None``: ``"s"`` for a study
-            whose costs were all measured wall-clock time, unknown otherwise.
+        cost_unit: The unit of the costs (``"$"``, ``"kWh"``). ``None``: the study user attr
+            ``cost_unit`` if set, else ``"s"`` for a study whose costs were all measured
+            wall-clock time, unknown otherwise.
 
     Returns:
         One history per study, in the order given.
@@ -280,7 +281,12 @@ def get_cost_histories(
                 values=values,
                 best_values=best,
                 budget=budget if budget is not None else study_budget(study),
-                cost_unit=_cost_unit(study_trials, cost_attr, cost_unit),
+                cost_unit=_cost_unit(
+                    study_trials,
+                    cost_attr,
+                    cost_unit,
+                    study._storage.get_study_user_attrs(study._study_id),
+                ),
                 feasible=feasible_mask(ordered) if constrained else None,
             )
         )

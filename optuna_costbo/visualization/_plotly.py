@@ -88,8 +88,9 @@ def plot_cost_history(
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
         cost_unit: The unit of the costs, shown in the x axis title ("Cumulative Cost ($)")
-            and with the budget. ``None``: seconds (``"s"``) when every trial's cost was
-            measured wall-clock time, no unit when costs were reported.
+            and with the budget. ``None``: the study user attr ``cost_unit`` if set, else
+            seconds (``"s"``) when every trial's cost was measured wall-clock time, no unit
+            when costs were reported.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.

@@ -57,8 +57,9 @@ def plot_cost_history(
         target_name: The y axis label and the points' legend name.
         labels: One legend label per study; default the study names.
         cost_unit: The unit of the costs, shown in the x axis label ("Cumulative Cost ($)").
-            ``None``: seconds (``"s"``) when every trial's cost was measured wall-clock
-            time, no unit when costs were reported.
+            ``None``: the study user attr ``cost_unit`` if set, else seconds (``"s"``) when
+            every trial's cost was measured wall-clock time, no unit when costs were
+            reported.
         ax: Axes to draw into; default a new figure's axes.
 
     Returns:

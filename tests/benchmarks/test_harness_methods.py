@@ -43,6 +43,24 @@ def test_registered_names_and_specs() -> None:
     assert cache.method_dir("ours:acquisition=eipu") == "ours_acquisition=eipu"
 
 
+def test_former_sampler_parameters_are_set_on_the_sampler_or_refused() -> None:
+    variant = methods.resolve(
+        "rollout:charge_sampler_time=false,max_sampler_share=0.05,n_samples=8,"
+        "dashboard_chart=false"
+    )
+    sampler = methods.make_sampler(variant, 10.0, 0, {})
+    suggester = sampler._suggester
+    assert suggester.charge.resolve(0, []) is False  # measured costs would be charged
+    assert suggester.effort.share == 0.05
+    assert suggester.acquisition.n_samples == 8 and suggester.acquisition.horizon == 2
+    assert sampler._chart.wanted(None) is False
+    assert methods.unavailable(variant) is None
+    for removed in ("rollout:prefetch=true", "ours:pruned_trials=impute"):
+        why = methods.unavailable(methods.resolve(removed))
+        assert why is not None and "was a sampler parameter" in why
+    assert methods.unavailable(methods.resolve("ours:pruned_trials=censored")) is None
+
+
 def test_a_spec_reaches_the_sampler() -> None:
     sampler = methods.make_sampler(methods.resolve("ours:acquisition=ei-cool"), 10.0, 3, {})
     assert sampler.__class__.__name__ == "CostRolloutSampler"

@@ -25,7 +25,6 @@ X = FloatDistribution(0.0, 1.0)
 
 def _sampler(acquisition: str, budget: float = 1e9, **kwargs: Any) -> CostRolloutSampler:
     kwargs.setdefault("n_startup_trials", 2)
-    kwargs.setdefault("warn_independent_sampling", False)
     return CostRolloutSampler(budget=budget, seed=0, acquisition=acquisition, **kwargs)
 
 

@@ -98,7 +98,6 @@ def make_sampler(config: dict[str, Any]) -> Any:
         seed=config.get("seed"),
         acquisition=config.get("acquisition", "ei"),
         n_startup_trials=config.get("n_startup_trials"),
-        dashboard_chart=False,
     )
 
 

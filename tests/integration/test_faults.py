@@ -95,7 +95,6 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     common = {
         "cost_scale": scale,
         "sleep": (0.1, 0.15),
-        "sampler_kwargs": {"dashboard_chart": False},
     }
 
     # w1 gets ready; the victim starts its first trial, hangs in it and is killed 3.1 s after
@@ -194,7 +193,6 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
         cfg = {
             **_config(spec, "reopen", budget, tmp_path, tag),
             "sleep": (0.0, 0.01),
-            "sampler_kwargs": {"dashboard_chart": False},
             **extra,
         }
         log = tmp_path / f"log-{tag}.txt"

@@ -59,7 +59,7 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
     storage = None if storage_kind == "inmemory" else f"sqlite:///{tmp_path / 'threads.db'}"
     # (The optuna-dashboard chart is left to the SQLite process test: it is slow to redraw.)
     sampler = CostRolloutSampler(
-        budget=budget, seed=0, acquisition=acquisition, n_startup_trials=4, dashboard_chart=False
+        budget=budget, seed=0, acquisition=acquisition, n_startup_trials=4
     )
     study = optuna.create_study(sampler=sampler, storage=storage)
     # n_trials is only a guard: the budget must end the loop long before.
@@ -88,13 +88,17 @@ def test_threads_share_one_sampler_and_stop_at_the_budget(
 
 
 def test_threads_charge_each_trial_its_own_sampler_seconds() -> None:
-    # With sampler time charged, the seconds recorded on each trial are that trial's: a race
-    # between threads in the per-trial bookkeeping would move them between trials.
-    sampler = CostRolloutSampler(
-        budget=1e9, seed=0, n_startup_trials=3, acquisition="ei", charge_sampler_time=True
-    )
+    # With sampler time charged (measured wall-clock costs), the seconds recorded on each trial
+    # are that trial's: a race between threads in the per-trial bookkeeping would move them
+    # between trials.
+    def measured(trial: optuna.Trial) -> float:
+        x, y = trial.suggest_float("x", -1.0, 1.0), trial.suggest_float("y", -1.0, 1.0)
+        time.sleep(0.02 + 0.03 * (y + 1.0) / 2.0)
+        return pc.trial_value({"x": x, "y": y})
+
+    sampler = CostRolloutSampler(budget=1e9, seed=0, n_startup_trials=3, acquisition="ei")
     study = optuna.create_study(sampler=sampler)
-    study.optimize(_thread_objective, n_jobs=4, n_trials=24)
+    study.optimize(measured, n_jobs=4, n_trials=24)
     trials = study.get_trials(states=(TrialState.COMPLETE,))
     assert len(trials) == 24
     for t in trials:
@@ -575,9 +579,8 @@ def test_worker_processes_share_one_budget(
     storage_spec: dict[str, Any], n_workers: int, tmp_path: Path
 ) -> None:
     budget = 7.0
-    # The optuna-dashboard chart (on by default for persistent storages when optuna-dashboard
-    # is installed) stays on with SQLite, and is off elsewhere to keep the suite fast.
-    sampler_kwargs = {} if storage_spec["name"] == "sqlite" else {"dashboard_chart": False}
+    # The optuna-dashboard chart is on (persistent storages, optuna-dashboard installed).
+    sampler_kwargs: dict[str, Any] = {}
     trials, results, study = run_workers(
         storage_spec,
         tmp_path,

@@ -219,7 +219,6 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
                 # Trials long enough (about 16 left, 5 per worker, when the server stops) that
                 # the budget cannot be spent before the outage, on a slow or a fast machine.
                 "sleep": (0.8, 1.0),
-                "sampler_kwargs": {"dashboard_chart": False},
                 **extra,
             }
             procs.append(_outage_worker.start(config, log))

@@ -81,7 +81,6 @@ def test_a_killed_worker_is_charged_to_its_last_heartbeat(
         "out": str(tmp_path / "out.json"),
         "seed": 0,
         "hang_marker": str(marker),
-        "sampler_kwargs": {"dashboard_chart": False},
     }
     victim = w.start_worker(config, tmp_path / "log.txt")
     try:
@@ -268,7 +267,7 @@ def test_failed_trials_without_a_heartbeat_keep_the_wall_clock_rule(
 def test_trials_failed_by_other_causes_keep_their_rule(tmp_path: Path) -> None:
     # An exception in the objective: the sampler records the cost as usual, heartbeat or not.
     url = f"sqlite:///{tmp_path / 'raise.db'}"
-    sampler = CostRolloutSampler(budget=100.0, seed=0, dashboard_chart=False)
+    sampler = CostRolloutSampler(budget=100.0, seed=0)
     study = optuna.create_study(storage=_heartbeat_storage(url), sampler=sampler)
 
     def objective(trial: optuna.Trial) -> float:

@@ -224,8 +224,8 @@ def test_budget_pruner_rejects_two_pruners_and_names_wrapped_pruner_for_other_ob
 
 
 def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default() -> None:
-    # Wall-clock costs: the sampler charges its own seconds by default, and so does the pruner
-    # (charge_sampler_time=None); with a budget between the two ledgers only it prunes.
+    # Wall-clock costs: the sampler charges its own seconds, and so does the pruner (one rule,
+    # _ledger/sampler_time.py); with a budget between the two ledgers the pruner prunes.
     from optuna_costbo import CostRolloutSampler
 
     sampler = CostRolloutSampler(budget=1e6, n_startup_trials=2, seed=0)
@@ -239,7 +239,8 @@ def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default(
     running = study.ask()
     frozen = study._storage.get_trial(running._trial_id)
     assert CostBudgetPruner(budget).prune(study, frozen)
-    assert not CostBudgetPruner(budget, charge_sampler_time=False).prune(study, frozen)
+    # Uncharged, it would not have pruned: the plain ledger and the trial's own time fit.
+    assert plain + charged_cost(frozen, "cost", charge_sampler_time=False) < budget
 
 
 def _finished_with_cost(study: optuna.Study, cost: float) -> None:

@@ -208,13 +208,11 @@ def test_sampler_keeps_the_chart_current_by_default(tmp_path: Path) -> None:
     keys = study._storage.get_study_system_attrs(study._study_id)
     assert any(GRAPH_OBJECT_ID in k for k in keys)
 
-    off = optuna.create_study(
-        storage=storage, sampler=CostRolloutSampler(5.0, seed=0, dashboard_chart=False)
-    )
-    off.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
+    memory = optuna.create_study(sampler=CostRolloutSampler(5.0, seed=0))
+    memory.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
     assert not any(
-        GRAPH_OBJECT_ID in k for k in off._storage.get_study_system_attrs(off._study_id)
-    )
+        GRAPH_OBJECT_ID in k for k in memory._storage.get_study_system_attrs(memory._study_id)
+    )  # no chart for a study in memory: optuna-dashboard cannot show it
 
 
 def test_chart_redraws_are_throttled_but_the_last_one_has_every_trial(
@@ -234,9 +232,7 @@ def test_chart_redraws_are_throttled_but_the_last_one_has_every_trial(
 
     monkeypatch.setattr(dashboard_mod, "update_dashboard", counting)
     storage = f"sqlite:///{tmp_path / 'throttle.db'}"
-    study = optuna.create_study(
-        storage=storage, sampler=CostRolloutSampler(10.0, seed=0, dashboard_chart=True)
-    )
+    study = optuna.create_study(storage=storage, sampler=CostRolloutSampler(10.0, seed=0))
     study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1))  # type: ignore[func-returns-value]
     assert len(study.trials) == 10
     assert calls[0] == 0 and calls[-1] == 9  # first trial, and the one that spent the budget

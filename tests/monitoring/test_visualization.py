@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 import subprocess
 import sys
+import tempfile
 from typing import Literal
 
 import numpy as np
@@ -524,9 +526,11 @@ def test_dashboard_chart_names_the_unit_the_user_gives() -> None:
         report_cost(trial, 2.0)
         return x
 
-    def axis_title(**kwargs: str) -> str:
-        sampler = CostRolloutSampler(budget=6.0, seed=0, dashboard_chart=True, **kwargs)
-        study = optuna.create_study(sampler=sampler)  # in memory: only forced charts are drawn
+    def axis_title(tmp: Path, unit: str | None = None) -> str:
+        storage = f"sqlite:///{tmp / 'unit.db'}"
+        study = optuna.create_study(storage=storage, sampler=CostRolloutSampler(6.0, seed=0))
+        if unit is not None:
+            study.set_user_attr("cost_unit", unit)  # the one place the unit is named
         study.optimize(objective)
         prefix = f"dashboard:plot_data:{GRAPH_OBJECT_ID}:"
         attrs = study._storage.get_study_system_attrs(study._study_id)
@@ -536,8 +540,24 @@ def test_dashboard_chart_names_the_unit_the_user_gives() -> None:
         graph = json.loads("".join(v for _, v in chunks))
         return str(graph["layout"]["xaxis"]["title"]["text"])
 
-    assert axis_title() == "Cumulative Cost"  # reported costs: the unit is unknown
-    assert axis_title(cost_unit="$") == "Cumulative Cost ($)"
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        assert axis_title(Path(a)) == "Cumulative Cost"  # reported costs: the unit is unknown
+        assert axis_title(Path(b), "$") == "Cumulative Cost ($)"
+
+
+def test_the_study_unit_names_the_plots_and_the_bar_unless_they_are_given_one() -> None:
+    from optuna_costbo._ledger import cost_unit
+
+    study = optuna.create_study()
+    study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
+    trials = study.get_trials()
+    assert cost_unit(trials, "cost") is None  # reported: unknown
+    assert cost_unit(trials, "cost", study_attrs={"cost_unit": "kWh"}) == "kWh"
+    assert cost_unit(trials, "cost", "$", {"cost_unit": "kWh"}) == "$"  # the caller's wins
+    assert cost_unit(trials, "cost", "", {"cost_unit": "kWh"}) is None  # "" means none
+    study.set_user_attr("cost_unit", "kWh")
+    fig = plot_cost_history(study)
+    assert fig.layout.xaxis.title.text == "Cumulative Cost (kWh)"
 
 
 def test_infeasible_trials_are_drawn_apart_and_never_set_the_best_value() -> None:

@@ -12,6 +12,7 @@ from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.quick import candidates
 from optuna_costbo._numerics.quick import quick_propose
+from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import CategoricalParam
 from optuna_costbo._numerics.search_space import NumericParam
@@ -87,13 +88,17 @@ def test_a_large_overhead_flattens_the_cost_to_plain_ei() -> None:
     base = _request(cost_data=CostData(X_cost, np.exp(4.0 * X_cost[:, 0])))
     request = ProposalRequest(**{**base.__dict__, "warm": WarmStart(HYPER, cost_hyper, 7)})
     plain = quick_propose(request, np.random.default_rng(3), needs_cost=False)
-    flat = quick_propose(request, np.random.default_rng(3), needs_cost=True, overhead=1e9)
+    flat = quick_propose(
+        request, np.random.default_rng(3), needs_cost=True, route=Route(quick=True, overhead=1e9)
+    )
     assert np.array_equal(flat.z, plain.z)
 
 
 def test_refit_moves_the_hyperparameters_from_the_warm_start() -> None:
     request = _request()
-    proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False, refit=True)
+    proposal = quick_propose(
+        request, np.random.default_rng(0), needs_cost=False, route=Route(quick=True, refit=True)
+    )
     assert proposal.warm.objective is not None and proposal.fitted is not None
     assert proposal.warm.objective is proposal.fitted.hyper
     assert not np.allclose(proposal.warm.objective.lengthscales, HYPER.lengthscales)

@@ -27,8 +27,6 @@ optuna.logging.set_verbosity(optuna.logging.ERROR)
         ({"budget": 1.0, "acquisition": "EI"}, "acquisition must be one of"),
         ({"budget": 1.0, "horizon": True}, "horizon must be an int >= 1"),
         ({"budget": 1.0, "horizon": -1}, "horizon must be an int >= 1"),
-        ({"budget": 1.0, "n_samples": 2.0}, "n_samples must be an int >= 1"),
-        ({"budget": 1.0, "n_samples": True}, "n_samples must be an int >= 1"),
         ({"budget": 1.0, "n_startup_trials": 1.5}, "n_startup_trials must be"),
         ({"budget": 1.0, "n_startup_trials": True}, "n_startup_trials must be"),
         ({"budget": 1.0, "n_startup_trials": "3"}, "n_startup_trials must be"),

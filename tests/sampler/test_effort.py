@@ -10,18 +10,27 @@ from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.sampler_time import charges_sampler_time
+from optuna_costbo._numerics.request import Route
 from optuna_costbo._sampler.effort import EffortRule
 
 
 STUDY = 0
+FULL, QUICK = Route(), Route(quick=True)
+
+
+def _with_share(sampler: CostRolloutSampler, share: float) -> CostRolloutSampler:
+    """``sampler`` with full suggestions allowed ``share`` of the wall clock (the package's
+    share is fixed; tests move it to reach the quick route on trials of any length)."""
+    sampler._suggester.effort = EffortRule(share)
+    return sampler
 
 
 def _rule_after(share: float, trial_seconds: float, full_seconds: float) -> EffortRule:
     """A rule that has seen one full suggestion of ``full_seconds`` and trials worth
     ``trial_seconds``: the fake clock is the numbers handed to it."""
     rule = EffortRule(share)
-    assert rule.route(STUDY, remaining=1e9) == "full"  # nothing measured yet
-    rule.record_suggestion(STUDY, "full", full_seconds)
+    assert rule.plan(STUDY, 0, remaining=1e9) == FULL  # nothing measured yet
+    rule.record_suggestion(STUDY, FULL, full_seconds, 0)
     rule.add_trial_seconds(STUDY, trial_seconds)
     return rule
 
@@ -30,43 +39,32 @@ def test_quick_route_when_a_full_suggestion_costs_more_than_the_trials_paid_for(
     # share 0.25: full suggestions may take a third of the trials' seconds.
     rule = _rule_after(0.25, trial_seconds=0.3, full_seconds=0.2)
     assert rule.credit(STUDY) == pytest.approx(0.1 - 0.2)
-    assert rule.route(STUDY, remaining=1e9) == "quick"
+    assert not rule.full_allowed(STUDY, remaining=1e9)
     # Cheap trials go on; once they have paid for another full suggestion, it is full again.
     for _ in range(4):
-        rule.record_suggestion(STUDY, "quick", 0.001)  # quick ones are not charged to credit
+        rule.record_suggestion(STUDY, QUICK, 0.001, 0)  # quick ones are not charged to credit
         rule.add_trial_seconds(STUDY, 0.3)
     assert rule.credit(STUDY) == pytest.approx(0.5 - 0.2)
-    assert rule.route(STUDY, remaining=1e9) == "full"
+    assert rule.full_allowed(STUDY, remaining=1e9)
     assert rule.counts(STUDY) == {"full": 1, "quick": 4}
 
 
 def test_full_route_when_trials_are_long_and_quick_when_the_budget_ends() -> None:
     rule = _rule_after(0.25, trial_seconds=30.0, full_seconds=0.2)
-    assert rule.route(STUDY, remaining=100.0) == "full"
+    assert rule.full_allowed(STUDY, remaining=100.0)
     # A full suggestion would take more than a quarter of what remains.
-    assert rule.route(STUDY, remaining=0.5) == "quick"
+    assert not rule.full_allowed(STUDY, remaining=0.5)
 
 
 def test_share_one_always_takes_the_full_route() -> None:
     rule = _rule_after(1.0, trial_seconds=0.0, full_seconds=10.0)
-    assert rule.route(STUDY, remaining=1e-3) == "full"
+    assert rule.full_allowed(STUDY, remaining=1e-3)
 
 
 def test_studies_are_accounted_apart() -> None:
     rule = _rule_after(0.25, trial_seconds=0.0, full_seconds=1.0)
-    assert rule.route(STUDY, remaining=1e9) == "quick"
-    assert rule.route(STUDY + 1, remaining=1e9) == "full"
-
-
-@pytest.mark.parametrize("share", [0.0, -0.1, 1.5, float("nan"), "0.2"])
-def test_bad_share_is_rejected(share: object) -> None:
-    with pytest.raises(ValueError, match="max_sampler_share must be a number in \\(0, 1\\]"):
-        CostRolloutSampler(budget=1.0, max_sampler_share=share)  # type: ignore[arg-type]
-
-
-def test_bad_charge_option_is_rejected() -> None:
-    with pytest.raises(ValueError, match="charge_sampler_time must be None, True or False"):
-        CostRolloutSampler(budget=1.0, charge_sampler_time="yes")  # type: ignore[arg-type]
+    assert not rule.full_allowed(STUDY, remaining=1e9)
+    assert rule.full_allowed(STUDY + 1, remaining=1e9)
 
 
 def _finished(source: str | None) -> optuna.trial.FrozenTrial:
@@ -79,18 +77,21 @@ def _finished(source: str | None) -> optuna.trial.FrozenTrial:
     )
 
 
-def test_default_charge_follows_where_the_costs_come_from() -> None:
-    wall, reported = _finished("wall_clock"), _finished("reported")
-    assert charges_sampler_time(None, False, [_finished(None), wall]) is True
-    assert charges_sampler_time(None, False, [reported, wall]) is False
-    assert charges_sampler_time(None, True, [wall]) is False  # a cost_fn is not wall-clock
-    assert charges_sampler_time(None, False, []) is None
-    assert charges_sampler_time(True, True, [reported]) is True
-    assert charges_sampler_time(False, False, [wall]) is False
+def test_the_charge_follows_where_the_costs_come_from() -> None:
+    wall, reported, known = _finished("wall_clock"), _finished("reported"), _finished("cost_fn")
+    assert charges_sampler_time([_finished(None), wall]) is True
+    assert charges_sampler_time([reported, wall]) is False  # the first priced trial decides
+    assert charges_sampler_time([known]) is False
+    assert charges_sampler_time([wall], has_cost_fn=True) is False  # a cost_fn is not wall-clock
+    assert charges_sampler_time([]) is True  # nothing priced yet: as measured
 
 
-def _run(seed: int, **options: object) -> tuple[CostRolloutSampler, optuna.Study]:
+def _run(
+    seed: int, share: float | None = None, **options: object
+) -> tuple[CostRolloutSampler, optuna.Study]:
     sampler = CostRolloutSampler(budget=1e6, seed=seed, n_startup_trials=3, **options)  # type: ignore[arg-type]
+    if share is not None:
+        _with_share(sampler, share)
     study = optuna.create_study(sampler=sampler)
 
     def objective(trial: optuna.Trial) -> float:
@@ -103,10 +104,14 @@ def _run(seed: int, **options: object) -> tuple[CostRolloutSampler, optuna.Study
     return sampler, study
 
 
+def _counts(sampler: CostRolloutSampler, study: optuna.Study) -> dict[str, int]:
+    return sampler._suggester.effort.counts(study._study_id)
+
+
 def test_a_charged_sampler_on_instant_trials_takes_the_quick_route() -> None:
     # Trials of microseconds never pay for a full suggestion of milliseconds after the first.
-    sampler, study = _run(0, max_sampler_share=1e-6)
-    assert sampler._effort.counts(study._study_id) == {"full": 1, "quick": 8}
+    sampler, study = _run(0, share=1e-6)
+    assert _counts(sampler, study) == {"full": 1, "quick": 8}
     params = [t.params for t in study.trials]
     assert len({tuple(sorted(p.items())) for p in params}) == len(params)  # no repeats
     for p in params:
@@ -115,21 +120,26 @@ def test_a_charged_sampler_on_instant_trials_takes_the_quick_route() -> None:
 
 def test_quick_route_is_deterministic_for_a_seed() -> None:
     # Measured costs differ from run to run, so the cost model does: use "ei" (no costs).
-    runs = [_run(0, max_sampler_share=1e-6, acquisition="ei") for _ in range(2)]
-    assert runs[0][0]._effort.counts(runs[0][1]._study_id) == {"full": 1, "quick": 8}
+    runs = [_run(0, share=1e-6, acquisition="ei") for _ in range(2)]
+    assert _counts(*runs[0]) == {"full": 1, "quick": 8}
     assert [t.params for t in runs[0][1].trials] == [t.params for t in runs[1][1].trials]
 
 
-def test_uncharged_or_share_one_keeps_the_full_route() -> None:
-    for options in ({"charge_sampler_time": False, "max_sampler_share": 1e-6}, {}):
-        if not options:
-            options = {"max_sampler_share": 1.0}
-        sampler, study = _run(1, **options)
-        assert sampler._effort.counts(study._study_id)["quick"] == 0
+def test_share_one_keeps_the_full_route() -> None:
+    sampler, study = _run(1, share=1.0)
+    assert _counts(sampler, study)["quick"] == 0
 
 
-def test_reported_costs_are_not_charged_sampler_time_by_default() -> None:
-    sampler = CostRolloutSampler(budget=1e6, seed=0, n_startup_trials=2, max_sampler_share=1e-6)
+def test_a_known_cost_is_not_charged_sampler_time() -> None:
+    sampler, study = _run(1, share=1e-6, cost_fn=lambda p: 1.0 + p["n"])
+    assert _counts(sampler, study)["quick"] == 0
+    assert sampler.ledger(study).spent == pytest.approx(
+        sum(1.0 + t.params["n"] for t in study.trials)
+    )
+
+
+def test_reported_costs_are_not_charged_sampler_time() -> None:
+    sampler = _with_share(CostRolloutSampler(budget=1e6, seed=0, n_startup_trials=2), 1e-6)
     study = optuna.create_study(sampler=sampler)
 
     def objective(trial: optuna.Trial) -> float:
@@ -138,19 +148,28 @@ def test_reported_costs_are_not_charged_sampler_time_by_default() -> None:
         return x
 
     study.optimize(objective, n_trials=6)
-    assert sampler._effort.counts(study._study_id) == {"full": 4, "quick": 0}
+    assert _counts(sampler, study) == {"full": 4, "quick": 0}
 
 
 def test_quick_suggestions_refit_when_the_data_grew_by_a_quarter() -> None:
     rule = EffortRule(0.1)
-    rule.record_suggestion(STUDY, "full", 0.2, n=20)
+    rule.record_suggestion(STUDY, FULL, 0.2, n=20)
     assert not rule.refit_due(STUDY, 24)
     assert rule.refit_due(STUDY, 25)
-    rule.record_suggestion(STUDY, "quick", 0.01, n=25, refit=True)
+    rule.record_suggestion(STUDY, Route(quick=True, refit=True), 0.01, n=25)
     assert not rule.refit_due(STUDY, 30)
     assert rule.refit_due(STUDY, 31)
-    rule.record_suggestion(STUDY, "quick", 0.01, n=31)  # no refit: the count stays
+    rule.record_suggestion(STUDY, QUICK, 0.01, n=31)  # no refit: the count stays
     assert rule.refit_due(STUDY, 31)
+
+
+def test_a_plan_is_the_route_it_names() -> None:
+    rule = EffortRule(0.25)
+    assert rule.plan(STUDY, 10, remaining=None) == FULL  # the sampler's time is not charged
+    rule.record_suggestion(STUDY, FULL, 1.0, n=10)
+    rule.add_trial_seconds(STUDY, 0.1, sampler_seconds=0.5)
+    plan = rule.plan(STUDY, 13, remaining=1e9)
+    assert plan.quick and plan.refit and plan.overhead == pytest.approx(0.1)
 
 
 def test_overhead_follows_recent_sampler_seconds_per_trial() -> None:

@@ -159,7 +159,6 @@ def _run(
         horizon=horizon if acquisition.startswith("rollout") else None,
         n_startup_trials=4,
         seed=seed,
-        dashboard_chart=False,
         **options,
     )
     sampler = _Forced(inner, recorded)

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from _studies import better_half_reversed
+from _studies import read_request
 from _studies import reporting_study
 import numpy as np
 import optuna
@@ -18,7 +19,6 @@ from optuna_costbo import CostBudgetPruner
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._numerics.cost_model import PrunedCost
-from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 
 
@@ -50,9 +50,7 @@ def _study() -> optuna.Study:
 def test_a_pruned_trial_is_an_observation_of_its_imputed_final_value_and_full_cost() -> None:
     study = _study()
     trials = study.get_trials(deepcopy=False)
-    snap = read_snapshot(
-        trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
-    )
+    snap = read_request(trials, trials[-1], SpaceBridge({"x": X}))
     # Every trial with a value or reports is seen; the pruned ones at their imputed finals.
     assert len(snap.y) == 4
     np.testing.assert_allclose(snap.y[:2], [1.0, 0.9])
@@ -68,9 +66,7 @@ def test_a_pruned_trial_is_an_observation_of_its_imputed_final_value_and_full_co
 def test_a_pruned_trials_bound_is_its_last_report_plus_the_largest_completed_move() -> None:
     study = _study()
     trials = study.get_trials(deepcopy=False)
-    snap = read_snapshot(
-        trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
-    )
+    snap = read_request(trials, trials[-1], SpaceBridge({"x": X}))
     assert snap.y_lower is not None
     assert np.isnan(snap.y_lower[:2]).all()  # completed: exact
     np.testing.assert_allclose(snap.y_lower[2:], [5.0 - 2.0, 3.5 - 1.0])
@@ -93,52 +89,12 @@ def _first_request(study: optuna.Study) -> tuple[Any, float]:
     return requests[0], x
 
 
-@pytest.mark.parametrize("route", ["impute", "censored"])
-def test_the_request_carries_bounds_only_on_the_censored_route(route: str) -> None:
-    sampler = CostRolloutSampler(
-        budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2, pruned_trials=route
-    )
+def test_the_request_carries_the_censoring_bounds() -> None:
+    sampler = CostRolloutSampler(budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2)
     study = _study()
     study.sampler = sampler
     lower = _first_request(study)[0].y_lower
-    if route == "impute":
-        assert lower is None
-    else:
-        np.testing.assert_allclose(lower[2:], [3.0, 2.5])
-
-
-def _curve_study(rng: np.random.Generator) -> optuna.Study:
-    """Curves over 10 steps decaying to (x - 0.3)^2: 6 completed, 6 stopped after 2-6 steps."""
-    study = optuna.create_study()
-    for i, x in enumerate(rng.uniform(size=12)):
-        final = (x - 0.3) ** 2
-        curve = [final + 0.5 * math.exp(-s / 3) + 0.01 * rng.normal() for s in range(1, 11)]
-        stop = 10 if i < 6 else 2 + i % 5
-        _add(study, float(x), curve[:stop], float(stop), pruned=stop < 10)
-    return study
-
-
-def test_on_the_curves_route_stopped_trials_are_measured_from_their_curves() -> None:
-    from optuna_costbo._numerics.models import build_models
-
-    sampler = CostRolloutSampler(
-        budget=1e3, acquisition="eipu", seed=0, n_startup_trials=2, pruned_trials="curves"
-    )
-    study = _curve_study(np.random.default_rng(0))
-    study.sampler = sampler
-    request, _ = _first_request(study)
-    curves = request.stopped_curves
-    assert curves is not None
-    np.testing.assert_array_equal(curves.rows, np.arange(6, 12))
-    assert len(curves.complete) == 6 and [len(c[0]) for c in curves.stopped] == [3, 4, 5, 6, 2, 3]
-    models = build_models(request, np.random.default_rng(0), needs_cost=True)
-    assert models.exact is not None and models.exact.tolist() == [True] * 6 + [False] * 6
-    # The measured finals lie closer to the truth than the median imputation does.
-    trials = study.get_trials(deepcopy=False)[6:12]
-    truth = np.array([(t.params["x"] - 0.3) ** 2 for t in trials])
-    assert np.mean(np.abs(models.y[6:] - truth)) < np.mean(np.abs(request.y[6:] - truth))
-    # The incumbent is a completed trial's value, never a measurement.
-    assert models.best == pytest.approx(float(np.min(request.y[:6])))
+    np.testing.assert_allclose(lower[2:], [3.0, 2.5])
 
 
 def test_a_region_the_pruner_always_stops_loses_its_acquisition_weight() -> None:
@@ -166,17 +122,10 @@ def test_a_region_the_pruner_always_stops_loses_its_acquisition_weight() -> None
     assert models.best == pytest.approx(1.0 + (0.74 - 0.7) ** 2, abs=0.01)
 
 
-def test_an_unknown_pruned_trials_route_is_refused() -> None:
-    with pytest.raises(ValueError, match="pruned_trials must be one of 'censored', 'impute'"):
-        CostRolloutSampler(budget=10.0, pruned_trials="drop")
-
-
 def test_without_pruned_trials_nothing_changes() -> None:
     study = _study()
     trials = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
-    snap = read_snapshot(
-        trials, trials[-1], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
-    )
+    snap = read_request(trials, trials[-1], SpaceBridge({"x": X}))
     assert snap.pruning is None and snap.y_running is None and snap.y_lower is None
     np.testing.assert_allclose(snap.y, [1.0, 0.9])
 
@@ -188,9 +137,7 @@ def test_a_running_trials_reports_are_its_pending_value() -> None:
     quiet = study.ask({"x": X})  # no report: its pending value is the model's mean
     me = study.ask()
     trials = study.get_trials(deepcopy=False)
-    snap = read_snapshot(
-        trials, trials[me.number], SpaceBridge({"x": X}), sign=1.0, cost_attr="cost", pending={}
-    )
+    snap = read_request(trials, trials[me.number], SpaceBridge({"x": X}))
     assert snap.X_running is not None and len(snap.X_running) == 2
     assert snap.y_running is not None
     assert snap.y_running[0] == pytest.approx(2.5 + np.median([-2.0, -1.1]))
@@ -338,9 +285,7 @@ def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_m
 def test_the_censored_route_runs_a_pruned_study_and_finds_the_optimum() -> None:
     # The censored route end to end with MedianPruner: no trial fails, trials get pruned, and
     # the best completed trial lands near the optimum x = 0.3 of the learning-curve problem.
-    sampler = CostRolloutSampler(
-        budget=60.0, acquisition="eipu", seed=0, n_startup_trials=4, pruned_trials="censored"
-    )
+    sampler = CostRolloutSampler(budget=60.0, acquisition="eipu", seed=0, n_startup_trials=4)
     study = optuna.create_study(sampler=sampler, pruner=optuna.pruners.MedianPruner(2, 1))
     study.optimize(_learning_curve, n_trials=60)
     states = [t.state for t in study.trials]

@@ -19,6 +19,7 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import BoxPairCost
 from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._sampler.effort import EffortRule
 
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -191,8 +192,9 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
                 return (trial.suggest_float("x", 0.0, 1.0) - 0.7) ** 2
 
             sampler = CostRolloutSampler(
-                budget=1e3, acquisition="eipu", seed=0, n_startup_trials=4, max_sampler_share=0.01
+                budget=1e3, acquisition="eipu", seed=0, n_startup_trials=4
             )
+            sampler._suggester.effort = EffortRule(0.01)  # the quick route on trials of ms
             study = optuna.create_study(sampler=sampler)
             study.optimize(fast, n_trials=12)
         return [t.params["x"] for t in study.trials[4:9]], routes

@@ -95,21 +95,6 @@ def test_wall_clock_costs_with_short_sleeps() -> None:
     assert charged[:-1].sum() < budget
 
 
-def test_charge_sampler_time_adds_sampler_seconds_to_the_ledger() -> None:
-    sampler = CostRolloutSampler(budget=1e6, seed=0, n_startup_trials=2, charge_sampler_time=True)
-    study = optuna.create_study(sampler=sampler)
-    study.optimize(lambda t: t.suggest_float("x", 0, 1) ** 2, n_trials=6)
-    objective_costs = sum(t.user_attrs["cost"] for t in study.trials)
-    sampler_secs = sum(t.system_attrs[SAMPLER_SECONDS_ATTR] for t in study.trials)
-    assert sampler_secs > 0.0
-    assert sampler.ledger(study).spent == pytest.approx(objective_costs + sampler_secs)
-    off = CostRolloutSampler(budget=1e6, charge_sampler_time=False)
-    assert off.ledger(study).spent == pytest.approx(objective_costs)
-    # The default charges it on wall-clock costs, not on reported ones.
-    default = CostRolloutSampler(budget=1e6)
-    assert default.ledger(study).spent == pytest.approx(objective_costs + sampler_secs)
-
-
 def test_default_does_not_charge_sampler_time_on_reported_costs() -> None:
     sampler = CostRolloutSampler(budget=1e6, seed=0, n_startup_trials=2)
     study = optuna.create_study(sampler=sampler)
@@ -221,17 +206,13 @@ def test_bad_reported_cost_fails_the_trial_with_a_warning_and_the_run_goes_on(
     study.optimize(lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0, 1), n_trials=1)  # type: ignore[func-returns-value]
     assert sampler.ledger(study).n_finished == 4
     # The models treat it as failed: its value is not among the observations they see.
-    from optuna_costbo._sampler.snapshot import read_snapshot
+    from _studies import read_request
+
     from optuna_costbo._sampler.space import SpaceBridge
 
     trials = study.get_trials(deepcopy=False)
-    snap = read_snapshot(
-        trials,
-        trials[-1],
-        SpaceBridge({"x": optuna.distributions.FloatDistribution(0, 1)}),
-        sign=1.0,
-        cost_attr="cost",
-        pending={},
+    snap = read_request(
+        trials, trials[-1], SpaceBridge({"x": optuna.distributions.FloatDistribution(0, 1)})
     )
     assert sorted(snap.y) == sorted(t.value for t in trials if t.number != last.number)
 
@@ -357,7 +338,6 @@ def test_the_rollout_is_the_default_acquisition() -> None:
     [
         ({"horizon": 0}, "horizon must be an int >= 1"),
         ({"horizon": 2.5}, "horizon must be an int >= 1"),
-        ({"n_samples": 0}, "n_samples must be an int >= 1"),
         ({"cost_fn": 3.0}, "cost_fn must be callable"),
         ({"cost_fn": lambda a, b, c: 1.0}, "cost_fn must take"),
     ],
@@ -573,22 +553,6 @@ def test_a_missing_dashboard_package_is_named_once_per_study(
     assert 'pip install "optuna-costbo[dashboard]"' in said[0].getMessage()
 
 
-def test_dashboard_chart_true_without_its_packages_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a)
-    )
-    with pytest.raises(
-        ImportError, match=r"dashboard_chart=True needs plotly.*optuna-costbo\[dashboard\]"
-    ):
-        CostRolloutSampler(budget=1.0, dashboard_chart=True)
-    CostRolloutSampler(budget=1.0)  # the default just skips the chart
-
-
 def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:
     # HyperbandPruner hands the sampler per-bracket study views without the optimize loop's
     # thread-local state: the budget must still end study.optimize.
@@ -703,10 +667,10 @@ def test_a_budget_that_buys_few_trials_gets_a_smaller_startup_design() -> None:
 
 @pytest.mark.parametrize("acquisition", ["ei", "eipu", "ei-cool"])
 def test_rollout_options_with_another_acquisition_warn_once(acquisition: str) -> None:
-    with pytest.warns(UserWarning, match=rf"acquisition='{acquisition}' does not use horizon"):
+    with pytest.warns(
+        UserWarning, match=rf"acquisition='{acquisition}' does not use horizon: it is ignored"
+    ) as record:
         CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3)
-    with pytest.warns(UserWarning, match="horizon and n_samples: they are ignored") as record:
-        CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3, n_samples=8)
     assert len(record) == 1
     assert record[0].filename == __file__  # points at the caller's line
 
@@ -719,4 +683,4 @@ def test_no_warning_when_the_options_apply_or_are_left_alone(acquisition: str) -
         warnings.simplefilter("error")
         CostRolloutSampler(budget=1.0, acquisition=acquisition)
         if acquisition.startswith("rollout"):
-            CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3, n_samples=8)
+            CostRolloutSampler(budget=1.0, acquisition=acquisition, horizon=3)

@@ -244,7 +244,6 @@ class World:
             acquisition=acquisition,
             n_startup_trials=n_startup,
             seed=self.config["seed"] + which,
-            dashboard_chart=False,
         )
 
     def _new_storage(self) -> optuna.storages.BaseStorage:
