@@ -27,8 +27,9 @@ order). Nothing else is changed: numbers are written as the result file has them
     python scripts/sync_doc_tables.py --check    # exit 1, with a diff, if any block differs
 
 Figures copied into ``docs/img/`` from a result folder (``FIGURES``) are copied or checked the
-same way. By default the docs are README.md, CHANGELOG.md, docs/*.md, benchmarks/README.md and
-benchmarks/suite/README.md; other files can be named on the command line.
+same way. By default the docs are README.md, CHANGELOG.md, docs/*.md, benchmarks/README.md,
+benchmarks/suite/README.md and the benchmark reports, benchmarks/reports/*.md; other files can
+be named on the command line.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def default_docs(root: Path = REPO) -> list[Path]:
     """The documents whose generated blocks are kept in sync."""
     docs = [root / "README.md", root / "CHANGELOG.md", *sorted((root / "docs").glob("*.md"))]
     docs += [root / "benchmarks" / "README.md", root / "benchmarks" / "suite" / "README.md"]
+    docs += sorted((root / "benchmarks" / "reports").glob("*.md"))
     return [d for d in docs if d.is_file()]
 
 
