@@ -52,21 +52,10 @@ END = "<!-- end generated -->"
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*#*\s*$")
 LINES_KEY = re.compile(r"^L(?P<first>\d+)-L(?P<last>\d+)$")
 
-# Figures shown by the docs that are copies of a result folder's figure: (copy, source).
+# Figures shown by the docs that are copies of a result folder's figure: (copy, source). The
+# benchmark reports show the result folders' figures themselves.
 FIGURES: tuple[tuple[str, str], ...] = (
     ("docs/img/suite_regret_vs_cost.png", "benchmarks/suite/results/regret_vs_cost.png"),
-    *(
-        (f"docs/img/{name}.png", f"benchmarks/results/{name}.png")
-        for name in (
-            "synthetic_quality",
-            "hpo_runtime_w2a",
-            "hpo_knn_w2a_quality",
-            "hpo_knn_a1a_quality",
-            "hpo_dt_w2a_quality",
-            "hpo_rf_w2a_quality",
-            "sensors_quality",
-        )
-    ),
 )
 
 
