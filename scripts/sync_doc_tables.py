@@ -27,8 +27,9 @@ order). Nothing else is changed: numbers are written as the result file has them
     python scripts/sync_doc_tables.py --check    # exit 1, with a diff, if any block differs
 
 Figures copied into ``docs/img/`` from a result folder (``FIGURES``) are copied or checked the
-same way. By default the docs are README.md, CHANGELOG.md, docs/*.md, benchmarks/README.md and
-benchmarks/suite/README.md; other files can be named on the command line.
+same way. By default the docs are README.md, CHANGELOG.md, docs/*.md, benchmarks/README.md,
+benchmarks/suite/README.md and the benchmark reports, benchmarks/reports/*.md; other files can
+be named on the command line.
 """
 
 from __future__ import annotations
@@ -51,21 +52,10 @@ END = "<!-- end generated -->"
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*#*\s*$")
 LINES_KEY = re.compile(r"^L(?P<first>\d+)-L(?P<last>\d+)$")
 
-# Figures shown by the docs that are copies of a result folder's figure: (copy, source).
+# Figures shown by the docs that are copies of a result folder's figure: (copy, source). The
+# benchmark reports show the result folders' figures themselves.
 FIGURES: tuple[tuple[str, str], ...] = (
     ("docs/img/suite_regret_vs_cost.png", "benchmarks/suite/results/regret_vs_cost.png"),
-    *(
-        (f"docs/img/{name}.png", f"benchmarks/results/{name}.png")
-        for name in (
-            "synthetic_quality",
-            "hpo_runtime_w2a",
-            "hpo_knn_w2a_quality",
-            "hpo_knn_a1a_quality",
-            "hpo_dt_w2a_quality",
-            "hpo_rf_w2a_quality",
-            "sensors_quality",
-        )
-    ),
 )
 
 
@@ -77,6 +67,7 @@ def default_docs(root: Path = REPO) -> list[Path]:
     """The documents whose generated blocks are kept in sync."""
     docs = [root / "README.md", root / "CHANGELOG.md", *sorted((root / "docs").glob("*.md"))]
     docs += [root / "benchmarks" / "README.md", root / "benchmarks" / "suite" / "README.md"]
+    docs += sorted((root / "benchmarks" / "reports").glob("*.md"))
     return [d for d in docs if d.is_file()]
 
 

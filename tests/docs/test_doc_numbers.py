@@ -7,6 +7,9 @@
   and the figures the sync copies are copies.
 - A table outside those blocks does not have the header of a result file's table: a copy of
   a result table must be generated, not retyped.
+- The benchmark reports (``benchmarks/reports/*.md``, outside the user guide) are among the
+  documents checked, and their links, which no mkdocs build checks, lead to committed files;
+  so do the docs' links to them.
 - Constructed cases: the check fails on a changed number, a changed source, a missing
   source, and narrows tables by rows, columns and line ranges as documented.
 """
@@ -117,40 +120,81 @@ def test_generated_blocks_match_their_result_files() -> None:
     assert not problems, "run `python scripts/sync_doc_tables.py`:\n" + "\n\n".join(problems)
 
 
+def _sources(path: Path) -> set[str]:
+    return {b.source.path for b in sync.find_blocks(path.read_text(encoding="utf-8").splitlines())}
+
+
 def test_the_suite_tables_of_the_docs_are_generated() -> None:
-    text = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    sources = {b.source.path for b in sync.find_blocks(text.splitlines())}
+    sources = _sources(REPO / "docs" / "benchmarks.md")
+    assert "benchmarks/results/startup-real/report.md" in sources
+    assert "benchmarks/results/startup-synthetic/all/report.md" in sources
     assert "benchmarks/suite/results/report_13x20_all_methods.md" in sources
-    assert "benchmarks/suite/results/report_13x20_default_rollout.md" in sources
-    readme = (REPO / "benchmarks" / "suite" / "README.md").read_text(encoding="utf-8")
-    assert sync.find_blocks(readme.splitlines())
+    concepts = _sources(REPO / "docs" / "concepts.md")
+    assert "benchmarks/suite/results/report_13x20_default_rollout.md" in concepts
+    assert sync.find_blocks(
+        (REPO / "benchmarks" / "suite" / "README.md").read_text(encoding="utf-8").splitlines()
+    )
 
 
-def _result_table_headers() -> set[str]:
-    headers = set()
-    for folder in RESULT_DIRS:
-        for file in folder.glob("*.md"):
-            for table in sync._tables(file.read_text(encoding="utf-8").splitlines()):
-                headers.add(_normal_header(table[0]))
-    return headers
+REPORTS = sorted((REPO / "benchmarks" / "reports").glob("*.md"))
+MD_LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+REPO_URL = "https://github.com/optuna-costbo/optuna-costbo/blob/main/"
 
 
-def _normal_header(line: str) -> str:
-    return "|".join(sync._plain(c) for c in sync._cells(line))
+def test_the_reports_are_checked_documents() -> None:
+    names = {d.name for d in DOCS if d.parent == REPO / "benchmarks" / "reports"}
+    assert {"README.md", "pruning.md", "stopping.md", "suite.md"} <= names
+    for report in ("pruning.md", "stopping.md", "suite.md"):
+        assert _sources(REPO / "benchmarks" / "reports" / report), report
+
+
+def _broken_links(doc: Path, *, repository_only: bool = False) -> list[str]:
+    """The links of a document that lead nowhere: relative ones (unless ``repository_only``)
+    and links to a file of this repository on GitHub."""
+    broken = []
+    for match in MD_LINK.finditer(doc.read_text(encoding="utf-8")):
+        target = match["target"].split("#", 1)[0]
+        if target.startswith(REPO_URL):
+            path = REPO / target.removeprefix(REPO_URL)
+        elif repository_only or not target or "://" in target or target.startswith("mailto:"):
+            continue
+        else:
+            path = doc.parent / target
+        if not path.exists():
+            broken.append(match["target"])
+    return broken
+
+
+@pytest.mark.parametrize("doc", REPORTS, ids=[r.name for r in REPORTS])
+def test_the_links_of_a_report_lead_to_committed_files(doc: Path) -> None:
+    broken = _broken_links(doc)
+    assert not broken, f"{doc.name} links to missing files: {broken}"
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
-def test_no_result_table_is_retyped(doc: Path) -> None:
-    lines = doc.read_text(encoding="utf-8").splitlines()
-    inside = set()
-    for block in sync.find_blocks(lines):
-        inside.update(range(block.start, block.end + 1))
-    outside = [line if i not in inside else "" for i, line in enumerate(lines)]
-    headers = _result_table_headers()
-    retyped = [t[0] for t in sync._tables(outside) if _normal_header(t[0]) in headers]
-    assert not retyped, (
-        f"{doc.name} has tables with a result file's header outside generated blocks: {retyped}"
+def test_the_links_to_the_repository_lead_to_committed_files(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    broken = _broken_links(doc, repository_only=True)
+    broken += [
+        path
+        for path in re.findall(r"`(benchmarks/reports/[^`\s]+\.md)`", text)
+        if not (REPO / path).is_file()
+    ]
+    assert not broken, f"{doc.name} names missing files: {broken}"
+
+
+def test_the_link_check_finds_a_missing_file(tmp_path: Path) -> None:
+    doc = tmp_path / "report.md"
+    (tmp_path / "here.md").write_text("x")
+    doc.write_text(
+        "[a](here.md#x) [b](gone.md) [c](https://example.org/x) [d](#anchor) "
+        f"[e]({REPO_URL}benchmarks/reports/no_such_report.md) "
+        f"[f]({REPO_URL}benchmarks/reports/pruning.md#x)"
     )
+    assert _broken_links(doc) == ["gone.md", f"{REPO_URL}benchmarks/reports/no_such_report.md"]
+    assert _broken_links(doc, repository_only=True) == [
+        f"{REPO_URL}benchmarks/reports/no_such_report.md"
+    ]
 
 
 # Constructed cases: a result file, a document that copies from it.

@@ -1,8 +1,9 @@
 """The documentation builds, and the examples in the package's docstrings run.
 
 - ``mkdocs build --strict`` (MkDocs Material + mkdocstrings) into a temporary directory: any
-  broken link, missing page or unknown reference fails it. Skipped, saying why, when the docs
-  tools are not installed (``pip install ".[docs]"``).
+  broken link, missing page or unknown reference fails it, and the API page's signatures are
+  formatted (one parameter a line). Skipped, saying why, when the docs tools are not installed
+  (``pip install ".[docs]"``); the docs extra installs a signature formatter.
 - Every module's ``>>>`` examples, with :mod:`doctest`.
 - Every ``.. code-block:: python`` example in a docstring (the package's docstrings use Optuna's
   style: runnable code blocks rather than ``>>>`` sessions), executed in a temporary directory
@@ -33,6 +34,8 @@ import optuna_costbo
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
+# mkdocstrings-python formats separate signatures with either of these (Black first).
+SIGNATURE_FORMATTERS = ("black", "ruff")
 
 MODULES = sorted(
     m.name for m in pkgutil.walk_packages(optuna_costbo.__path__, prefix="optuna_costbo.")
@@ -55,6 +58,8 @@ def _missing_docs_tools() -> list[str]:
             found = False
         if not found:
             missing.append(name)
+    if not any(importlib.util.find_spec(name) for name in SIGNATURE_FORMATTERS):
+        missing.append(" or ".join(SIGNATURE_FORMATTERS))
     return missing
 
 
@@ -87,11 +92,31 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         "optuna_costbo.dashboard.update_dashboard",
     ):
         assert f'id="{identifier}"' in api, f"{identifier} is missing from the API page"
+    # The signature is formatted: the class name, then one parameter a line.
+    start = api.index('id="optuna_costbo.CostRolloutSampler"')
+    signature = api[api.index("<code>", api.index('class="doc-signature', start)) :]
+    signature = re.sub(r"<[^>]+>", "", signature[: signature.index("</code>")])
+    assert re.match(r"\s*CostRolloutSampler\(\n    budget", signature), signature[:200]
     # The reST in the docstrings was turned into Markdown, not printed as is.
     assert ".. code-block::" not in api
     assert ":class:`" not in api
     for image in ("acquisitions.png", "dashboard.png"):
         assert (site / "img" / image).is_file()
+
+
+def test_the_docs_extra_installs_a_signature_formatter() -> None:
+    """``pip install ".[docs]"`` must give mkdocstrings what it formats signatures with (read
+    from the installed package's metadata, as pip installs the extra)."""
+    from importlib import metadata
+
+    requires = metadata.requires("optuna-costbo") or []
+    names = {
+        re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0]
+        for req in requires
+        if re.search(r"extra\s*==\s*['\"]docs['\"]", req)
+    }
+    assert {"mkdocs", "mkdocs-material", "mkdocstrings"} <= names, names
+    assert names & set(SIGNATURE_FORMATTERS), names
 
 
 def test_the_doctest_modules_are_found() -> None:
