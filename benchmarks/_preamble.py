@@ -29,6 +29,14 @@ LOADED_TOO_EARLY = ("numpy", "optuna_costbo")
 """Modules that must not be loaded when :func:`apply` runs (it could no longer affect them)."""
 
 
+def pin_threads() -> None:
+    """Set every variable of :data:`THREAD_VARIABLES` to 1, for this process if BLAS has not
+    loaded yet and for every process it starts (``harness/runner.py`` calls it too, so that
+    its worker processes get one thread whoever imports the harness)."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = "1"
+
+
 def apply() -> None:
     """Pin BLAS and OpenMP to one thread and put a package named by ``PYTHONPATH`` first.
 
@@ -37,8 +45,7 @@ def apply() -> None:
     early = [name for name in LOADED_TOO_EARLY if name in sys.modules]
     if early:
         raise RuntimeError(f"the benchmarks' preamble must run before {early} is imported")
-    for name in THREAD_VARIABLES:
-        os.environ[name] = "1"
+    pin_threads()
     measured = [
         entry
         for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
