@@ -16,9 +16,9 @@ paired test of the first method against each other one (Wilcoxon signed-rank ove
 verdict by the signed-rank statistic).
 
     pip install torch==2.13.0   # for GPSampler
-    python -m benchmarks.cheap_trials [--seeds 10] [--problems sgd-digits tree-synth ...]
-    python -m benchmarks.cheap_trials --methods rollout eipu optuna-tpe --tag cheap_trials_x
-    python -m benchmarks.cheap_trials --tag cheap_trials_x --report-only
+    python -m benchmarks cheap-trials [--seeds 10] [--problems sgd-digits tree-synth ...]
+    python -m benchmarks cheap-trials --methods rollout eipu optuna-tpe --tag cheap_trials_x
+    python -m benchmarks cheap-trials --tag cheap_trials_x --report-only
 
 Methods: names or specs of ``benchmarks.harness.methods`` (default: ``rollout``,
 ``rollout:charge_sampler_time=false``, ``optuna-tpe``, ``random``, ``optuna-gp``); the former
@@ -34,22 +34,12 @@ three times as long (the expensive problems with 30 s).
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
 import argparse
 from collections.abc import Sequence
 import math
+import os
 from pathlib import Path
 import re
-import sys
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/cheap_trials.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
@@ -228,5 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.cheap_trials
+    from benchmarks import _preamble
+
+    _preamble.forward("cheap-trials")

@@ -1,15 +1,15 @@
 """Reproductions of Lee et al., "A Nonmyopic Approach to Cost-Constrained Bayesian
 Optimization" (UAI 2021) on the benchmark harness.
 
-    python -m benchmarks.paper synthetic [--seeds 30] [--jobs 2]          # Figure 4
-    python -m benchmarks.paper hpo --model knn --dataset w2a [--seeds 50]  # Figure 5, left
-    python -m benchmarks.paper hpo --model dt --dataset w2a                # Figure 5, middle
-    python -m benchmarks.paper hpo --model rf --dataset w2a                # Figure 5, right
-    python -m benchmarks.paper hpo --model knn --dataset a1a \\
+    python -m benchmarks paper synthetic [--seeds 30] [--jobs 2]          # Figure 4
+    python -m benchmarks paper hpo --model knn --dataset w2a [--seeds 50]  # Figure 5, left
+    python -m benchmarks paper hpo --model dt --dataset w2a                # Figure 5, middle
+    python -m benchmarks paper hpo --model rf --dataset w2a                # Figure 5, right
+    python -m benchmarks paper hpo --model knn --dataset a1a \\
         --methods ei eipu rollout-paper rollout-paper-h4 random            # supplementary table
-    python -m benchmarks.paper sensors [--seeds 50] [--jobs 2]             # Section 6.3
-    python -m benchmarks.paper sensors --describe | --fit-kernel
-    python -m benchmarks.paper EXPERIMENT --smoke                          # 1 seed, tiny budget
+    python -m benchmarks paper sensors [--seeds 50] [--jobs 2]             # Section 6.3
+    python -m benchmarks paper sensors --describe | --fit-kernel
+    python -m benchmarks paper EXPERIMENT --smoke                          # 1 seed, tiny budget
 
 Problems: the paper's synthetic problem as printed (``synth-printed`` of
 ``benchmarks.problems.synthetic``: f = 10 r sin(2 pi r), c = 10 - 5 r on [-1, 1]^2, budget
@@ -38,12 +38,6 @@ control (``random``) always runs in the same session (``--no-control`` drops it)
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,10 +45,6 @@ import math
 from pathlib import Path
 import sys
 import time
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/paper.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
@@ -344,7 +334,7 @@ def write_report(
 
 
 def _command(args: argparse.Namespace) -> str:
-    return "python -m benchmarks.paper " + " ".join(args.argv)
+    return "python -m benchmarks paper " + " ".join(args.argv)
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -496,5 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.paper
+    from benchmarks import _preamble
+
+    _preamble.forward("paper")

@@ -15,35 +15,26 @@ Python-heavy phases are measured alike (a deterministic profiler slows the Pytho
 ones several times more). "Sampler glue" is the rest: Optuna's ``ask`` and
 ``suggest_float``, the study read, the codec, the strategy's own code.
 
-    python benchmarks/profile_suggestion.py [--dims 3 5 10] [--trials 50 200 500 1000]
+    python -m benchmarks speed profile [--dims 3 5 10] [--trials 50 200 500 1000]
 
 Another checkout of the package is profiled with ``PYTHONPATH=<its root>`` in front (e.g. the
-commit before a change, exported with ``git archive``). POSIX only (SIGPROF).
+commit before a change, exported with ``git archive``; ``benchmarks/_preamble.py``). POSIX
+only (SIGPROF).
 """
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 import signal
 import statistics
-import sys
 import time
 from types import CodeType
 from types import FrameType
 
 import numpy as np
 import optuna
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/profile_suggestion.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.suggest_speed import make_study
 from benchmarks.suggest_speed import test_function
@@ -185,7 +176,7 @@ def profile_cell(dim: int, n: int, repeats: int) -> dict[str, float]:
     return {k: v * 1e3 for k, v in out.items()}
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[3, 5, 10])
     parser.add_argument("--trials", type=int, nargs="+", default=[50, 200, 500, 1000])
@@ -194,7 +185,7 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "results" / "profile_suggestion.md"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     _suggest(make_study(CostRolloutSampler(1e12, n_startup_trials=0, seed=0), 2, 5, 0), 2)
     cells = {}
     for dim in args.dims:
@@ -218,5 +209,7 @@ def main() -> None:
     args.out.write_text(table + "\n")
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the former way, python -m benchmarks.profile_suggestion
+    from benchmarks import _preamble
+
+    _preamble.forward("speed", "profile")

@@ -1,11 +1,11 @@
 """Pruning under a budget (issue 24): samplers with pruners on problems with steps.
 
-    python -m benchmarks.pruning --seeds 10 --resume                  # every problem and method
-    python -m benchmarks.pruning --tag before --problems yahpo-lcbench-189905-epochs --resume
-    python -m benchmarks.pruning --tag before --report-only           # the report from the cache
-    python -m benchmarks.pruning --calibrate-live                     # the live MLP's costs
-    python -m benchmarks.pruning --calibrate-live --problems live-hgb-synth-rounds
-    python -m benchmarks.pruning --list
+    python -m benchmarks pruning --seeds 10 --resume                  # every problem and method
+    python -m benchmarks pruning --tag before --problems yahpo-lcbench-189905-epochs --resume
+    python -m benchmarks pruning --tag before --report-only           # the report from the cache
+    python -m benchmarks pruning --calibrate-live                     # the live MLP's costs
+    python -m benchmarks pruning --calibrate-live --problems live-hgb-synth-rounds
+    python -m benchmarks pruning --list
 
 Problems (``benchmarks/problems/stepped.py``): YAHPO Gym lcbench (epochs 1..52) and
 rbv2_xgboost with the fixed gbtree space (trainsize rungs as steps 1, 3, 9, 27), which need the
@@ -40,12 +40,6 @@ the reason and reported from the cache.
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 import argparse
 from collections import Counter
 from collections.abc import Sequence
@@ -55,10 +49,6 @@ from pathlib import Path
 import sys
 import time
 from typing import Any
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/pruning.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
@@ -247,7 +237,7 @@ def calibrate_live(n: int, out: Path, name: str = stepped.LIVE_NAME) -> Path:
     lines = [
         f"# Live problem {name}: cost of random configurations",
         "",
-        f"`python -m benchmarks.pruning --calibrate-live {n} --problems {name}`: {n} random "
+        f"`python -m benchmarks pruning --calibrate-live {n} --problems {name}`: {n} random "
         f"configurations of `{name}` (uniform in the unit box of the space, seed 0), "
         f"{last} steps each; CPU seconds of each step's training and validation, one "
         f"thread. {report.versions_line(time.perf_counter() - start)}",
@@ -721,7 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     print(f"{len(scored)} runs found, {len(failed)} failed", flush=True)
-    command = "python -m benchmarks.pruning " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m benchmarks pruning " + " ".join(sys.argv[1:] if argv is None else argv)
     path = write_report(
         out,
         scored,
@@ -739,5 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.pruning
+    from benchmarks import _preamble
+
+    _preamble.forward("pruning")

@@ -6,7 +6,7 @@ first: the run ends with budget left (lcbench 7593 with Median: 69 % of it spent
 run without a pruner spends all of it. "At the end" then compares unequal spends. This reads
 each pair of runs of one (problem, seed) at the spend of the one that spent less:
 
-    python -m benchmarks.pruning_equal_spend --out benchmarks/results/pruning/heldout-10 \
+    python -m benchmarks pruning equal-spend --out benchmarks/results/pruning/heldout-10 \
         --baseline rollout:horizon=2 --methods rollout+median rollout+hyperband \
         --problems ... --seeds 10 [--report FILE]
 
@@ -26,10 +26,6 @@ from pathlib import Path
 import sys
 
 import numpy as np
-
-
-if __package__ in (None, ""):
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import pruning
 from benchmarks.harness import best_known
@@ -142,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines = [
         "# With a pruner against without, at equal spend (issue 24)",
         "",
-        "Command: `python -m benchmarks.pruning_equal_spend "
+        "Command: `python -m benchmarks pruning equal-spend "
         + " ".join(sys.argv[1:] if argv is None else argv)
         + "`.",
         "",
@@ -171,5 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.pruning_equal_spend
+    from benchmarks import _preamble
+
+    _preamble.forward("pruning", "equal-spend")

@@ -6,8 +6,8 @@ the validation error; histograms of log10 runtime per model. The models and spac
 of ``benchmarks.problems.hpo`` (KNN, DT, RF: the paper's; MLP, SVM: ours). Also the way to
 size the HPO budgets (``hpo.BUDGETS``: about 50 x the mean cost of a random configuration).
 
-    python -m benchmarks.runtime_variation --dataset w2a [--n-configs 1000] [--models knn dt]
-    python -m benchmarks.runtime_variation --models knn dt rf --n-configs 50 --out DIR
+    python -m benchmarks paper runtime --dataset w2a [--n-configs 1000] [--models knn dt]
+    python -m benchmarks paper runtime --models knn dt rf --n-configs 50 --out DIR
 
 Writes ``hpo_runtime_<dataset>[_smoke].csv/.md/.png`` under ``--out`` (default
 ``benchmarks/results``): one row per configuration (this is a sample of configurations, not
@@ -16,24 +16,13 @@ a budgeted run, so it is not in the run cache's format). Data: ``benchmarks.prob
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
 import argparse
 from collections.abc import Sequence
 import csv
 import json
 from pathlib import Path
-import sys
 import time
 from typing import Any
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/runtime_variation.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 import optuna
@@ -217,5 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.runtime_variation
+    from benchmarks import _preamble
+
+    _preamble.forward("paper", "runtime")

@@ -18,17 +18,11 @@ reaches (each run stops at ``--trials``); the variants patch the package's fit p
 ``benchmarks.harness.package_probes.fit_policy``. Every run is cached as
 ``<out>/runs/scale_quality[_working_set]/<variant>/<problem>/<method>/seed<NNN>.csv``.
 
-    python -m benchmarks.scale_quality [--seeds 4] [--trials 300] [--acquisition eipu]
-    python -m benchmarks.scale_quality --model-points 100 --seeds 6  # working-set variant
+    python -m benchmarks speed scale-quality [--seeds 4] [--trials 300] [--acquisition eipu]
+    python -m benchmarks speed scale-quality --model-points 100 --seeds 6  # working-set variant
 """
 
 from __future__ import annotations
-
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
 
 import argparse
 from collections.abc import Callable
@@ -36,12 +30,7 @@ from collections.abc import Sequence
 import functools
 from pathlib import Path
 import re
-import sys
 from typing import Any
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/scale_quality.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
@@ -199,5 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.scale_quality
+    from benchmarks import _preamble
+
+    _preamble.forward("speed", "scale-quality")

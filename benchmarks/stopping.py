@@ -1,8 +1,8 @@
 """When to stop: cost-adjusted regret of stopping rules and fixed budgets (issue 27).
 
-    python -m benchmarks.stopping --seeds 5 --jobs 2 --resume        # the synthetic suite
-    python -m benchmarks.stopping --groups real --seeds 3 --resume    # YAHPO Gym (its venv)
-    python -m benchmarks.stopping --report-only                       # tables from the cache
+    python -m benchmarks stopping --seeds 5 --jobs 2 --resume        # the synthetic suite
+    python -m benchmarks stopping --groups real --seeds 3 --resume    # YAHPO Gym (its venv)
+    python -m benchmarks stopping --report-only                       # tables from the cache
 
 The measure (Xie, Cai et al., "Cost-aware Stopping for Bayesian Optimization", ICML 2026) is
 the cost-adjusted simple regret of a run that stops on its own,
@@ -43,12 +43,6 @@ that reaches it is counted as it is (it did not stop by itself) and flagged.
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 import argparse
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -60,10 +54,6 @@ import sys
 from typing import Any
 
 import numpy as np
-
-
-if __package__ in (None, ""):
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import best_known
 from benchmarks.harness import cache
@@ -414,12 +404,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner.run_tasks(
             tasks, args.out / "runs", resume=args.resume, jobs=args.jobs, probe=rate_probe
         )
-    command = "python -m benchmarks.stopping " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m benchmarks stopping " + " ".join(sys.argv[1:] if argv is None else argv)
     path = write_report(args.out, problems, args.kappas, args.cap, seeds, command.strip())
     save_scales(args.out)
     print(f"report: {path}", flush=True)
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.stopping
+    from benchmarks import _preamble
+
+    _preamble.forward("stopping")

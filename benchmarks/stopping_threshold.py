@@ -19,9 +19,9 @@ lowest mean CAR / R0 over both kappas) and reported on the confirmation half and
 problems, next to the fixed budgets of the same report folder; ``--real-out`` pools the
 synthetic folder with the real group's.
 
-    python -m benchmarks.stopping_threshold --run --jobs 2 --out benchmarks/results/stopping_rates
-    python -m benchmarks.stopping_threshold --out benchmarks/results/stopping_rates
-    python -m benchmarks.stopping_threshold --groups adversarial control real \
+    python -m benchmarks stopping threshold --run --jobs 2 --out benchmarks/results/stopping_rates
+    python -m benchmarks stopping threshold --out benchmarks/results/stopping_rates
+    python -m benchmarks stopping threshold --groups adversarial control real \
         --out benchmarks/results/stopping_rates --real-out benchmarks/results/stopping_real_rates \
         --real-seeds 3 --report benchmarks/results/stopping_pooled/threshold.md
 
@@ -39,10 +39,6 @@ from pathlib import Path
 import sys
 
 import numpy as np
-
-
-if __package__ in (None, ""):
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import stopping
 from benchmarks.harness import cache
@@ -408,6 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "chosen variant, the fixed budgets, the --live rows and the hindsight bound",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    argv_used = list(sys.argv[1:] if argv is None else argv)
     variants = FAMILIES[args.family]
     if args.run and args.real_out is not None:
         parser.error("--run writes to --out only: give the real group's folder as --out")
@@ -452,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines = [
         "# The stopping rule's variants, replayed (issue 27)",
         "",
-        f"Command: `python -m benchmarks.stopping_threshold {' '.join(sys.argv[1:])}`. "
+        f"Command: `python -m benchmarks stopping threshold {' '.join(argv_used)}`. "
         f"{report.seed_text(seeds)}. Each variant is a run cut at its own stop (see the module "
         "docstring): from the records run of (problem, seed) where there is one, else from the "
         "rule's own run at that kappa (variants that stop no later than it only). `rule x "
@@ -558,5 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.stopping_threshold
+    from benchmarks import _preamble
+
+    _preamble.forward("stopping", "threshold")

@@ -32,11 +32,11 @@ capacity section of ``docs/parallel.md``:
 
 One module per section under ``benchmarks/storage/`` (``traffic.py``, ``capacity.py``,
 ``suggest.py``, ``reads.py``; the counters in ``instruments.py``, the studies and servers in
-``studies.py``); this script is their command line.
+``studies.py``); this module is their command line, ``python -m benchmarks storage``.
 
 PostgreSQL as ``.ci/run`` sets it up (Debian's server, user and password ``costbo``)::
 
-    python benchmarks/storage_traffic.py \\
+    python -m benchmarks storage \\
         --postgres-url postgresql+psycopg2://costbo:costbo@127.0.0.1/costbo_test
 
 Without ``--postgres-url`` (or ``COSTBO_TEST_POSTGRES_URL``) only SQLite, Dask and the
@@ -47,29 +47,17 @@ server and a proxy on 127.0.0.1, and stops after ``--seconds`` per point.
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 import argparse
 from collections.abc import Sequence
 import datetime
 import json
+import os
 from pathlib import Path
 import platform
-import sys
 import tempfile
 import time
 from typing import Any
 import warnings
-
-
-if __package__ in (None, ""):  # run as a script (the reads workers are run so)
-    # NOTE: appended, not prepended: a reads worker imports optuna_costbo from the PYTHONPATH
-    # it was given (the package under test), before this checkout.
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 import optuna
 
@@ -155,5 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.out.write_text("\n".join(lines) + "\n")
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the former way, python -m benchmarks.storage_traffic
+    from benchmarks import _preamble
+
+    _preamble.forward("storage")

@@ -8,10 +8,10 @@ from earlier fits are used the way each sampler normally uses them. The samplers
 one suggestion each, so that a change of the machine's load falls on all of them alike.
 Reported: the median (and mean) seconds of one warm ``ask`` plus all ``suggest_*`` calls, and
 the cold one.
-Single-threaded: BLAS and torch are limited to one thread before they load.
+Single-threaded: BLAS by the entry point's preamble, torch by ``torch.set_num_threads(1)``.
 
     pip install torch==2.13.0     # for GPSampler
-    python benchmarks/suggest_speed.py [--dims 2 5 10] [--trials 25 50 100 200 500 1000]
+    python -m benchmarks speed [--dims 2 5 10] [--trials 25 50 100 200 500 1000]
 
 ``--space conditional`` times a define-by-run space instead (a categorical ``kind`` of three
 choices first, then x0 and x1 always and the other D - 2 coordinates only for two of the kinds,
@@ -24,7 +24,8 @@ per-cell ratio at 25-100 trials moved by 30-40 % between runs of the same code h
 ``--clock cpu`` times CPU seconds of this process instead of wall-clock seconds (for a machine
 shared with other work). ``--baseline DIR`` also times the package found in ``DIR`` (another
 checkout, e.g. a ``git worktree`` of the commit before a change) in the same run: for each cell
-a child process times the baseline's samplers and another child the current ones, and the table
+a child process (``--child``, with ``DIR`` on its ``PYTHONPATH``: ``benchmarks/_preamble.py``)
+times the baseline's samplers and another child the current ones, and the table
 gets a "current / baseline" column per sampler; with ``--runs R`` each cell has R such rounds,
 alternating which child goes first, and each time is the median over the rounds (the
 machine's speed can drift between the two children of one round).
@@ -32,17 +33,13 @@ machine's speed can drift between the two children of one round).
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-
 import argparse
 from collections.abc import Callable
+from collections.abc import Sequence
 import functools
 import json
 import math
+import os
 from pathlib import Path
 import statistics
 import subprocess
@@ -57,6 +54,10 @@ from optuna.distributions import FloatDistribution
 
 import optuna_costbo
 from optuna_costbo import CostRolloutSampler
+
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout whose ``benchmarks`` the ``--child`` processes run."""
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -205,8 +206,8 @@ def _child(
         env["SUGGEST_SPEED_SAMPLERS"] = "\t".join(words)
     if baseline is not None:
         env["PYTHONPATH"] = baseline + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, __file__, "--child", str(dim), str(n), str(repeats)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    cmd = [sys.executable, "-m", "benchmarks", "speed", "--child", str(dim), str(n), str(repeats)]
+    out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     result: dict[str, list[float]] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -276,9 +277,10 @@ def compare(args: argparse.Namespace) -> None:
     )
 
 
-def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        dim, n, repeats = (int(a) for a in sys.argv[2:])
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 4 and argv[0] == "--child":
+        dim, n, repeats = (int(a) for a in argv[1:])
         makers = {k: v for k, v in samplers().items() if k != "optuna GPSampler"}
         words = os.environ.get("SUGGEST_SPEED_SAMPLERS")
         if words:
@@ -321,7 +323,7 @@ def main() -> None:
         default=None,
         help="time only the samplers whose names contain one of these words",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.clock == "cpu":
         global _CPU_CLOCK
         _CPU_CLOCK = True
@@ -370,7 +372,7 @@ def main() -> None:
 
 def _header(what: str) -> str:
     """The first line of a result file: the command, the clock, then ``what`` was timed."""
-    command = " ".join(["python benchmarks/suggest_speed.py", *sys.argv[1:]])
+    command = " ".join(["python -m benchmarks speed", *sys.argv[1:]])
     clock = "CPU" if _CPU_CLOCK else "wall-clock"
     return f"`{command}`: {clock} time of one `ask` and its `suggest_*` calls, one thread, {what}."
 
@@ -471,5 +473,7 @@ def report(
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the former way, python -m benchmarks.suggest_speed
+    from benchmarks import _preamble
+
+    _preamble.forward("speed")

@@ -1,9 +1,9 @@
-"""Budgets and best known values of the YAHPO instances: ``python -m benchmarks.yahpo_calibrate``.
+"""Budgets and best known values of the YAHPO instances: ``suite calibrate-yahpo``.
 
-    export COSTBO_YAHPO_DATA=/path/to/yahpo_data        # see benchmarks/problems/README_yahpo.md
-    nice -n 10 python -m benchmarks.yahpo_calibrate      # all instances, 5-7 min on one core
-    python -m benchmarks.yahpo_calibrate --instances yahpo-rpart-41161   # update some entries
-    python -m benchmarks.yahpo_calibrate --screen        # the instance screen (yahpo_screen.md)
+    export COSTBO_YAHPO_DATA=/path/to/yahpo_data    # see benchmarks/problems/README_yahpo.md
+    nice -n 10 python -m benchmarks suite calibrate-yahpo    # all instances, 5-7 min, one core
+    python -m benchmarks suite calibrate-yahpo --instances yahpo-rpart-41161   # some entries
+    python -m benchmarks suite calibrate-yahpo --screen      # the screen (yahpo_screen.md)
 
 Per instance (:data:`benchmarks.problems.yahpo.INSTANCES`), at the maximum fidelity:
 
@@ -34,16 +34,11 @@ import json
 import math
 from pathlib import Path
 import statistics
-import sys
 import time
 from typing import Any
 import zlib
 
 import numpy as np
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/yahpo_calibrate.py
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.problems import yahpo
 
@@ -384,7 +379,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         "# YAHPO instances: costs, budgets and best known values",
         "",
-        f"Written by `python -m benchmarks.yahpo_calibrate` ({meta['date']}; yahpo_gym "
+        f"Written by `python -m benchmarks suite calibrate-yahpo` ({meta['date']}; yahpo_gym "
         f"{meta['yahpo_gym']}, data {meta['data_version']}, ConfigSpace {meta['configspace']}, "
         f"onnxruntime {meta['onnxruntime']}, seed {meta['seed']}). Value: validation error to "
         f"minimize; cost: the surrogate's training time (s), at least {yahpo.COST_FLOOR} s. "
@@ -555,5 +550,7 @@ def _json_default(x: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(x)}")
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.yahpo_calibrate
+    from benchmarks import _preamble
+
+    _preamble.forward("suite", "calibrate-yahpo")

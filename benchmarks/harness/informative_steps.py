@@ -3,7 +3,7 @@
 
 Optuna's pruners decide at every reported step, also at steps that say nothing about where a
 trial will end: on YAHPO Gym's lcbench, the value at epoch 1 has a rank correlation of -0.04
-to 0.30 with the final value over random configurations (``benchmarks/curve_crossing.py``).
+to 0.30 with the final value over random configurations (``results/pruning/curve_crossing.md``).
 :class:`InformativeSteps` wraps a pruner and lets its "prune" through only where the study's
 own COMPLETE trials show the step to be informative: Spearman's rank correlation
 (``scipy.stats.spearmanr``) between their values at the step (their latest report at or

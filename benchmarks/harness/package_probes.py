@@ -3,9 +3,9 @@
 The harness drives the package through its public API only (``CostRolloutSampler``,
 ``report_cost``). A few experiments measure its internals; they reach them through this
 module, so that when the package's modules move, the benchmarks are retargeted here and
-nowhere else. Nothing here writes a module global of the package: a variant is an argument
-(``fit_gp(prior=...)``, a strategy's ``draws``), a setting of one sampler object
-(:func:`set_fit_schedule`), or a profile read off the running code (:func:`profiled_seconds`).
+nowhere else. Nothing here writes a module global of the package: a variant is a setting of
+one sampler object (:func:`set_fit_schedule`, :func:`gittins_index`), or a profile read off
+the running code (:func:`profiled_seconds`).
 Names resolve lazily (on first use).
 
 Who uses what:
@@ -20,16 +20,6 @@ Who uses what:
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
   parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``,
   ``dashboard_chart``), set on one sampler object, so those methods run as before;
-- ``gp_prior.py``: ``_numerics.gp.fit.fit_gp`` (its ``prior`` argument),
-  ``_numerics.gp.prior`` (``log_prior``, ``LENGTHSCALE_PRIOR_WEIGHT``), ``_sampler.space``
-  (``SpaceBridge``);
-- ``rollout_agreement.py``: :func:`scrambled_rollout` (the shipped ``Rollout`` strategy with
-  other QMC draws), ``_numerics.cost_model.FittedLogCost``, ``fit_gp``, ``qmc_normals``,
-  ``_numerics.search_space`` (``BoxCodec``, ``NumericParam``),
-  ``_numerics.acquisition.strategies`` (``AcquisitionContext``);
-- ``inner_candidates.py``: ``_numerics.acquisition.ei``, ``FittedLogCost``, ``fit_gp``,
-  ``qmc_normals``, ``_numerics.acquisition.scoring`` (``RATE``, ``PAPER``,
-  ``rollout_values_on``), ``_numerics.acquisition.rollout`` (``top_indices``);
 - ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
   ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
@@ -45,7 +35,6 @@ Who uses what:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import cProfile
 import dataclasses
 import importlib
@@ -55,45 +44,21 @@ from typing import Any
 
 
 MODULES: dict[str, str] = {
-    "ei": "optuna_costbo._numerics.acquisition.ei",
     "cost_model": "optuna_costbo._numerics.cost_model",
-    "fit": "optuna_costbo._numerics.gp.fit",
+    "ei": "optuna_costbo._numerics.acquisition.ei",
     "optimize": "optuna_costbo._numerics.optimize",
     "policy": "optuna_costbo._numerics.policy",
-    "prior": "optuna_costbo._numerics.gp.prior",
     "pruner": "optuna_costbo.pruner",
-    "rollout_values": "optuna_costbo._numerics.acquisition.rollout_values",
-    "rollout": "optuna_costbo._numerics.acquisition.rollout",
-    "scoring": "optuna_costbo._numerics.acquisition.scoring",
-    "search_space": "optuna_costbo._numerics.search_space",
-    "space": "optuna_costbo._sampler.space",
     "strategies": "optuna_costbo._numerics.acquisition.strategies",
 }
 """Short name -> private module of the package."""
 
 NAMES: dict[str, tuple[str, str]] = {
-    "AcquisitionContext": ("strategies", "AcquisitionContext"),
-    "AcquisitionOptions": ("strategies", "AcquisitionOptions"),
-    "BoxCodec": ("search_space", "BoxCodec"),
     "Choice": ("strategies", "Choice"),
     "completed_rank_correlation": ("pruner", "completed_rank_correlation"),
-    "FitSchedule": ("policy", "FitSchedule"),
-    "FittedLogCost": ("cost_model", "FittedLogCost"),
-    "LENGTHSCALE_PRIOR_WEIGHT": ("prior", "LENGTHSCALE_PRIOR_WEIGHT"),
-    "NumericParam": ("search_space", "NumericParam"),
-    "PAPER": ("scoring", "PAPER"),
-    "RATE": ("scoring", "RATE"),
-    "Rollout": ("rollout", "Rollout"),
-    "SpaceBridge": ("space", "SpaceBridge"),
-    "fit_gp": ("fit", "fit_gp"),
     "log_h_parts": ("ei", "_log_h_parts"),
-    "log_prior": ("prior", "log_prior"),
     "maximize_acquisition": ("optimize", "maximize_acquisition"),
-    "plain_ei": ("ei", "ei"),
-    "qmc_normals": ("rollout_values", "qmc_normals"),
-    "rollout_values_on": ("scoring", "rollout_values_on"),
     "shares_objective": ("cost_model", "shares_objective"),
-    "top_indices": ("rollout", "top_indices"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes
 import fit_gp`` imports ``optuna_costbo._numerics.gp.fit.fit_gp`` when it runs."""
@@ -240,14 +205,6 @@ def without_chart(cls: Any, **kwargs: Any) -> Any:
     sampler = cls(**kwargs)
     apply_internal_options(sampler, {"dashboard_chart": False})
     return sampler
-
-
-def scrambled_rollout(horizon: int, n_samples: int, draws: Callable[..., Any]) -> Any:
-    """The shipped ``acquisition="rollout"`` strategy with these options, drawing its QMC
-    normals from ``draws(n, h, rng)``."""
-    rollout = module("rollout")
-    options = module("strategies").AcquisitionOptions(horizon=horizon, n_samples=n_samples)
-    return dataclasses.replace(rollout.Rollout.from_options(options), draws=draws)
 
 
 def profiled_seconds(profile: cProfile.Profile) -> dict[str, float]:

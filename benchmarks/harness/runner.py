@@ -37,11 +37,10 @@ same (a pruned trial's cost counts).
 
 from __future__ import annotations
 
-import os
+from benchmarks import _preamble
 
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+_preamble.pin_threads()  # before numpy loads; the worker processes inherit it
 
 from collections import Counter
 from collections.abc import Callable

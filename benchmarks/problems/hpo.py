@@ -52,7 +52,7 @@ variation only): MLP ``hidden`` units 1..256 (log) in ``layers`` 1..3, ``alpha``
 
 Budgets: the paper's 800 s (KNN), 15 s (DT), 15 s (RF) were sized for its machine. Ours are
 scaled so that about 30-100 evaluations fit on a 2-core machine: the mean cost of random
-configurations (``python -m benchmarks.runtime_variation``), times about 50: KNN 7 s, DT
+configurations (``python -m benchmarks paper runtime``), times about 50: KNN 7 s, DT
 0.75 s, RF 25 s on w2a, KNN 1.3 s on a1a (``BUDGETS``; ``benchmarks/README.md`` has the
 measurements).
 
@@ -60,8 +60,8 @@ Also the live problems of ``benchmarks/cheap_trials.py`` (:func:`live_problems`)
 generated data, no download; two whose trials take about 5-60 ms and two whose trials take
 about 0.05-2 s, each with a wall-clock budget for the whole study (``clock="wall"``).
 
-The experiments: ``python -m benchmarks.paper hpo ...`` (Figure 5, the a1a table),
-``python -m benchmarks.runtime_variation`` (Figure 1), ``python -m benchmarks.cheap_trials``.
+The experiments: ``python -m benchmarks paper hpo ...`` (Figure 5, the a1a table),
+``python -m benchmarks paper runtime`` (Figure 1), ``python -m benchmarks cheap-trials``.
 Data: :mod:`benchmarks.problems.data` (OpenML, or the LIBSVM files via ``--data-dir`` /
 ``COSTBO_DATA_DIR``).
 """

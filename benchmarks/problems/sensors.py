@@ -58,7 +58,7 @@ model), the paper's CMDP with a cost that depends on the state. Its quasi-random
 cut from its default 2 x (20 + 1) = 42 trials, more than the budget buys, to ``N_STARTUP`` =
 10, the startup of Optuna's TPE and GP samplers (``--n-startup``).
 
-The experiment: ``python -m benchmarks.paper sensors`` (``--describe`` prints the network, the
+The experiment: ``python -m benchmarks paper sensors`` (``--describe`` prints the network, the
 kernel and what random moves cost; ``--fit-kernel`` redoes the kernel's fit).
 """
 
@@ -115,7 +115,7 @@ class Kernel:
 
 
 # Maximum likelihood on 1978-1997 tmax anomalies of the 189 stations (every 3rd month), from
-# `python -m benchmarks.paper sensors --fit-kernel`.
+# `python -m benchmarks paper sensors --fit-kernel`.
 KERNEL = Kernel(variance=5.11, length_h=1684.0, length_z=8.03, nugget=0.374)
 
 

@@ -84,7 +84,7 @@ TRAINSIZE_SCALE = 27  # trainsize rungs 1/27, 1/9, 1/3, 1 -> steps 1, 3, 9, 27
 LIVE_NAME = "live-mlp-digits-epochs"
 LIVE_EPOCHS = 27
 # NOTE(live budget): 40 x the mean CPU seconds of 27 epochs of a random configuration, 0.51 s
-# over 30 configurations (the sizing run of this module; `python -m benchmarks.pruning
+# over 30 configurations (the sizing run of this module; `python -m benchmarks pruning
 # --calibrate-live` measures it again and writes benchmarks/results/pruning/live_calibration.md).
 LIVE_BUDGET = 20.0
 LIVE_SPACE = (
@@ -99,7 +99,7 @@ LIVE_HGB_NAME = "live-hgb-synth-rounds"
 LIVE_HGB_STEPS = 12
 LIVE_HGB_ROUNDS = 10  # boosting rounds per step
 # NOTE(live budget): 40 x the mean CPU seconds of 12 steps of a random configuration (the
-# sizing run, `python -m benchmarks.pruning --calibrate-live 30 --problems live-hgb-synth-rounds`,
+# sizing run, `python -m benchmarks pruning --calibrate-live 30 --problems live-hgb-synth-rounds`,
 # benchmarks/results/pruning/live_calibration_hgb.md).
 LIVE_HGB_BUDGET = 35.0
 LIVE_HGB_SPACE = (

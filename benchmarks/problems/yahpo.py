@@ -12,7 +12,7 @@ pair with
 - a fidelity (lcbench: ``epoch`` 1..52, training resumes; rbv2/iaml: ``trainsize``, each rung a
   new training on a subsample), for the multi-fidelity ("pruning under a budget") benchmarks;
 - ``budget`` and ``f_star`` read from ``benchmarks/results/yahpo_calibration.json``, written by
-  ``python -m benchmarks.yahpo_calibrate`` (the budget rule is in that script).
+  ``python -m benchmarks suite calibrate-yahpo`` (the budget rule is in that script).
 
 Benchmark-only code: ``yahpo_gym`` (with ``onnxruntime`` and ``ConfigSpace``) is imported lazily
 and is never a dependency of ``optuna_costbo``. The surrogates are found through
@@ -400,7 +400,8 @@ def load_calibration(path: Path = CALIBRATION_PATH) -> dict[str, Any]:
     """The committed calibration (budgets, f_star) written by ``benchmarks/yahpo_calibrate.py``."""
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} not found: run `python -m benchmarks.yahpo_calibrate` (needs the YAHPO data)"
+            f"{path} not found: run `python -m benchmarks suite calibrate-yahpo` "
+            "(needs the YAHPO data)"
         )
     return _calibration(str(path))
 
@@ -510,7 +511,7 @@ class YahpoInstance:
         if self.name not in entries:
             raise KeyError(
                 f"{self.name} is not in {CALIBRATION_PATH.name}: "
-                "re-run `python -m benchmarks.yahpo_calibrate`"
+                "re-run `python -m benchmarks suite calibrate-yahpo`"
             )
         entry: dict[str, Any] = entries[self.name]
         return entry
@@ -714,7 +715,7 @@ def _xgb(instance: str, conditional: bool) -> YahpoInstance:
 
 
 # NOTE(instances): chosen from a screen of every instance of the four scenarios (random
-# configurations at full fidelity; `python -m benchmarks.yahpo_calibrate --screen` writes it to
+# configurations at full fidelity; `benchmarks suite calibrate-yahpo --screen` writes it to
 # benchmarks/results/yahpo_screen.md): cost spread over the space, good configurations costlier
 # than the median (the cost-aware case) or cheaper, and no surrogate artefacts in random
 # configurations. The rbv2_xgboost surrogate extrapolates badly for dart with many rounds: on

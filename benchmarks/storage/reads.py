@@ -5,8 +5,9 @@ The sampler's storage time, ledger time and the rest per trial, on studies pre-f
 worker processes; the sampler held in its start-up design so that no model is fitted (the
 model's time is measured apart, on a ``--model-trials`` study). Run on the package of git
 ``--baseline-ref`` (old, extracted with ``git archive``) and on this checkout (new) side by
-side, each worker a subprocess of ``benchmarks/storage_traffic.py --reads-worker`` with that
-package first on its path. The ledger's and the model's times are read off a profile
+side, each worker a subprocess ``python -m benchmarks storage --reads-worker`` with that
+package on its ``PYTHONPATH`` (which puts it first: ``benchmarks/_preamble.py``). The
+ledger's and the model's times are read off a profile
 (``benchmarks.harness.package_probes.profiled_seconds``): nothing of the package is
 replaced, so both versions are measured alike (the profiler's overhead included).
 """
@@ -42,8 +43,8 @@ from benchmarks.storage.studies import table
 from optuna_costbo import CostRolloutSampler
 
 
-SCRIPT = Path(__file__).resolve().parents[1] / "storage_traffic.py"
-"""The command line the workers run (``--reads-worker``)."""
+ROOT = Path(__file__).resolve().parents[2]
+"""This checkout: the workers run its ``benchmarks`` (``python -m benchmarks storage``)."""
 
 
 def reads_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +128,7 @@ def _measured_worker(spec: dict[str, Any]) -> dict[str, Any]:
 def _run_workers(
     path: Path, spec: dict[str, Any], n_workers: int, timeout: float
 ) -> list[dict[str, Any]]:
-    """``n_workers`` processes running :func:`reads_worker` with ``path`` first on sys.path."""
+    """``n_workers`` processes running :func:`reads_worker` with the package in ``path``."""
     env = {**os.environ, "PYTHONPATH": str(path)}
     barrier = Path(tempfile.mkdtemp(prefix="reads-barrier-"))
     procs = []
@@ -135,8 +136,12 @@ def _run_workers(
         worker_spec = {**spec, "seed": i, "barrier": str(barrier)}
         procs.append(
             subprocess.Popen(
-                [sys.executable, str(SCRIPT), "--reads-worker", json.dumps(worker_spec)],
+                [
+                    *(sys.executable, "-m", "benchmarks", "storage"),
+                    *("--reads-worker", json.dumps(worker_spec)),
+                ],
                 env=env,
+                cwd=ROOT,
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -161,10 +166,9 @@ def _run_workers(
 
 def export_baseline(ref: str, into: Path) -> Path:
     """The package as of git ``ref``, extracted under ``into`` (the old path)."""
-    root = Path(__file__).resolve().parents[2]
     into.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(
-        ["git", "-C", str(root), "archive", ref, "optuna_costbo"],
+        ["git", "-C", str(ROOT), "archive", ref, "optuna_costbo"],
         check=True,
         capture_output=True,
     ).stdout
@@ -191,7 +195,7 @@ def measure_model_time(n_finished: int, acquisition: str, repeats: int) -> float
 def measure_reads(args: argparse.Namespace, tmp: Path) -> list[str]:
     """Section 4: per trial, the sampler's storage time, ledger time and the rest, on the code
     of ``--baseline-ref`` (old) and on this checkout (new), in one run."""
-    here = Path(__file__).resolve().parents[2]
+    here = ROOT
     old = export_baseline(args.baseline_ref, tmp / "baseline")
     model_s = {}
     for acquisition in ("ei", "rollout"):

@@ -1,11 +1,11 @@
-"""Run the cost-aware suite and write its report: ``python -m benchmarks.suite.run [options]``.
+"""Run the cost-aware suite and write its report: ``python -m benchmarks suite [options]``.
 
-    python -m benchmarks.suite.run --quick                    # 3 seeds, every problem and method
-    nice -n 10 python -m benchmarks.suite.run --seeds 20 --resume
-    python -m benchmarks.suite.run --resume --rerun rollout ei   # re-run ours after a change
-    python -m benchmarks.suite.run --report-only               # rebuild the report from the cache
-    python -m benchmarks.suite.run --split tuning --resume     # the tuning half of the problems
-    python -m benchmarks.suite.run --list                      # problems, split and methods
+    python -m benchmarks suite --quick                    # 3 seeds, every problem and method
+    nice -n 10 python -m benchmarks suite --seeds 20 --resume
+    python -m benchmarks suite --resume --rerun rollout ei   # re-run ours after a change
+    python -m benchmarks suite --report-only               # rebuild the report from the cache
+    python -m benchmarks suite --split tuning --resume     # the tuning half of the problems
+    python -m benchmarks suite --list                      # problems, split and methods
 
 The problems are ``benchmarks.problems.synthetic.SUITE``, the methods those of
 ``benchmarks.harness.methods`` (names or ``BASE:key=value`` specs). Every finished run is
@@ -18,20 +18,10 @@ methods first (and implies ``--resume`` for the rest). The report (``report.md``
 
 from __future__ import annotations
 
-import os
-
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
 import sys
-
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/suite/run.py
-    sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.harness import best_known
 from benchmarks.harness import cache
@@ -215,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if run is not None:
                     scored[(p.name, m, s)] = report.score(run, q)
                     beaten += best_known.beats(run.values, q.f_star)
-    command = "python -m benchmarks.suite.run " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m benchmarks suite " + " ".join(sys.argv[1:] if argv is None else argv)
     preamble = []
     if args.split != "all":
         preamble = [f"Split: {args.split} ({', '.join(p.name for p in problems)}).", ""]
@@ -244,5 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the former way, python -m benchmarks.suite.run
+    from benchmarks import _preamble
+
+    _preamble.forward("suite")

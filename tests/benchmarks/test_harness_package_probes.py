@@ -46,12 +46,3 @@ def test_profiled_seconds_find_the_ledger_and_the_model() -> None:
     seconds = package_probes.profiled_seconds(profile)
     assert seconds["ledger"] > 0.0 and seconds["model"] > 0.0
     assert seconds["model"] > seconds["ledger"]  # two GP fits and a rollout per suggestion
-
-
-def test_the_scrambled_rollout_is_the_shipped_one_with_other_draws() -> None:
-    def draws(n: int, h: int, rng: object) -> object:
-        return package_probes.qmc_normals(n, h, 5)
-
-    strategy = package_probes.scrambled_rollout(2, 64, draws)
-    assert strategy.name == "rollout" and strategy.draws is draws
-    assert (strategy.horizon, strategy.n_samples) == (2, 64)

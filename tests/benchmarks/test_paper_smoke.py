@@ -121,7 +121,7 @@ def test_hpo_smoke_in_fresh_processes(tmp_path: Path, need_data: Callable[..., P
     env = {**os.environ, "COSTBO_DATA_DIR": str(root)}
     args = ["hpo", "--model", "dt", "--dataset", "w2a", "--smoke", "--source", "libsvm"]
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.paper", *args, "--out", str(tmp_path)],
+        [sys.executable, "-m", "benchmarks", "paper", *args, "--out", str(tmp_path)],
         cwd=ROOT,
         env=env,
         capture_output=True,

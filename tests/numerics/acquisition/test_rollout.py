@@ -133,10 +133,10 @@ def test_the_default_rollout_choice_is_stable_across_qmc_scramblings() -> None:
     observations, remaining budget half of what was spent), the chosen first action agrees
     across 8 scramblings of the quasi-Monte Carlo normals on >= 90% of the picks on average
     (each within 0.02 of the state's most common pick): 0.98 measured, 0.90 before the
-    finalists got their own draws. benchmarks/rollout_agreement.py prints the table; h=4 is
-    less stable (0.58) and is not the default horizon."""
-    from benchmarks.rollout_agreement import STATES
-    from benchmarks.rollout_agreement import state_agreement
+    finalists got their own draws. benchmarks/results/rollout_agreement.md has the table; h=4
+    is less stable (0.58) and is not the default horizon."""
+    from _rollout_agreement import STATES
+    from _rollout_agreement import state_agreement
 
     shares = [
         state_agreement(name, n, state, horizon=2, n_samples=64) for name, n, state in STATES
