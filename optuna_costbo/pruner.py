@@ -56,10 +56,8 @@ class CostBudgetPruner(BasePruner):
             of at least 0.5, over at least 5 such trials. With fewer (below 10 completed
             trials) the same is read over all completed trials, and with fewer than 5 of
             those the wrapped pruner decides alone. ``None``
-            (default): on for a wrapped ``MedianPruner``, off for any other pruner. NOTE:
-            measured and adopted for MedianPruner only (docs/pruning.md, "The check over the
-            better half of the completed trials"); for HyperbandPruner neither this check nor
-            the one over all completed trials paid.
+            (default): on for a wrapped ``MedianPruner``, off for any other pruner (it pays
+            for Median only; docs/design-decisions.md, "Pruned trials").
 
     Raises:
         ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, a
@@ -188,8 +186,7 @@ def _step_informs(
     # NOTE: the better half first: over all completed trials an early step can rank well only
     # because they span bad and good configurations (lcbench's epoch 3: rho 0.73-0.92 over
     # random configurations, -0.01 to 0.69 within their best 10 %), while the pruner must not
-    # stop the trials that would end among the good ones (docs/pruning.md, "The check over
-    # the better half of the completed trials").
+    # stop the trials that would end among the good ones (docs/design-decisions.md).
     early, final = _completed_pairs(trials, step)  # (n,), (n,): read once for both checks
     rho, n = _pairs_correlation(early, final, better_half_of=study.direction)
     if n >= INFORMATIVE_MIN_COMPLETE and not math.isnan(rho):

@@ -103,8 +103,8 @@ class CostRolloutSampler(BaseSampler):
             ``None`` with ``value_per_cost``: the stopping rule alone ends the study.
         acquisition: ``"rollout"`` (default): the nonmyopic CMDP rollout of Lee et al. (UAI
             2021), which rolls out EI per unit cost and then EI over the remaining budget and
-            values each plan per unit of the budget it consumes, cooled as EI-cool; first on
-            the benchmark suite at the end and at half budget (docs/benchmarks.md).
+            values each plan per unit of the budget it consumes, cooled as EI-cool
+            (docs/design-decisions.md, "The default acquisition").
             ``"rollout-paper"``: the paper's estimator as published (cost enters only when
             the budget cuts a trajectory short). ``"eipu"``: EI per unit predicted cost,
             myopic and about half the suggestion time. ``"ei-cool"``: EI / cost^alpha with

@@ -124,11 +124,7 @@ def lbfgsb_runs(
     reverse-communication core, ``scipy.optimize._lbfgsb.setulb`` (the loop of scipy's
     ``_minimize_lbfgsb`` over R states): the same iterates as R calls of ``minimize``, which
     are the fallback (``sequential``, or a scipy whose core has another interface; tested
-    equal). It replaced one L-BFGS-B problem in R * k variables (the separable sum of the runs,
-    as BoTorch's ``gen_candidates_scipy``), whose shared line search and curvature pairs took
-    about twice the batched rounds at D = 10 (28.5 against 12.3 per call at 25 trials) and
-    stopped short of the separate runs' optima more often than past them (133 against 18 of
-    3,514 runs; ``benchmarks/lbfgsb_rounds.py``).
+    equal). Why not one problem in R * k variables: docs/design-decisions.md, "L-BFGS-B runs".
 
     The best point of each run is tracked here rather than taken from scipy, so a run that
     wanders into non-finite values (reported to scipy as +inf) keeps its best finite point.
@@ -202,10 +198,8 @@ def lbfgsb_minimize(
     value, the same iterates (tested equal); ``sequential`` calls ``minimize`` itself.
 
     NOTE(optimize): one run of scipy's core as :func:`lbfgsb_runs` drives it, without
-    ``minimize``'s per-call set-up and per-evaluation bookkeeping: a warm GP fit takes 0.69-0.85
-    of its time with ``minimize`` (0.3-0.7 ms less; D = 2-10, 25-100 observations,
-    ``benchmarks/fit_driver_speed.py``). ``minimize`` itself where the core has another
-    interface.
+    ``minimize``'s per-call set-up and per-evaluation bookkeeping (docs/design-decisions.md,
+    "L-BFGS-B runs"). ``minimize`` itself where the core has another interface.
     """
     low, high = np.asarray(bounds[:, 0], dtype=float), np.asarray(bounds[:, 1], dtype=float)
     x = np.clip(np.asarray(x0, dtype=float), low, high)  # (k,)

@@ -110,8 +110,7 @@ def working_set(
 
     NOTE(scale): past a few thousand observations the Cholesky factorization (O(n^3)) and
     every prediction (O(n) per point) dominate a suggestion: 35 s at 10,000 trials (D = 5)
-    before this bound. benchmarks/suggest_speed.py measures the time with it and
-    benchmarks/scale_quality.py (--model-points) what a bound costs in quality.
+    before this bound (docs/design-decisions.md, "Fits as the data grow").
     """
     if len(y) <= schedule.max_model_points:
         return None
@@ -146,8 +145,7 @@ def _fit(
     # L-BFGS-B iterations; every 5th fit adds a run from the default start so the fit can
     # leave a poor basin as data accumulate (Optuna's GPSampler fits from the last
     # hyperparameters alone, from its default only if that fails). Without a warm start: the
-    # default and 2 random starts. Every 5th fit used to add 2 random starts as well: they
-    # took half of all the fits' NLL evaluations (18 per fit at D = 10, n = 100; 9 without).
+    # default and 2 random starts.
     n_restarts = 3 if warm is None else (1 if n_fits % 5 == 0 else 0)
     if warm is not None and warm.lengthscales.shape != (X.shape[1],):
         warm = None
@@ -155,9 +153,7 @@ def _fit(
     # NOTE: refit schedule. Past refit_from observations one more point hardly moves the
     # hyperparameters, and optimizing them is most of a suggestion's time: they are kept
     # until the data have grown by refit_growth (then optimized from the kept ones, with the
-    # restarts of every 5th fit). benchmarks/suggest_speed.py measures the effect, and
-    # benchmarks/scale_quality.py what it costs (fits on 128 observations, measured first,
-    # cost quality on a 5-D problem at 130-300 trials; on 256, see docs/benchmarks.md).
+    # restarts of every 5th fit; docs/design-decisions.md, "Fits as the data grow").
     n = X.shape[0]
     optimize = (
         warm is None or n <= schedule.refit_from or n >= last_n * (1.0 + schedule.refit_growth)

@@ -39,12 +39,8 @@ def startup_size(
 
     With d + 1 the cap binds only for d <= 2 (the floor is d + 1 otherwise).
 
-    NOTE: with budgets that buy about 12 trials, a 2 (d + 1) design left 2 or 3 trials to the
-    models (benchmarks/cheap_trials.py, the expensive problems at 10 s); smaller initial
-    designs are often better in sequential model-based optimization (Bossek et al., "Initial
-    design strategies and their effects on sequential model-based optimization", GECCO 2020).
-    The full design was 2 (d + 1) until d + 1 was chosen on the suite's tuning half and checked
-    on its confirmation half (benchmarks/results/startup/PREREG.md, docs/benchmarks.md).
+    NOTE: small initial designs leave more of a small budget to the models (Bossek et al.,
+    GECCO 2020); why d + 1: docs/design-decisions.md, "Start-up design".
     """
     full = max(4, n_params + 1)
     if n_priced <= 0 or spent <= 0.0 or not math.isfinite(remaining):

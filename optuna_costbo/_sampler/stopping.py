@@ -12,12 +12,7 @@ The rate is discounted by the study's own record of how far the model's expectat
 improvements the model's trials achieved over the EI it expected of their points, shrunk
 towards 1 by one pseudo-trial that met the mean expectation. EI is an expectation under the
 model; where the model has promised more than its trials delivered, its next promise is
-worth less. NOTE: chosen on the tuning half of the stopping benchmark among multiples of the
-threshold and pseudo-trial weights (1, 3, 10), then checked on the confirmation half, where
-it beats every fixed budget at both exchange rates and the undiscounted rule does not; on the
-YAHPO Gym instances it beats the undiscounted rule at the high rate but not the best fixed
-budgets (docs/stopping.md, "The rule at a higher threshold, replayed"; the replay is exact
-because a discounted rule never stops later than the undiscounted one whose records it reads).
+worth less. NOTE: why this discount, docs/design-decisions.md, "The stopping rule's discount".
 
 Why a study stopped is stored as its user attr ``cost_stop_reason`` (optuna-dashboard shows it)
 and logged once.
@@ -79,7 +74,7 @@ def running_calibrations(
     expectations and of trial ``i``'s own, ``k = min(ceiling, (G + w p) / (P + w p))``: 1
     before any record, smaller as promises go unmet (and, with a ceiling above 1, larger as
     they are exceeded). Shared by the sampler (:func:`calibration`, the trial being proposed
-    last) and ``benchmarks/stopping_threshold.py`` (a recorded run).
+    last) and the replays of recorded runs.
 
     Args:
         values: The trials' values to minimize (NaN: no value, as a pruned or failed trial).

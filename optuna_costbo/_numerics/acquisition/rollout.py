@@ -4,9 +4,8 @@ The estimator of Lambda_h (Lee et al., UAI 2021) on a finite action set is
 :func:`.rollout_values.rollout_values`; this module builds that action set from the current
 model and cost model, polishes the best first actions and returns the best affordable one.
 Two strategies use it: :class:`PaperRollout` (the paper's value, :data:`PAPER`) and
-:class:`Rollout` (the shipped one, :data:`RATE`). A benchmark that measures another variant
-registers a strategy of its own that calls :func:`rollout_choice` with its
-:class:`Valuation` and :class:`Screening`.
+:class:`Rollout` (the shipped one, :data:`RATE`); another variant is a strategy of its own
+that calls :func:`rollout_choice` with its :class:`Valuation` and :class:`Screening`.
 
 This module imports only numpy.
 """
@@ -67,8 +66,8 @@ _CHEAP_FACTOR = 1.25
 
 @dataclass(frozen=True)
 class Screening:
-    """How first actions are screened and scored: sizes of the package's choosing, measured
-    by ``benchmarks/inner_candidates.py`` and ``benchmarks/rollout_agreement.py``.
+    """How first actions are screened and scored: sizes of the package's choosing
+    (docs/design-decisions.md, "The rollout's candidate sets and draws").
 
     Attributes:
         n_pool: Sobol points screened by EI and EIpu under the current model (at
@@ -97,8 +96,9 @@ class _RolloutOptions:
         horizon: Steps rolled out, h >= 1 (h = 1 is EI over affordable points for the
             paper's rollout, EI per unit cost with budget to spare for the shipped one).
         n_samples: Quasi-Monte Carlo trajectories per first action.
-        screening: Candidate-set sizes (the package's; tests and benchmarks vary them).
-        draws: The source of the QMC normal draws (scrambled Sobol; a benchmark varies it).
+        screening: Candidate-set sizes (the package's; tests make them small).
+        draws: The source of the QMC normal draws (scrambled Sobol; tests vary the
+            scrambling).
     """
 
     needs_cost: ClassVar[bool] = True
@@ -229,7 +229,7 @@ def rollout_choice(
     -inf unless every candidate is excluded. ``cost_exponent``: the rates' cost exponent (see
     :func:`.rollout_values.rollout_values`), also that of the per-unit-cost polish.
     ``draws``: the source of the standard normal draws, ``(n, h, rng) -> (n, max(h-1, 1))``
-    (scrambled Sobol points; ``benchmarks/rollout_agreement.py`` gives other scramblings).
+    (scrambled Sobol points).
     ``feasibility``: with constraints, every improvement counts as much as the point is likely
     feasible (screening, trajectories, polish and the fallback).
     """
@@ -265,10 +265,9 @@ def rollout_choice(
         axis=0,
     )  # (B, D)
     # NOTE: the inner argmax runs over the first actions plus the pool's best points by EI and
-    # by EIpu: a trajectory's later steps pick points the current model already rates well.
-    # benchmarks/inner_candidates.py: the best 64 of 1024 agree with all 1024 (the reference)
-    # on Lambda_h's choice at least as often as all of 256 points did, in each of its 12
-    # settings, at 0.2-0.4 times the cost. With a state-independent cost a point unaffordable
+    # by EIpu: a trajectory's later steps pick points the current model already rates well
+    # (docs/design-decisions.md, "The rollout's candidate sets and draws"). With a
+    # state-independent cost a point unaffordable
     # now stays unaffordable along every trajectory; with a state-dependent one it may not.
     if cost.pair_cost is None:
         eligible = affordable
@@ -316,7 +315,7 @@ def rollout_choice(
         )  # fmt: skip
         if valuation.final_factor > 1:
             # NOTE: the finalists' values differ by less than the screening draws' error
-            # (benchmarks/rollout_agreement.py); more draws on a few actions are cheap, and
+            # (docs/design-decisions.md); more draws on a few actions are cheap, and
             # they are drawn only until the leader is clear (see .scoring.decide). Among
             # finalists the draws cannot tell apart, the closed-form first-step value
             # decides: EI per unit cost (cooled) as the rates, or EI.

@@ -56,8 +56,8 @@ PAPER = Valuation(
 )
 """The paper's Lambda_h (Lee et al., UAI 2021), as published."""
 
-# NOTE: final_factor 8: benchmarks/rollout_agreement.py, the choice then agrees across QMC
-# scramblings (0.90 -> 0.98 on mid-run states).
+# NOTE: final_factor 8: the choice then agrees across QMC scramblings (0.90 -> 0.98 on mid-run
+# states; docs/design-decisions.md, "The rollout's candidate sets and draws").
 RATE = Valuation(
     noise_free=True, per_unit_cost=True, last_overruns=True, best_prefix=True, final_factor=8
 )

@@ -297,7 +297,6 @@ def fit_gp(
     max_points: int | None = None,
     optimize: bool = True,
     condition_on: np.ndarray | None = None,  # (m,) indices
-    prior: LogPrior = log_prior,
 ) -> GPModel:
     """Fit hyperparameters by MAP (marginal likelihood + weak priors) and build the model.
 
@@ -330,8 +329,6 @@ def fit_gp(
         condition_on: Indices of the observations the returned model is conditioned on (a
             working set, see :func:`.subsets.model_subset`); the hyperparameters and the
             standardization still come from all of them. ``None`` (default): all.
-        prior: The negative log-prior of the packed log-parameters and its gradient
-            (default :func:`.prior.log_prior`); a benchmark compares others.
 
     Returns:
         The fitted :class:`GPModel`.
@@ -376,15 +373,15 @@ def fit_gp(
             # quarter of the subset (1/64 of the cost per evaluation) and the best of them is
             # refined on the whole subset. Cold fits at 1000 trials: see suggest_speed.py.
             coarse = fit_subset(z, max(len(z) // 4, 2), rng)  # indices into the subset
-            starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds, prior)]
+            starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds, log_prior)]
             warm_first = False
-        best_theta = _lbfgsb_fit(starts, sq, z, bounds, prior, warm_first, means)
+        best_theta = _lbfgsb_fit(starts, sq, z, bounds, log_prior, warm_first, means)
     # NOTE(gp): the best point of a run is one L-BFGS-B evaluated (the same call on the same
     # arrays, so the same mean bit for bit): its profiled mean is looked up, not computed again
     # (one likelihood evaluation of the 3-20 of a warm fit).
     mean = means.get(np.asarray(best_theta, dtype=float).tobytes())
     if mean is None:
-        _, _, mean = _nll_core(best_theta, sq, z, None, prior)
+        _, _, mean = _nll_core(best_theta, sq, z, None, log_prior)
     hyper = GPHyperparams.from_log_params(best_theta, mean)
     if condition_on is not None:
         X, y = X[condition_on], y[condition_on]

@@ -26,13 +26,8 @@ LogPrior = Callable[[np.ndarray], tuple[float, np.ndarray]]
 # dimension, i.e. 0.1 / q + 0.1 q on the inverse squared lengthscale q = ls^-2, the form of
 # Optuna's GPSampler (optuna/_gp/prior.py). It is smallest at ls = 1 (the width of the box)
 # and costs 10 nats at ls = 0.1 or 10, so neither very wiggly nor almost linear fits are cheap.
-# It replaced the dimension-scaled log-normal prior log(ls) ~ N(sqrt(2) + log(D) / 2, 3)
-# (Hvarfner et al., ICML 2024), which put the median lengthscale at 18 for D = 20: on data
-# with little structure that prior, with the noise prior below, made the fit explain the data
-# with one or two lengthscales at ~0.1 and the rest at ~18, an over-confident model whose EI
-# sent the search to far corners. Held-out predictions (benchmarks/gp_prior.py: uniform
-# designs, n = 10/30/60, 7 functions of D = 2..20, 6 seeds) were better with this prior in
-# every cell by log predictive density and error, and equal on the paper's 2-D problem.
+# Why not the dimension-scaled log-normal prior of Hvarfner et al. (ICML 2024): see
+# docs/design-decisions.md, "The lengthscale prior".
 #: Weight of the lengthscale penalty ``w * (ls^2 + ls^-2)`` per dimension, in nats.
 LENGTHSCALE_PRIOR_WEIGHT: float = 0.1
 # NOTE(gp): Signal-variance and noise priors follow Optuna's GPSampler
