@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import STOP_REASON_ATTR
 from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import compute_ledger
 from optuna_costbo._ledger import cost_unit as _cost_unit
@@ -63,7 +64,8 @@ class CostProgressBar:
     Pass it as a callback: after each finished trial it recomputes the spent cost from
     storage (the same ledger as the sampler: COMPLETE, PRUNED and FAIL trials all count, so
     the bar is right with several workers sharing the study), moves the bar to it (capped at
-    the budget), and shows the best value so far and the number of finished trials. It closes
+    the budget), and shows the best value so far, the number of finished trials and any overrun
+    of the budget (spent beyond it, as the study attr ``cost_overrun`` has it). It closes
     itself once the spent cost reaches the budget; later calls do nothing. Call :meth:`close`
     (or use it as a context manager) if the optimization ends before that.
 
@@ -182,6 +184,8 @@ class CostProgressBar:
             if self.best_value is not None:
                 postfix["best"] = self.best_value
             postfix["trials"] = self.n_trials
+            if ledger.overrun > 0.0:
+                postfix["overrun"] = ledger.overrun  # the bar stops at the budget
             position = min(ledger.spent, self._budget)
             if self._bar is None:
                 attrs = study._storage.get_study_user_attrs(study._study_id)
@@ -191,7 +195,8 @@ class CostProgressBar:
                 self._bar.set_postfix(postfix, refresh=False)
                 self._bar.n = position  # bar.update would redraw before the postfix
                 self._drawn = False
-            if ledger.exhausted:
+            stopped = STOP_REASON_ATTR in study._storage.get_study_user_attrs(study._study_id)
+            if ledger.exhausted or stopped:  # spent, or stopped short of it (a hard budget)
                 self._close_locked()  # draws the final state, once
             elif not self._drawn:
                 self._bar.refresh()

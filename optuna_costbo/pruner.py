@@ -13,11 +13,12 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import charge_and_sum
 from optuna_costbo._ledger import charged_cost
 from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import storage_trials
-from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._numerics.checks import is_real
 from optuna_costbo._numerics.curves import step_rank_correlation
@@ -35,6 +36,9 @@ better half of them, or else over all of them)."""
 
 class CostBudgetPruner(BasePruner):
     """Prune a reporting trial once the study's spent cost plus its own cost exceeds the budget.
+
+    Under the sampler's hard budget (``overrun_risk``), it prunes one step earlier: once the
+    next step, at the mean cost of the steps so far, would cross the budget.
 
     The trial's own cost so far is the user attr ``cost_attr`` if the objective keeps it
     up to date (for costs that are not seconds), else its wall-clock time since it started,
@@ -121,13 +125,21 @@ class CostBudgetPruner(BasePruner):
             trials = storage_trials(study)
             if _step_informs(study, trial, trials):
                 return True
-        budget = self._budget if self._budget is not None else stored_budget(study)
+        attrs = study._storage.get_study_user_attrs(study._study_id)
+        stored = attrs.get(BUDGET_ATTR)
+        budget = self._budget
+        if budget is None and isinstance(stored, (int, float)):
+            budget = float(stored)
         if budget is None:
             return False
         trials = storage_trials(study) if trials is None else trials
         charged = charges_sampler_time(trials)
         ledger = charge_and_sum(study, trials, budget, self._cost_attr, charged)
         own = charged_cost(trial, self._cost_attr, charged)
+        if attrs.get(RISK_ATTR) is not None:
+            # A hard budget (the sampler's overrun_risk): stop before the next step would
+            # cross it, that step taken to cost what the steps so far cost on average.
+            own += own / max(len(trial.intermediate_values), 1)
         return ledger.spent + own > budget
 
 

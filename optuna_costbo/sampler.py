@@ -21,12 +21,13 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import Ledger
 from optuna_costbo._ledger import SamplerTimeCharge
 from optuna_costbo._ledger import record_finished_trial
 from optuna_costbo._ledger import refresh_ledger
 from optuna_costbo._ledger import store_ledger
-from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
 from optuna_costbo._logging import get_logger
@@ -41,6 +42,7 @@ from optuna_costbo._sampler import TrialBook
 from optuna_costbo._sampler import UserCost
 from optuna_costbo._sampler import check_distinct_choices
 from optuna_costbo._sampler import check_options
+from optuna_costbo._sampler import check_overrun_risk
 from optuna_costbo._sampler import check_single_objective
 from optuna_costbo._sampler import check_stopping
 from optuna_costbo._sampler import end_if_spent
@@ -147,6 +149,16 @@ class CostRolloutSampler(BaseSampler):
             expectations were met), or when the budget is spent, whichever comes first; the
             trial that would have run is pruned and costs nothing. See :meth:`stop_reason`
             and docs/stopping.md.
+        overrun_risk: How far the budget may be overrun. A probability in (0, 1) makes the
+            budget hard, the paper's constraint: only configurations whose cost fits the
+            budget left (less what running trials are predicted to spend) with at least that
+            complement of probability under the cost model are proposed (exactly, with
+            ``cost_fn``), the rollout's trajectories obey the same rule, and when nothing fits
+            the study stops (:meth:`stop_reason`). ``None``: a soft budget, a trial starts
+            whenever budget is left (the overrun is at most the last trial's cost, per
+            worker). ``"auto"`` (default): hard at 0.05 when costs are reported or come from
+            ``cost_fn`` (money, energy), soft when they are the measured wall clock. The first
+            trials, before any cost is known, cannot be checked.
 
     A trial a pruner stopped after reporting is a censored observation of its final value,
     and every acquisition is then weighted by the probability that a trial completes
@@ -169,8 +181,10 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
         value_per_cost: float | None = None,
+        overrun_risk: float | str | None = None,
     ) -> None:
         check_stopping(budget, value_per_cost)
+        check_overrun_risk(overrun_risk)
         if constraints_func is not None and not callable(constraints_func):
             raise ValueError(
                 f"constraints_func must be None or a callable, got {constraints_func!r}"
@@ -196,6 +210,7 @@ class CostRolloutSampler(BaseSampler):
             charge=SamplerTimeCharge(has_cost_fn=cost_fn is not None),
             stop_rule=StopRule(value_per_cost) if value_per_cost is not None else None,
             independent_sampler=independent_sampler,
+            overrun_risk=overrun_risk,
         )
         self._chart = ChartSchedule(cost_attr)
         self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
@@ -265,8 +280,13 @@ class CostRolloutSampler(BaseSampler):
         self._suggester.before_trial(study, trial)
         self._chart.warm_imports(study)
         ledger = self.ledger(study)
-        if stored_budget(study) != (self._budget if math.isfinite(self._budget) else None):
+        attrs = study._storage.get_study_user_attrs(study._study_id)
+        if attrs.get(BUDGET_ATTR) != (self._budget if math.isfinite(self._budget) else None):
             write_ledger(study, ledger)
+        risk = self._suggester.overrun_risk(study)
+        if RISK_ATTR not in attrs or attrs[RISK_ATTR] != risk:
+            # Read by CostBudgetPruner, which then stops a trial before it would cross.
+            study._storage.set_study_user_attr(study._study_id, RISK_ATTR, risk)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
 

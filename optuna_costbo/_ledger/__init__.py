@@ -19,6 +19,9 @@ from optuna_costbo._ledger.costs import report_cost
 from optuna_costbo._ledger.costs import validate_budget
 from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import OVERRUN_ATTR
+from optuna_costbo._ledger.keys import RISK_ATTR
+from optuna_costbo._ledger.keys import STOP_REASON_ATTR
 from optuna_costbo._ledger.keys import CostSource
 from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._ledger.ledger import charge_and_sum
@@ -38,6 +41,9 @@ from optuna_costbo._ledger.units import cost_unit
 __all__ = [
     "BUDGET_ATTR",
     "FINISHED_STATES",
+    "OVERRUN_ATTR",
+    "RISK_ATTR",
+    "STOP_REASON_ATTR",
     "CostSource",
     "Ledger",
     "SamplerTimeCharge",

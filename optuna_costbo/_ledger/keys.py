@@ -1,7 +1,7 @@
 """Where the ledger keeps its records: the attribute keys, the cost sources, finished states.
 
-Study user attrs (``cost_budget``, ``cost_spent``, ``cost_remaining``) are shown by
-optuna-dashboard in the study's attribute table; trial system attrs (``costbo:*``) are the
+Study user attrs (``cost_budget``, ``cost_spent``, ``cost_remaining``, ``cost_overrun``) are
+shown by optuna-dashboard in the study's attribute table; trial system attrs (``costbo:*``) are the
 sampler's own records. These names and values are a stored format: changing one orphans what
 earlier runs wrote.
 """
@@ -20,7 +20,9 @@ __all__ = [
     "FINISHED_STATES",
     "INVALID_COST_ATTR",
     "NEXT_RATE_ATTR",
+    "OVERRUN_ATTR",
     "REMAINING_ATTR",
+    "RISK_ATTR",
     "SAMPLER_SECONDS_ATTR",
     "SKIPPED_ATTR",
     "SPENT_ATTR",
@@ -34,6 +36,8 @@ __all__ = [
 BUDGET_ATTR = "cost_budget"
 SPENT_ATTR = "cost_spent"
 REMAINING_ATTR = "cost_remaining"
+OVERRUN_ATTR = "cost_overrun"  # spent beyond the budget (0 within it)
+RISK_ATTR = "cost_overrun_risk"  # the sampler's hard budget: its overrun risk (absent: soft)
 STOP_REASON_ATTR = "cost_stop_reason"  # why the study stopped (budget spent, not worth it)
 UNIT_ATTR = "cost_unit"  # set by the user: the unit of the costs ("$", "kWh"), for labels
 

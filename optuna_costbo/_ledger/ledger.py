@@ -40,6 +40,7 @@ from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import OVERRUN_ATTR
 from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo._ledger.keys import CostSource
@@ -79,8 +80,13 @@ class Ledger:
 
     @property
     def remaining(self) -> float:
-        """Budget minus spent (may be negative after an overrun)."""
-        return self.budget - self.spent
+        """Budget minus spent, never below 0 (what an overrun went beyond is :attr:`overrun`)."""
+        return max(self.budget - self.spent, 0.0)
+
+    @property
+    def overrun(self) -> float:
+        """Spent beyond the budget, 0 while within it."""
+        return max(self.spent - self.budget, 0.0)
 
     @property
     def exhausted(self) -> bool:
@@ -228,7 +234,8 @@ def refresh_ledger(
 def write_ledger(
     study: optuna.Study, ledger: Ledger, stored: dict[str, Any] | None = None
 ) -> None:
-    """Store budget, spent and remaining as study user attrs (shown by optuna-dashboard).
+    """Store budget, spent, remaining and overrun as study user attrs (shown by
+    optuna-dashboard).
 
     ``stored``: the study's user attrs as just read; values already stored are not written
     again (each write is a transaction, the slowest storage call on SQLite). A study run
@@ -239,7 +246,8 @@ def write_ledger(
     for key, value in (
         (BUDGET_ATTR, ledger.budget),
         (SPENT_ATTR, ledger.spent),
-        (REMAINING_ATTR, max(ledger.remaining, 0.0)),
+        (REMAINING_ATTR, ledger.remaining),
+        (OVERRUN_ATTR, ledger.overrun),
     ):
         if not math.isfinite(value):
             continue

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import log_ndtr
 
+from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
@@ -61,10 +62,17 @@ class Feasibility:
 
     Args:
         models: One GP per constraint, on the same box as the objective model.
+        budget: Under a hard budget, the probability that a trial's cost fits the budget left
+            (:class:`.budget_fit.BudgetFit`), one more independent factor.
     """
 
-    def __init__(self, models: Sequence[GPModel]) -> None:
+    def __init__(self, models: Sequence[GPModel], budget: BudgetFit | None = None) -> None:
         self.models = list(models)
+        self.budget = budget
+
+    def with_budget(self, budget: BudgetFit) -> Feasibility:
+        """These constraints and ``budget``'s probability of fitting."""
+        return Feasibility(self.models, budget)
 
     @property
     def hypers(self) -> tuple[GPHyperparams, ...]:
@@ -88,6 +96,11 @@ class Feasibility:
                 ratio = np.exp(-0.5 * u * u - _LOG_SQRT_2PI - log_phi_cdf)  # (m,)
                 du = -dmean / sd[:, None] - (u / (2.0 * var))[:, None] * dvar  # (m, D)
                 grad += ratio[:, None] * du
+        if self.budget is not None:
+            fit = self.budget.log_pf(Z, return_grad)
+            total = total + fit[0]
+            if grad is not None:
+                grad = grad + fit[1]
         return (total,) if grad is None else (total, grad)
 
     def pf(self, Z: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.strategies import Choice
+from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.censored import impute_censored
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
@@ -37,7 +38,15 @@ from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
 
 
-__all__ = ["Models", "build_models", "finite_values", "with_pending", "working_set"]
+__all__ = [
+    "Models",
+    "budget_fit",
+    "build_models",
+    "cost_model_of",
+    "finite_values",
+    "with_pending",
+    "working_set",
+]
 
 _FULL_ROUTE = Route()
 
@@ -56,7 +65,8 @@ class Models:
         warm: The warm start for the next suggestion.
         X: The observations' points, (n, D).
         y: Their values, infinities replaced (see :func:`finite_values`), (n,).
-        feasibility: The constraints' models, or ``None`` without constraints.
+        feasibility: The constraints' models and, under a hard budget, the probability of
+            fitting the budget left; ``None`` without either.
         feasible: Which observations are feasible, (n,), or ``None`` without constraints.
     """
 
@@ -408,13 +418,35 @@ def build_models(
     if reuse is None or cost is not reuse.cost_model:
         cost = _with_pruning(cost, fitted, y, request)
     model = with_pending(fitted, request.X_running, request.y_running)
+    fit = budget_fit(request, cost)
     constraints = with_completion(request.constraints, request.stopped)  # (n, k) or None
     if constraints is None:
-        return Models(fitted, model, cost, new_warm, X, y)
+        feasibility = None if fit is None else Feasibility([], fit)
+        return Models(fitted, model, cost, new_warm, X, y, feasibility)
     feasibility = fit_constraints(X, constraints, rng, warm.constraints, restarts=not route.quick)
     new_warm = dataclasses.replace(new_warm, constraints=feasibility.hypers)
     feasible = feasible_rows(constraints)
+    if fit is not None:
+        feasibility = feasibility.with_budget(fit)
     return Models(fitted, model, cost, new_warm, X, y, feasibility, feasible)
+
+
+def cost_model_of(request: ProposalRequest, rng: np.random.Generator) -> CostModel | None:
+    """The cost model of ``request`` alone (the full route's choice, fitted from scratch
+    without a warm start); None before anything predicts a cost."""
+    return _cost_model(request, WarmStart(), rng, _FULL_ROUTE)[0]
+
+
+def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:
+    """Under a hard budget (``request.overrun_risk``), whether a trial's cost fits what is
+    left: the remaining budget less the running trials' predicted costs; None under a soft
+    budget, or before anything predicts a cost."""
+    if request.overrun_risk is None or cost is None:
+        return None
+    reserved = 0.0
+    if request.X_running is not None and len(request.X_running) > 0:
+        reserved = float(np.sum(cost.cost(request.X_running)))
+    return BudgetFit(cost, request.remaining - reserved, request.overrun_risk)
 
 
 def _same_data(proposal: Proposal, X: np.ndarray, y: np.ndarray, costs: CostData | None) -> bool:

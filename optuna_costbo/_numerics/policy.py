@@ -18,7 +18,10 @@ from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
+from optuna_costbo._numerics.models import budget_fit
 from optuna_costbo._numerics.models import build_models
+from optuna_costbo._numerics.models import cost_model_of
+from optuna_costbo._numerics.optimize import maximize_acquisition
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.request import CostData
 from optuna_costbo._numerics.request import FitSchedule
@@ -26,6 +29,7 @@ from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
+from optuna_costbo._numerics.search_space import rows_among
 
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "ProposalRequest",
     "Route",
     "WarmStart",
+    "fits_budget",
     "needs_cost_model",
     "propose",
 ]
@@ -52,9 +57,14 @@ FULL = Route()
 def needs_cost_model(
     acquisition: AcquisitionStrategy, request: ProposalRequest, route: Route
 ) -> bool:
-    """Whether the suggestion needs a cost model: the acquisition uses one, or, on the full
-    route, a stopping rule reads the largest EI per unit cost."""
-    return acquisition.needs_cost or (request.rate_needed and not route.quick)
+    """Whether the suggestion needs a cost model: the acquisition uses one, a hard budget
+    checks what fits, or, on the full route, a stopping rule reads the largest EI per unit
+    cost."""
+    return (
+        acquisition.needs_cost
+        or request.overrun_risk is not None
+        or (request.rate_needed and not route.quick)
+    )
 
 
 def propose(
@@ -85,28 +95,93 @@ def propose(
     needs_cost = needs_cost_model(acquisition, request, route)
     with _threadpools().limit(limits=1, user_api="blas"):
         if route.quick:
-            return quick_propose(request, rng, needs_cost=needs_cost, route=route)
-        models = build_models(request, rng, needs_cost=needs_cost, reuse=reuse)
-        ctx = AcquisitionContext(
-            codec=request.codec,
-            model=models.model,
-            best=models.best,
-            cost=models.cost,
-            rng=rng,
-            remaining=request.remaining,
-            budget=request.budget,
-            starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
-            X_running=request.X_running,
-            evaluated=request.evaluated,
-            feasibility=models.feasibility,
+            proposal = quick_propose(request, rng, needs_cost=needs_cost, route=route)
+        else:
+            proposal = _full(request, acquisition, rng, needs_cost, reuse)
+        return _within_budget(proposal, request, rng)
+
+
+def _full(
+    request: ProposalRequest,
+    acquisition: AcquisitionStrategy,
+    rng: np.random.Generator,
+    needs_cost: bool,
+    reuse: Proposal | None,
+) -> Proposal:
+    """The full route: fit the models, let the strategy choose."""
+    models = build_models(request, rng, needs_cost=needs_cost, reuse=reuse)
+    ctx = AcquisitionContext(
+        codec=request.codec,
+        model=models.model,
+        best=models.best,
+        cost=models.cost,
+        rng=rng,
+        remaining=request.remaining,
+        budget=request.budget,
+        starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
+        X_running=request.X_running,
+        evaluated=request.evaluated,
+        feasibility=models.feasibility,
+    )
+    # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
+    strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()
+    choice = strategy.choose(ctx)
+    rate = ctx.best_log_rate() if request.rate_needed else None
+    chosen = None
+    if request.rate_needed and models.best is not None:
+        # What the model expects of the chosen point, for the stopping rule's record.
+        mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
+        chosen = float(log_ei(mean, var, models.best)[0])
+    return models.proposal(choice, request, rate, chosen)
+
+
+def _within_budget(
+    proposal: Proposal, request: ProposalRequest, rng: np.random.Generator
+) -> Proposal:
+    """Under a hard budget, ``proposal`` if its point fits the budget left; else the point
+    that fits best (the cheapest by the cost's quantile) if it fits; else ``proposal`` marked
+    ``over_budget``: no configuration fits, and the study is to stop."""
+    cost = proposal.cost_model
+    fit = None if cost is None else budget_fit(request, cost)
+    if fit is None or fit.fits(proposal.z[None])[0]:
+        return proposal
+    evaluated = request.evaluated
+    z, margin = maximize_acquisition(
+        lambda Z: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+        request.codec,
+        rng,
+        fun=lambda Z: fit.margin(Z)[0],
+        exclude=None
+        if evaluated is None or len(evaluated) == 0
+        else (lambda Z: rows_among(Z, evaluated)),
+    )
+    if margin >= 0.0:
+        proposal.z = z
+        proposal.message = (
+            f"the proposal's predicted cost does not fit the budget left ({fit.tau:.6g}); "
+            "proposing the configuration that fits it best"
         )
-        # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
-        strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()
-        choice = strategy.choose(ctx)
-        rate = ctx.best_log_rate() if request.rate_needed else None
-        chosen = None
-        if request.rate_needed and models.best is not None:
-            # What the model expects of the chosen point, for the stopping rule's record.
-            mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
-            chosen = float(log_ei(mean, var, models.best)[0])
-        return models.proposal(choice, request, rate, chosen)
+        return proposal
+    proposal.over_budget = (
+        f"no configuration's cost fits the budget left ({max(fit.tau, 0.0):.6g}, less what the "
+        f"running trials are predicted to spend) with probability {1.0 - fit.risk:.3g}"
+    )
+    return proposal
+
+
+def fits_budget(request: ProposalRequest, Z: np.ndarray) -> np.ndarray | None:
+    """Under a hard budget, which points of Z (m, D) fit the budget left, (m,) bool; None when
+    nothing can tell (a soft budget, or no cost known yet). For the start-up design, whose
+    points are chosen without a model: the cost model is fitted here, from a generator of its
+    own, so the sampler's random stream is not touched."""
+    if request.overrun_risk is None:
+        return None
+    if request.known_cost is None and (
+        request.cost_data is None or len(request.cost_data.costs) == 0
+    ):
+        return None
+    data = request.cost_data
+    rng = np.random.default_rng(0 if data is None else len(data.costs))
+    cost = cost_model_of(request, rng)
+    fit = None if cost is None else budget_fit(request, cost)
+    return None if fit is None else fit.fits(Z)

@@ -123,6 +123,9 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
+        overrun_risk: A hard budget: only configurations whose cost fits the budget left (less
+            the running trials' predicted costs) with probability at least ``1 - risk`` are
+            proposed (:mod:`.budget_fit`); ``None``: a soft budget.
         stopped: Which observations are trials a pruner stopped, shape (n,); the acquisitions
             are then weighted by the probability that a trial completes
             (:func:`.feasibility.with_completion`). ``None``: no trial was stopped.
@@ -147,6 +150,7 @@ class ProposalRequest:
     constraints: np.ndarray | None = None  # (n, k)
     y_lower: np.ndarray | None = None  # (n,)
     stopped: np.ndarray | None = None  # (n,) bool
+    overrun_risk: float | None = None
 
 
 @dataclass
@@ -164,3 +168,4 @@ class Proposal:
     observed: tuple[np.ndarray, np.ndarray] | None = None  # the request's X (n, D), y (n,)
     best_log_rate: float | None = None  # max log(EI / c), when the request asked for it
     chosen_log_ei: float | None = None  # log EI at z, when the request asked for the rate
+    over_budget: str | None = None  # under a hard budget: why no configuration fits

@@ -8,6 +8,7 @@ Modules, in the order one suggestion meets them:
 - :mod:`.startup`: the start-up design (scrambled Sobol points by trial number);
 - :mod:`.independent`: parameters outside the relative search space;
 - :mod:`.effort`: the route of a suggestion (full or quick) when the sampler's time counts;
+- :mod:`.hard_budget`: the budget rule (hard or soft) and the ``overrun_risk`` option;
 - :mod:`.user_cost`: the user's ``cost_fn``, adapted for the models and the ledger;
 - :mod:`.suggest`: one trial's parameters (read, propose, settle clashes);
 - :mod:`.clash`: running trials as pending points, the rule for two workers on one point;
@@ -20,6 +21,7 @@ What :mod:`optuna_costbo.sampler` uses is named here.
 """
 
 from optuna_costbo._sampler.chart_schedule import ChartSchedule
+from optuna_costbo._sampler.hard_budget import check_overrun_risk
 from optuna_costbo._sampler.options import check_options
 from optuna_costbo._sampler.options import check_stopping
 from optuna_costbo._sampler.space import check_distinct_choices
@@ -42,6 +44,7 @@ __all__ = [
     "UserCost",
     "check_distinct_choices",
     "check_options",
+    "check_overrun_risk",
     "check_single_objective",
     "check_stopping",
     "end_if_spent",

@@ -234,6 +234,7 @@ def read_snapshot(
     deterministic: bool,
     schedule: FitSchedule,
     rate_needed: bool,
+    overrun_risk: float | None = None,
 ) -> ProposalRequest:
     """Read ``trials`` once for the suggestion of ``trial`` into the policy's request
     (nothing is written).
@@ -252,6 +253,7 @@ def read_snapshot(
         deterministic: Whether the objective is deterministic.
         schedule: How the models are fitted as the data grow.
         rate_needed: Whether a stopping rule reads the largest EI per unit cost.
+        overrun_risk: A hard budget's risk, or None (soft).
 
     The completed trials are observations; a trial a pruner stopped after it reported is a
     censored one, at its imputed final value above a lower bound, with its partial cost
@@ -325,6 +327,7 @@ def read_snapshot(
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
         stopped=stopped[observed] if pruning is not None else None,
+        overrun_risk=overrun_risk,
     )
 
 

@@ -37,7 +37,14 @@ from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.study_control import stop
 
 
-__all__ = ["StopRule", "calibration", "record_stop", "running_calibrations", "stop_reason"]
+__all__ = [
+    "StopRule",
+    "calibration",
+    "end_study",
+    "record_stop",
+    "running_calibrations",
+    "stop_reason",
+]
 
 PSEUDO_TRIALS = 1.0
 """Weight of the calibration's prior: trials that met the model's mean expectation."""
@@ -185,10 +192,17 @@ class StopRule:
             study._storage.set_trial_system_attr(trial._trial_id, CHOSEN_EI_ATTR, chosen_log_ei)
             k = calibration(trials, minimize_sign(study), chosen_log_ei)
         reason = self.reason(best_log_rate, k)
-        if reason is None:
-            return
-        record_stop(study, reason)
-        if in_optimize_loop(study):
-            stop(study)
-            study._storage.set_trial_system_attr(trial._trial_id, SKIPPED_ATTR, True)
-            raise optuna.TrialPruned(f"the study stops: {reason}")
+        if reason is not None:
+            end_study(study, trial, reason)
+
+
+def end_study(study: optuna.Study, trial: FrozenTrial, reason: str) -> None:
+    """Stop the study for ``reason``: the reason is recorded, the optimize loop is stopped and
+    ``trial`` is pruned before its objective runs (it costs nothing). Under ask-and-tell there
+    is no loop: the reason is recorded and logged, and the trial runs (check
+    ``sampler.stop_reason(study)`` before ``ask``)."""
+    record_stop(study, reason)
+    if in_optimize_loop(study):
+        stop(study)
+        study._storage.set_trial_system_attr(trial._trial_id, SKIPPED_ATTR, True)
+        raise optuna.TrialPruned(f"the study stops: {reason}")

@@ -37,11 +37,15 @@ from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.policy import FitSchedule
 from optuna_costbo._numerics.policy import Proposal
+from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.policy import fits_budget
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
+from optuna_costbo._sampler.hard_budget import AUTO
+from optuna_costbo._sampler.hard_budget import overrun_risk
 from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.snapshot import TrialReads
 from optuna_costbo._sampler.snapshot import minimize_sign
@@ -50,6 +54,7 @@ from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.startup import StartupDesign
 from optuna_costbo._sampler.startup import startup_count
 from optuna_costbo._sampler.stopping import StopRule
+from optuna_costbo._sampler.stopping import end_study
 from optuna_costbo._sampler.study_control import note_budget_end
 from optuna_costbo._sampler.user_cost import UserCost
 
@@ -87,6 +92,7 @@ class Suggester:
         stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
         independent_sampler: The user's sampler for parameters outside the relative search
             space (``None``: ``RandomSampler(seed)``).
+        overrun_risk: The user's ``overrun_risk`` (:mod:`.hard_budget`).
     """
 
     def __init__(
@@ -102,6 +108,7 @@ class Suggester:
         charge: SamplerTimeCharge,
         stop_rule: StopRule | None,
         independent_sampler: BaseSampler | None,
+        overrun_risk: float | str | None = AUTO,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition
@@ -111,6 +118,7 @@ class Suggester:
         self.deterministic = deterministic
         self.charge = charge
         self.stop_rule = stop_rule
+        self.overrun_option = overrun_risk
         self.rng = np.random.default_rng(seed)
         self.design = StartupDesign(int(self.rng.integers(2**31)))
         self.independent = IndependentSampling(independent_sampler, seed, self.design)
@@ -139,6 +147,12 @@ class Suggester:
         with self.lock:
             self.rng = np.random.default_rng()
         self.independent.sampler.reseed_rng()
+
+    def overrun_risk(
+        self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
+    ) -> float | None:
+        """The hard budget's risk in ``study`` (None: soft)."""
+        return overrun_risk(self.overrun_option, self.charges_time(study, trials))
 
     def charges_time(
         self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
@@ -200,6 +214,8 @@ class Suggester:
             if isinstance(outcome, Startup):
                 return self.design.params(bridge, trial.number, outcome.evaluated)
             proposal = outcome
+            if proposal.over_budget is not None:
+                end_study(study, trial, proposal.over_budget)
             if self.stop_rule is not None:
                 self.stop_rule.apply(
                     study, trial, proposal.best_log_rate, proposal.chosen_log_ei, self.last_read
@@ -252,10 +268,12 @@ class Suggester:
             deterministic=self.deterministic,
             schedule=self.schedule,
             rate_needed=self.stop_rule is not None,
+            overrun_risk=overrun_risk(self.overrun_option, charged),
         )
         if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
-            assert request.evaluated is not None
-            return Startup(request.evaluated)
+            startup = self._startup(request, bridge, trial)
+            if startup is not None:
+                return startup
         sid = study._study_id
         route = self.effort.plan(sid, len(request.y), ledger.remaining if charged else None)
         start = time.perf_counter()
@@ -266,6 +284,22 @@ class Suggester:
             _logger.debug(f"Trial {trial.number}: {proposal.message}")
             note_budget_end(study, ledger, self.budget_end_noted)
         return proposal
+
+    def _startup(
+        self, request: ProposalRequest, bridge: SpaceBridge, trial: FrozenTrial
+    ) -> Startup | None:
+        """The start-up design's answer for ``trial``; under a hard budget, None when its
+        point does not fit the budget left and a model can propose instead (it proposes what
+        fits, or ends the study)."""
+        assert request.evaluated is not None
+        design = Startup(request.evaluated)
+        if request.overrun_risk is None:
+            return design
+        z = bridge.encode_params([self.design.params(bridge, trial.number, request.evaluated)])
+        fits = fits_budget(request, z)  # (1,) or None: nothing tells
+        if fits is None or fits[0] or len(request.y) == 0:
+            return design
+        return None
 
     def _settle_clashes(
         self,

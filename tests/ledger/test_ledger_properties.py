@@ -160,7 +160,8 @@ def test_ledger_equals_the_brute_force_sum(
     assert not math.isnan(ledger.remaining)
     assert ledger.spent >= 0.0 and ledger.running_elapsed >= 0.0
     assert ledger.exhausted == (ledger.spent >= budget)
-    assert ledger.remaining == budget - ledger.spent
+    assert ledger.remaining == max(budget - ledger.spent, 0.0)
+    assert ledger.overrun == max(ledger.spent - budget, 0.0)
 
 
 @SETTINGS

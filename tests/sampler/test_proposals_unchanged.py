@@ -159,6 +159,7 @@ def _run(
         horizon=horizon if acquisition.startswith("rollout") else None,
         n_startup_trials=4,
         seed=seed,
+        overrun_risk=None,  # recorded under the soft budget (before 0.2's hard one)
         **options,
     )
     sampler = _Forced(inner, recorded)

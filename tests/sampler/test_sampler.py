@@ -47,7 +47,8 @@ def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> No
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
     assert sum(costs) >= 150.0  # it ran until the budget was spent ...
     assert sum(costs[:-1]) < 150.0  # ... and started no trial after that
-    assert sampler.remaining_budget(study) == pytest.approx(150.0 - sum(costs))
+    assert sampler.remaining_budget(study) == pytest.approx(max(150.0 - sum(costs), 0.0))
+    assert sampler.ledger(study).overrun == pytest.approx(max(sum(costs) - 150.0, 0.0))
     attrs = study.user_attrs
     assert attrs[BUDGET_ATTR] == 150.0
     assert attrs[SPENT_ATTR] == pytest.approx(sum(costs))
@@ -68,7 +69,8 @@ def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> No
     assert len(study.trials) == n_before + 1
     assert study.trials[-1].state == TrialState.PRUNED
     assert study.trials[-1].system_attrs[SKIPPED_ATTR] is True
-    assert sampler.remaining_budget(study) == pytest.approx(150.0 - sum(costs))
+    assert sampler.remaining_budget(study) == pytest.approx(max(150.0 - sum(costs), 0.0))
+    assert sampler.ledger(study).overrun == pytest.approx(max(sum(costs) - 150.0, 0.0))
     # counting() entered, but its first suggestion raised before any cost was reported
     assert "cost" not in study.trials[-1].user_attrs
 
@@ -245,7 +247,8 @@ def test_ask_and_tell_never_raises_and_exposes_the_budget() -> None:
         x = trial.suggest_float("x", 0, 1)
         report_cost(trial, 1.0)
         study.tell(trial, x)
-    assert sampler.remaining_budget(study) == pytest.approx(-2.0)
+    assert sampler.remaining_budget(study) == 0.0  # never negative: the overrun is apart
+    assert sampler.ledger(study).overrun == pytest.approx(2.0)
     assert study.user_attrs[REMAINING_ATTR] == 0.0
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
 
@@ -261,7 +264,7 @@ def test_reopened_study_continues_from_the_stored_ledger(tmp_path: Path) -> None
     again = optuna.load_study(
         study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0)
     )
-    assert again.sampler.remaining_budget(again) == pytest.approx(20.0 - spent_first)  # type: ignore[attr-defined]
+    assert again.sampler.remaining_budget(again) == pytest.approx(max(20.0 - spent_first, 0.0))  # type: ignore[attr-defined]
     again.optimize(synthetic)
     costs = [t.user_attrs["cost"] for t in again.trials]
     assert sum(costs) >= 20.0 and sum(costs[:-1]) < 20.0

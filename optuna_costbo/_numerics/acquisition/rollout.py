@@ -22,6 +22,7 @@ from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
+from optuna_costbo._numerics.acquisition.scoring import HARD_RATE
 from optuna_costbo._numerics.acquisition.scoring import PAPER
 from optuna_costbo._numerics.acquisition.scoring import RATE
 from optuna_costbo._numerics.acquisition.scoring import Valuation
@@ -198,7 +199,10 @@ class Rollout(_RolloutOptions):
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
         alpha = cool_exponent(ctx.remaining, ctx.budget)
-        return self._roll_out(ctx, (0.0, 1.0, alpha), RATE, cost_exponent=alpha)
+        # Under a hard budget the trajectories obey it too: a step starts only when the budget
+        # left covers its predicted cost (the paper's rule), never the study's soft one.
+        valuation = RATE if ctx.budget_fit is None else HARD_RATE
+        return self._roll_out(ctx, (0.0, 1.0, alpha), valuation, cost_exponent=alpha)
 
 
 def rollout_choice(

@@ -12,6 +12,7 @@ This module imports only numpy and scipy.
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["PAPER", "RATE", "Valuation", "decide", "rollout_values_on", "scorer"]
+__all__ = ["HARD_RATE", "PAPER", "RATE", "Valuation", "decide", "rollout_values_on", "scorer"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ RATE = Valuation(
 )
 """The shipped rollout's value: per unit of budget consumed, best prefix, noise-free
 fantasies, under the study's own budget rule."""
+
+HARD_RATE = dataclasses.replace(RATE, last_overruns=False)
+"""The shipped rollout's value under a hard budget: a step starts only when the budget left
+covers its predicted cost."""
 
 Scorer = Callable[[np.ndarray], np.ndarray]
 """``normals (N, max(h-1, 1)) -> values (B,)``: Lambda_h of fixed first actions on draws."""

@@ -15,6 +15,7 @@ This module imports only numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -27,6 +28,7 @@ from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.screening import Screen
 from optuna_costbo._numerics.acquisition.screening import screen
+from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
@@ -110,15 +112,31 @@ class AcquisitionContext:
         default_factory=dict, compare=False, repr=False
     )  # cost exponent -> the last maximize() result, for best_rate
 
+    @property
+    def budget_fit(self) -> BudgetFit | None:
+        """Under a hard budget, whether a trial's cost fits the budget left (else None)."""
+        return None if self.feasibility is None else self.feasibility.budget
+
     def excluded(self, Z: np.ndarray) -> np.ndarray:
-        """Which rows of Z (m, D) are evaluated points: (m,) bool.
+        """Which rows of Z (m, D) must not be proposed: evaluated points, and under a hard
+        budget the points that do not fit it, (m,) bool.
 
         Legal points are exact fixed points of the codec, so a configuration that a trial
         already has encodes to exactly these bytes.
         """
-        if self.evaluated is None:
-            return np.zeros(len(Z), dtype=bool)
-        return rows_among(Z, self.evaluated)
+        bad = (
+            np.zeros(len(Z), dtype=bool)
+            if self.evaluated is None
+            else rows_among(Z, self.evaluated)
+        )
+        if self.budget_fit is not None:
+            bad = bad | ~self.budget_fit.fits(Z)
+        return bad
+
+    def _exclusion(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        """:meth:`excluded`, or None when nothing is excluded (no evaluated point, soft)."""
+        has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
+        return self.excluded if has_evaluated or self.budget_fit is not None else None
 
     def reserved(self) -> float:
         """Predicted cost of the running trials, not yet spent but committed."""
@@ -159,7 +177,6 @@ class AcquisitionContext:
             if self.cost.origin is not None:
                 extra = np.vstack([self.starts, self.cost.origin[None]])
             max_evals = self.cost.max_evals
-        has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
         self.maximized[cost_exponent] = out = maximize_acquisition(
             acq.value_and_grad,
             self.codec,
@@ -167,7 +184,7 @@ class AcquisitionContext:
             extra_starts=extra,
             fun=acq,
             max_evals=max_evals,
-            exclude=self.excluded if has_evaluated else None,
+            exclude=self._exclusion(),
             screened=None
             if screened is None
             else (screened.points, screened.values(cost_exponent if uses_cost else 0.0)),
@@ -212,7 +229,6 @@ class AcquisitionContext:
             if cost.origin is not None:
                 extra = np.vstack([self.starts, cost.origin[None]])
             max_evals = cost.max_evals
-        has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
         values = np.stack([screened.values(e) for e in exps], axis=1)  # (M, U)
         Z, best_values = maximize_each(
             fun_and_grad,
@@ -221,7 +237,7 @@ class AcquisitionContext:
             (screened.points, values),
             extra_starts=extra,
             max_evals=max_evals,
-            exclude=self.excluded if has_evaluated else None,
+            exclude=self._exclusion(),
         )  # (U, D), (U,)
         Z, best_values = Z[row_of], best_values[row_of]  # (K, D), (K,)
         for k, e in enumerate(asked):

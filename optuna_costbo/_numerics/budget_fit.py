@@ -1,0 +1,126 @@
+"""A hard budget: the probability that a trial's cost fits the budget left, and the rule.
+
+The paper's constraint is "the total cost does not exceed the budget" (Lee et al., UAI 2021,
+Section 3). Under a hard budget a configuration is proposed only if its cost fits the budget
+left ``tau`` (the remaining budget less what the running trials are predicted to spend) with
+probability at least ``1 - risk`` under the cost model's predictive distribution:
+
+- a GP on log cost predicts a new trial's log cost as ``N(mu(x), s2(x) + noise)``, so
+  ``P(c(x) <= tau) = Phi((log tau - mu(x)) / s(x))`` and the rule is
+  ``mu(x) + z_{1-risk} s(x) <= log tau``;
+- a known cost (``cost_fn``) is exact: ``P = 1`` if ``c(x) <= tau``, else 0;
+- under pruning the full trial's cost counts (the budget pruner stops a trial before it would
+  cross the budget).
+
+:class:`BudgetFit` has the interface of :class:`.feasibility.Feasibility` (``log_pf``), so
+every acquisition is weighted by the probability of fitting the way it is weighted by the
+probability of feasibility, and :meth:`BudgetFit.fits` is the hard rule the proposal obeys.
+
+This module imports only numpy and scipy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import log_ndtr
+from scipy.special import ndtri
+
+from optuna_costbo._numerics.cost_model import COST_FLOOR
+from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._numerics.gp.model import GPModel
+
+
+__all__ = ["BudgetFit", "full_trial_cost"]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def full_trial_cost(cost: CostModel) -> CostModel:
+    """The cost model of a full trial: the base of an expected cost under pruning."""
+    while isinstance(cost, PrunedCost):
+        cost = cost.base
+    return cost
+
+
+class BudgetFit:
+    """Whether configurations fit the budget left, under a cost model.
+
+    Args:
+        cost: The cost model (under pruning, its full-trial cost is used).
+        tau: The budget left for this trial, in cost units (may be <= 0: nothing fits).
+        risk: The largest probability of overrunning ``tau`` allowed, in (0, 1).
+    """
+
+    def __init__(self, cost: CostModel, tau: float, risk: float) -> None:
+        if not 0.0 < risk < 1.0:
+            raise ValueError(f"risk must be in (0, 1), got {risk!r}")
+        self.cost = full_trial_cost(cost)
+        self.tau = float(tau)
+        self.risk = float(risk)
+        self._log_tau = math.log(self.tau) if self.tau > 0.0 else -math.inf
+        self._z = float(ndtri(1.0 - self.risk))  # the quantile's standard score
+        gp = self.cost.model if isinstance(self.cost, FittedLogCost) else None
+        self._gp: GPModel | None = gp
+        # The noise of a new observation, in log-cost units (the GP's is standardized).
+        self._noise = 0.0 if gp is None else float(gp.hyper.noise_var) * gp.y_std**2
+
+    def _log_cost_dist(self, Z: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
+        """A new trial's log cost at Z (m, D): mean (m,), variance (m,) and, if asked, their
+        gradients (m, D) each; variance 0 for a cost known exactly."""
+        if self._gp is None:
+            log_c, dlog_c = self.cost.log_cost_and_grad(Z)  # (m,), (m, D)
+            log_c = np.maximum(log_c, math.log(COST_FLOOR))
+            zero = np.zeros(len(Z))
+            return (log_c, zero, dlog_c, np.zeros_like(dlog_c)) if return_grad else (log_c, zero)
+        if not return_grad:
+            mean, var = self._gp.predict(Z)
+            return mean, var + self._noise
+        mean, var, dmean, dvar = self._gp.predict(Z, return_grad=True)
+        return mean, var + self._noise, dmean, dvar
+
+    def log_pf(self, Z: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
+        """``log P(c(x) <= tau)`` at Z (m, D), (m,), and its gradient (m, D) if asked (0 for a
+        cost known exactly, where the probability is 0 or 1)."""
+        if not return_grad:
+            mean, var = self._log_cost_dist(Z, False)
+        else:
+            mean, var, dmean, dvar = self._log_cost_dist(Z, True)
+        if self._gp is None:
+            out = np.where(mean <= self._log_tau, 0.0, -np.inf)  # (m,)
+            return (out,) if not return_grad else (out, np.zeros((len(Z), Z.shape[1])))
+        sd = np.sqrt(var)
+        u = (self._log_tau - mean) / sd  # (m,)
+        log_p = log_ndtr(u)
+        if not return_grad:
+            return (log_p,)
+        ratio = np.exp(-0.5 * u * u - _LOG_SQRT_2PI - log_p)  # phi(u) / Phi(u), in log space
+        du = -dmean / sd[:, None] - (u / (2.0 * var))[:, None] * dvar  # (m, D)
+        return log_p, np.where(np.isfinite(log_p)[:, None], ratio[:, None] * du, 0.0)
+
+    def pf(self, Z: np.ndarray) -> np.ndarray:
+        """``P(c(x) <= tau)`` at Z (m, D): (m,)."""
+        out: np.ndarray = np.exp(self.log_pf(Z)[0])
+        return out
+
+    def margin(self, Z: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
+        """``log tau`` less the log cost's ``1 - risk`` quantile at Z (m, D), (m,) (>= 0: the
+        point fits), and its gradient (m, D) if asked: what the cheapest fitting point
+        maximizes."""
+        if not return_grad:
+            mean, var = self._log_cost_dist(Z, False)
+            return (self._log_tau - (mean + self._z * np.sqrt(var)),)
+        mean, var, dmean, dvar = self._log_cost_dist(Z, True)
+        sd = np.sqrt(np.maximum(var, 1e-300))
+        grad = -(dmean + (self._z / (2.0 * sd))[:, None] * dvar)
+        return self._log_tau - (mean + self._z * np.sqrt(var)), grad
+
+    def fits(self, Z: np.ndarray) -> np.ndarray:
+        """Which points of Z (m, D) fit: cost within ``tau`` with probability >= 1 - risk."""
+        if self.tau <= 0.0:
+            return np.zeros(len(Z), dtype=bool)
+        out: np.ndarray = self.margin(Z)[0] >= 0.0
+        return out

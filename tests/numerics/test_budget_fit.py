@@ -1,0 +1,105 @@
+"""The hard budget's probability of fitting, against Monte Carlo of the cost model's
+predictive distribution and finite differences; the exact rule of a known cost; the quantile
+rule agreeing with the probability; its place among the feasibility factors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optuna_costbo._numerics.budget_fit import BudgetFit
+from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._numerics.feasibility import Feasibility
+from optuna_costbo._numerics.gp.fit import fit_gp
+
+
+def _fitted(noise: float = 0.05) -> FittedLogCost:
+    """A GP on log costs that grow to the right, observed with noise."""
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 2))
+    log_c = np.log(1.0 + 9.0 * X[:, 0]) + noise * rng.standard_normal(20)
+    return FittedLogCost(fit_gp(X, log_c, rng=rng))
+
+
+def test_the_probability_of_fitting_is_the_monte_carlo_frequency_of_a_new_trial() -> None:
+    cost = _fitted()
+    fit = BudgetFit(cost, tau=4.0, risk=0.05)
+    Z = np.random.default_rng(1).random((6, 2))
+    mean, var = cost.model.predict(Z)
+    noise = cost.model.hyper.noise_var * cost.model.y_std**2  # a new trial's own noise
+    assert noise > 0.0
+    rng = np.random.default_rng(2)
+    draws = np.exp(mean + np.sqrt(var + noise) * rng.standard_normal((400_000, len(Z))))
+    frequency = np.mean(draws <= 4.0, axis=0)  # (6,)
+    np.testing.assert_allclose(fit.pf(Z), frequency, atol=3e-3)
+    pf = fit.pf(Z)
+    assert ((pf > 0.1) & (pf < 0.9)).any() and pf.max() > 0.95  # it spans the boundary
+
+
+def test_the_gradient_of_log_pf_and_of_the_margin_match_finite_differences() -> None:
+    fit = BudgetFit(_fitted(), tau=4.0, risk=0.1)
+    Z = np.random.default_rng(3).random((40, 2)) * 0.8 + 0.1
+    Z = Z[fit.log_pf(Z)[0] > -30.0][:10]
+    assert len(Z) >= 6
+    for function in (fit.log_pf, fit.margin):
+        _, grad = function(Z, return_grad=True)
+        h = 1e-6
+        for d in range(2):
+            up, down = Z.copy(), Z.copy()
+            up[:, d] += h
+            down[:, d] -= h
+            fd = (function(up)[0] - function(down)[0]) / (2 * h)
+            np.testing.assert_allclose(grad[:, d], fd, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("risk", [0.01, 0.05, 0.2, 0.5])
+def test_a_point_fits_exactly_when_its_probability_reaches_one_minus_the_risk(risk: float) -> None:
+    fit = BudgetFit(_fitted(), tau=4.0, risk=risk)
+    Z = np.random.default_rng(4).random((2000, 2))
+    pf = fit.pf(Z)
+    fits = fit.fits(Z)
+    clear = np.abs(pf - (1.0 - risk)) > 1e-9  # away from the boundary's rounding
+    np.testing.assert_array_equal(fits[clear], pf[clear] >= 1.0 - risk)
+    assert fits.any() and not fits.all()
+    # A larger risk lets more points in.
+    assert fits.sum() <= BudgetFit(_fitted(), tau=4.0, risk=min(0.99, risk + 0.3)).fits(Z).sum()
+
+
+def test_a_known_cost_fits_exactly() -> None:
+    cost = KnownCost(fn=lambda Z: 1.0 + 9.0 * Z[:, 0])
+    fit = BudgetFit(cost, tau=4.0, risk=0.05)
+    Z = np.array([[0.0, 0.5], [1.0 / 3.0 - 1e-9, 0.1], [1.0 / 3.0 + 1e-9, 0.9], [1.0, 0.0]])
+    np.testing.assert_array_equal(fit.fits(Z), [True, True, False, False])
+    np.testing.assert_array_equal(fit.pf(Z), [1.0, 1.0, 0.0, 0.0])
+    log_pf, grad = fit.log_pf(Z, return_grad=True)
+    assert np.isneginf(log_pf[2:]).all() and not grad.any()
+
+
+def test_nothing_fits_a_budget_that_is_gone_and_pruning_checks_the_full_trial() -> None:
+    cost = _fitted()
+    Z = np.random.default_rng(5).random((50, 2))
+    assert not BudgetFit(cost, tau=0.0, risk=0.05).fits(Z).any()
+    assert not BudgetFit(cost, tau=-1.0, risk=0.05).fits(Z).any()
+    # Under pruning the expected cost is lower, but a full trial must fit.
+    pruned = PrunedCost(cost, cost.model, threshold=0.0, pruned_share=0.5, run_fraction=0.2)
+    assert (pruned.cost(Z) < cost.cost(Z)).all()
+    np.testing.assert_array_equal(
+        BudgetFit(pruned, 4.0, 0.05).fits(Z), BudgetFit(cost, 4.0, 0.05).fits(Z)
+    )
+    with pytest.raises(ValueError, match="risk must be in"):
+        BudgetFit(cost, 4.0, 1.0)
+
+
+def test_the_budget_is_one_more_factor_of_the_probability_of_feasibility() -> None:
+    fit = BudgetFit(_fitted(), tau=4.0, risk=0.05)
+    Z = np.random.default_rng(6).random((20, 2))
+    alone = Feasibility([], fit)
+    np.testing.assert_allclose(alone.pf(Z), fit.pf(Z))
+    rng = np.random.default_rng(7)
+    X = rng.random((12, 2))
+    constrained = Feasibility([fit_gp(X, X[:, 1] - 0.5, rng=rng)])
+    both = constrained.with_budget(fit)
+    np.testing.assert_allclose(both.pf(Z), constrained.pf(Z) * fit.pf(Z), rtol=1e-10)
+    assert both.hypers == constrained.hypers

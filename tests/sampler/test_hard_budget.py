@@ -1,0 +1,191 @@
+"""The hard budget (``overrun_risk``): what is spent stays within the budget (always with a
+known cost), the study stops and says why when nothing fits, the start-up design and the
+rollout's trajectories obey it, the budget pruner stops a trial before it would cross, and
+remaining, spent and overrun read the same through the API, the study attrs and the bar."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+import pytest
+
+from optuna_costbo import CostBudgetPruner
+from optuna_costbo import CostRolloutSampler
+from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import OVERRUN_ATTR
+from optuna_costbo._ledger.keys import REMAINING_ATTR
+from optuna_costbo._ledger.keys import RISK_ATTR
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import SPENT_ATTR
+from optuna_costbo._sampler.hard_budget import overrun_risk
+
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+def _cost(params: dict[str, Any]) -> float:
+    """From 0.2 (x = 0, y = 0) to 3.2."""
+    return 0.2 + 2.0 * params["x"] ** 2 + params["y"]
+
+
+def _objective(report: bool) -> Any:
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", -1.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        if report:
+            report_cost(trial, _cost(trial.params))
+        return (x - 0.5) ** 2 + (y - 0.3) ** 2
+
+    return objective
+
+
+def _run(budget: float, seed: int, report: bool, **options: Any) -> tuple[Any, optuna.Study]:
+    if not report:
+        options.setdefault("cost_fn", _cost)
+    sampler = CostRolloutSampler(budget=budget, seed=seed, **options)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective(report), n_trials=300)
+    return sampler, study
+
+
+@pytest.mark.parametrize("acquisition", ["rollout", "rollout-paper", "eipu", "ei-cool", "ei"])
+def test_a_known_cost_never_overruns_and_the_study_says_why_it_stopped(acquisition: str) -> None:
+    for seed in range(3):
+        sampler, study = _run(6.0, seed, report=False, acquisition=acquisition, overrun_risk=0.05)
+        ledger = sampler.ledger(study)
+        assert ledger.spent <= 6.0 and ledger.overrun == 0.0
+        # It stopped because nothing fit, not because the trials ran out, and close to the
+        # end: what is left buys no trial (the cheapest costs 0.2).
+        reason = sampler.stop_reason(study)
+        assert reason is not None and "fits the budget left" in reason
+        assert ledger.remaining < 0.25
+        assert len(study.trials) < 300
+        last = study.trials[-1]  # the trial that would have overrun: pruned before it ran
+        assert last.state == TrialState.PRUNED and last.system_attrs.get(SKIPPED_ATTR)
+
+
+def test_soft_budget_overruns_where_the_hard_one_does_not() -> None:
+    overruns = []
+    for seed in range(4):
+        sampler, study = _run(6.0, seed, report=False, overrun_risk=None)
+        overruns.append(sampler.ledger(study).overrun)
+        assert sampler.ledger(study).spent >= 6.0  # soft: it runs until the budget is spent
+        assert sampler.ledger(study).overrun <= 3.2  # by at most one trial's cost
+    assert max(overruns) > 0.0
+
+
+def test_reported_costs_keep_within_the_budget_most_of_the_time() -> None:
+    within = 0
+    for seed in range(6):
+        sampler, study = _run(8.0, seed, report=True, overrun_risk=0.05)
+        ledger = sampler.ledger(study)
+        within += ledger.spent <= 8.0
+        assert ledger.overrun < 3.2  # never more than one trial
+    assert within >= 5
+
+
+def test_the_start_up_design_gives_way_to_the_model_when_its_point_does_not_fit() -> None:
+    # A budget that buys a few of the ten start-up trials: a design point that would overrun
+    # it is replaced by the model's proposal, which fits (or the study ends).
+    import optuna_costbo._sampler.suggest as suggest_mod
+
+    proposed: list[int] = []
+    real = suggest_mod.propose
+
+    def spy(request: Any, *args: Any, **kwargs: Any) -> Any:
+        proposed.append(len(request.y))
+        return real(request, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(suggest_mod, "propose", spy)
+        sampler, study = _run(3.0, 0, report=False, overrun_risk=0.05, n_startup_trials=10)
+    assert sampler.ledger(study).spent <= 3.0
+    assert proposed and min(proposed) < 10  # the model proposed inside the start-up
+    assert sampler.stop_reason(study) is not None
+
+
+def test_the_rollout_plans_with_the_hard_rule() -> None:
+    import optuna_costbo._numerics.acquisition.rollout as rollout_mod
+
+    seen: list[bool] = []
+    real = rollout_mod.rollout_choice
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["valuation"].last_overruns)
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(rollout_mod, "rollout_choice", spy)
+        _run(12.0, 0, report=False, overrun_risk=0.05, n_startup_trials=3)
+        hard = list(seen)
+        seen.clear()
+        _run(12.0, 0, report=False, overrun_risk=None, n_startup_trials=3)
+    assert hard and not any(hard)  # every trajectory: a step only if the budget covers it
+    assert seen and all(seen)  # the soft budget's rule: a step whenever budget is left
+
+
+def test_auto_is_hard_for_costs_in_the_users_units_and_soft_for_the_wall_clock() -> None:
+    assert overrun_risk("auto", measured=False) == 0.05
+    assert overrun_risk("auto", measured=True) is None
+    assert overrun_risk(None, measured=False) is None
+    assert overrun_risk(0.2, measured=True) == 0.2
+    _, study = _run(3.0, 0, report=True, overrun_risk="auto")
+    assert study.user_attrs[RISK_ATTR] == 0.05
+    measured = CostRolloutSampler(budget=0.05, seed=0, overrun_risk="auto")
+    wall = optuna.create_study(sampler=measured)
+    wall.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=50)
+    assert wall.user_attrs[RISK_ATTR] is None
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5, "hard", True, math.nan])
+def test_a_bad_risk_is_refused(bad: Any) -> None:
+    with pytest.raises(ValueError, match="overrun_risk must be 'auto', None"):
+        CostRolloutSampler(budget=1.0, overrun_risk=bad)
+
+
+def test_the_budget_pruner_stops_a_trial_before_it_would_cross_a_hard_budget() -> None:
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        spent = 0.0
+        for step in range(10):
+            spent += 0.3
+            report_cost(trial, spent)
+            trial.report((x - 0.4) ** 2 + 1.0 / (step + 1), step)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return (x - 0.4) ** 2
+
+    for risk in (0.05, None):
+        sampler = CostRolloutSampler(budget=10.0, seed=0, overrun_risk=risk, n_startup_trials=2)
+        study = optuna.create_study(sampler=sampler, pruner=CostBudgetPruner())
+        study.optimize(objective, n_trials=20)
+        spent = sampler.ledger(study).spent
+        if risk is None:
+            assert spent > 10.0  # soft: pruned once it has crossed
+        else:
+            assert spent <= 10.0 + 1e-9  # hard: pruned before the step that would cross
+
+
+def test_remaining_spent_and_overrun_agree_across_the_api_the_attrs_and_the_bar() -> None:
+    from optuna_costbo.progress import CostProgressBar
+
+    for risk in (None, 0.05):
+        sampler = CostRolloutSampler(budget=5.0, seed=0, cost_fn=_cost, overrun_risk=risk)
+        study = optuna.create_study(sampler=sampler)
+        bar = CostProgressBar(file=io.StringIO())
+        study.optimize(_objective(report=False), callbacks=[bar], n_trials=300)
+        ledger = sampler.ledger(study)
+        attrs = study.user_attrs
+        assert sampler.remaining_budget(study) == ledger.remaining == attrs[REMAINING_ATTR]
+        assert ledger.spent == attrs[SPENT_ATTR] == bar.spent
+        assert ledger.overrun == attrs[OVERRUN_ATTR] == max(ledger.spent - 5.0, 0.0)
+        assert ledger.remaining == max(5.0 - ledger.spent, 0.0)
+        assert bar.closed  # spent, or stopped short of it
+        if risk is None:
+            assert ledger.overrun > 0.0 and ledger.remaining == 0.0
+        else:
+            assert ledger.overrun == 0.0
