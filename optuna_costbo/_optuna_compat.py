@@ -2,9 +2,9 @@
 
 Optuna gives a sampler no public way to do a few things this package needs; each is wrapped
 here, so that an Optuna release that changes one breaks this module and nothing else. Checked
-against Optuna 4.0.0, 4.5.0 and 5.0.0 (the wheels' sources; the test suite runs on the
-installed one, 5.0.0 at the time of writing). Where an older release lacks a name, the
-fallback is written next to it.
+against the sources of Optuna 4.0 to 4.8 and 5.0; CI runs the tests on the newest release and
+on the lowest declared one (``.ci/lowest-constraints.txt``). Where an older release lacks a
+name, the fallback is written next to it.
 
 Not counted as private here: ``study._storage``, ``study._study_id`` and ``trial._trial_id``,
 which every Optuna sampler that keeps state in storage uses (CMA-ES, GPSampler) and which the
@@ -28,11 +28,13 @@ from optuna.trial import TrialState
 
 __all__ = [
     "INDEPENDENT_SAMPLING_WARNING_TEMPLATE",
+    "UpdateFinishedTrialError",
     "distribution_contains",
     "heartbeat_thread",
     "in_optimize_loop",
     "optimize_call_locals",
     "rdb_models",
+    "rdb_private_methods",
     "root_study",
     "store_constraints",
     "trial_constraints",
@@ -56,6 +58,32 @@ def rdb_models() -> ModuleType:
     from optuna.storages._rdb import models
 
     return models
+
+
+# The error a storage raises when a finished trial is updated; Optuna < 4.3 raises a plain
+# RuntimeError (of which the newer error is a subclass).
+UpdateFinishedTrialError: type[RuntimeError] = getattr(
+    optuna.exceptions, "UpdateFinishedTrialError", RuntimeError
+)
+
+
+# RDBStorage's private methods that Optuna's _CachedStorage (around every RDBStorage a study
+# is given) calls instead of the public ones. Optuna 4.6 added _get_best_trial_id and 4.7
+# _set_trial_param; before them _CachedStorage calls get_best_trial and set_trial_param.
+_RDB_PRIVATE_METHODS = (
+    "_create_new_trial",
+    "_set_trial_param",
+    "_get_trials",
+    "_get_best_trial_id",
+    "_get_stale_trial_ids",
+)
+
+
+def rdb_private_methods() -> tuple[str, ...]:
+    """The names of RDBStorage's private database methods that this Optuna's RDBStorage
+    has (``_create_new_trial``, ``_get_trials``, ...: the ones ``_CachedStorage`` calls)."""
+    rdb = optuna.storages.RDBStorage
+    return tuple(name for name in _RDB_PRIVATE_METHODS if callable(getattr(rdb, name, None)))
 
 
 try:

@@ -32,6 +32,8 @@ import optuna
 from optuna.trial import TrialState
 
 from optuna_costbo._logging import get_logger
+from optuna_costbo._optuna_compat import UpdateFinishedTrialError
+from optuna_costbo._optuna_compat import rdb_private_methods
 
 
 __all__ = ["RetryingRDBStorage"]
@@ -47,7 +49,7 @@ _MAX_DELAY = 1.0
 
 # RDBStorage's methods that talk to the database: the BaseStorage and heartbeat API, and the
 # private ones that Optuna's _CachedStorage (which wraps every RDBStorage a study is given)
-# calls instead of the public ones.
+# calls instead of the public ones, those of them that this Optuna has.
 _RETRIED = (
     "create_new_study",
     "delete_study",
@@ -62,9 +64,7 @@ _RETRIED = (
     "get_trial_system_attrs",
     "get_all_studies",
     "create_new_trial",
-    "_create_new_trial",
     "set_trial_param",
-    "_set_trial_param",
     "get_trial_param",
     "set_trial_intermediate_value",
     "set_trial_user_attr",
@@ -72,11 +72,9 @@ _RETRIED = (
     "get_trial_id_from_study_id_trial_number",
     "get_trial",
     "get_all_trials",
-    "_get_trials",
     "get_best_trial",
-    "_get_best_trial_id",
     "record_heartbeat",
-    "_get_stale_trial_ids",
+    *rdb_private_methods(),
 )
 
 
@@ -241,7 +239,7 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
         def attempt() -> bool:
             try:
                 return base.set_trial_state_values(self, trial_id, state, values)
-            except optuna.exceptions.UpdateFinishedTrialError:
+            except UpdateFinishedTrialError:
                 # The attempt that lost its connection may have been committed: the state is
                 # then already stored, which is what was asked.
                 if failed_once and base.get_trial(self, trial_id).state == state:

@@ -1,4 +1,5 @@
-"""CI runs what README says, fails without PostgreSQL, and lets no test skip unannounced."""
+"""CI runs what README says, fails without PostgreSQL, lets no test skip unannounced, and
+runs a job on the lowest versions pyproject.toml declares."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import re
 import subprocess
 import sys
 
+from packaging.requirements import Requirement
+from packaging.version import Version
 import pytest
 
 from tests.conftest import allowed_skips
@@ -53,8 +56,14 @@ def test_skips_md_lists_patterns_that_match_their_reasons() -> None:
         "PostgreSQL test skipped: set COSTBO_TEST_POSTGRES_URL (.ci/run does) to run it",
         "slow: run with --runslow",
         "could not import 'plotly': No module named 'plotly'",
+        # The contract tests may skip only on an Optuna that does not ship them.
+        "Optuna 4.8.0 ships no optuna.testing.pytest_samplers (from 4.8 on)",
+        "Optuna 5.0.0 ships no optuna.testing.pytest_samplers (from 4.8 on)",
     ):
         assert not any(p.search(reason) for p in patterns), reason
+    for version in ("4.0.0", "4.7.1"):
+        reason = f"Optuna {version} ships no optuna.testing.pytest_samplers (from 4.8 on)"
+        assert any(p.search(reason) for p in patterns), reason
 
 
 def test_an_unlisted_skip_fails_a_strict_run(tmp_path: Path) -> None:
@@ -77,3 +86,38 @@ def test_an_unlisted_skip_fails_a_strict_run(tmp_path: Path) -> None:
         args, capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}
     )
     assert lax.returncode == pytest.ExitCode.OK, lax.stdout
+
+
+def _pyproject() -> dict[str, object]:
+    """pyproject.toml's ``[project]`` table (CI runs these checks on Python 3.11)."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in Python 3.11 and later")
+    project: dict[str, object] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def test_the_lowest_constraints_pin_the_declared_floors() -> None:
+    pins = {}
+    for line in (REPO / ".ci" / "lowest-constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[name.strip()] = Version(version.strip())
+    floors = {}
+    for text in _pyproject()["dependencies"]:  # type: ignore[attr-defined]
+        requirement = Requirement(text)
+        (spec,) = requirement.specifier  # one lower bound per runtime dependency
+        assert spec.operator == ">=", text
+        floors[requirement.name] = Version(spec.version)
+    assert pins == floors
+
+
+def test_ci_runs_the_lowest_versions_job_on_the_lowest_python_first() -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    assert _pyproject()["requires-python"] == ">=3.10"
+    assert "sys.version_info[:2] == (3, 10)" in ci
+    assert 'pip" install -q -c .ci/lowest-constraints.txt . pytest' in ci
+    job = ci[ci.index("lowest_job() {") : ci.index("if ! lowest_job; then")]
+    for module in ("tests/integration/test_lowest_versions.py", "tests/sampler/test_contract.py"):
+        assert module in job and (REPO / module).exists(), module
+    # Before the README's command, whose status is the script's: a failure stops the run.
+    assert ci.index("if ! lowest_job; then") < ci.index("rm -rf .venv")
+    assert 'echo "ERROR: the lowest-versions job failed" >&2\n    exit 1' in ci

@@ -25,6 +25,7 @@ import sqlalchemy.exc
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo._ledger.keys import SPENT_ATTR
+from optuna_costbo._optuna_compat import UpdateFinishedTrialError
 from optuna_costbo.storage import RetryingRDBStorage
 from optuna_costbo.storage import is_connection_error
 
@@ -155,7 +156,7 @@ def test_a_state_stored_before_the_connection_was_lost_is_not_an_error(
     # A trial finished in another state (failed by heartbeat meanwhile) is still an error.
     other = study.ask()
     storage.set_trial_state_values(other._trial_id, TrialState.FAIL)
-    with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
+    with pytest.raises(UpdateFinishedTrialError):
         storage.set_trial_state_values(other._trial_id, TrialState.COMPLETE, [1.0])
 
 
