@@ -128,8 +128,9 @@ def evaluated_configurations(path: Path) -> dict[str, tuple[np.ndarray, np.ndarr
     """The KNN configurations an HPO run evaluated, encoded as the sampler encodes them:
     {"error": (X, validation errors), "log cost": (X, log seconds)}. ``path``: the run cache
     of the problem (``results/runs/hpo-knn-w2a``: every method and seed in it) or a params
-    CSV of the former harness (``hpo_knn_*_params.csv``)."""
+    CSV of the former harness (``hpo_knn_*_params.csv``, or gzipped: ``.csv.gz``)."""
     import csv
+    import gzip
     import json
 
     import optuna
@@ -143,8 +144,8 @@ def evaluated_configurations(path: Path) -> dict[str, tuple[np.ndarray, np.ndarr
         param.suggest(trial)
     bridge = SpaceBridge(trial.distributions)
     rows: list[tuple[dict[str, object], float, float]] = []
-    if path.is_dir():
-        for run_file in sorted(path.glob("*/seed*.csv")):
+    if not path.name.endswith((".csv", ".csv.gz")):  # a run cache, loose or packed
+        for run_file in cache.glob(path, "*/seed*.csv"):
             run = cache.read_run(run_file)
             if run is not None and not run.error and run.params:
                 rows += [
@@ -153,7 +154,7 @@ def evaluated_configurations(path: Path) -> dict[str, tuple[np.ndarray, np.ndarr
                     if np.isfinite(value)
                 ]
     else:
-        with path.open(newline="") as f:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rt", newline="") as f:
             rows = [
                 (json.loads(r["params"]), float(r["value"]), float(r["cost"]))
                 for r in csv.DictReader(f)

@@ -55,15 +55,14 @@ def compare(fixed: Run, records: Run) -> int:
 def tally(runs_root: Path, fixed_label: str) -> tuple[int, int, int]:
     """(fixed better, equal, fixed worse) over every (problem, seed) with both runs."""
     counts = [0, 0, 0]
-    for fixed_dir in sorted(Path(runs_root).glob(f"*-b{fixed_label}/rollout")):
-        problem = fixed_dir.parent.name.removesuffix(f"-b{fixed_label}")
+    for path in cache.glob(runs_root, f"*-b{fixed_label}/rollout/seed*.csv"):
+        problem = path.parent.parent.name.removesuffix(f"-b{fixed_label}")
         records_dir = Path(runs_root) / f"{problem}-cap3" / RECORDS_DIR
-        for path in sorted(fixed_dir.glob("seed*.csv")):
-            fixed = cache.read_run(path)
-            records = cache.read_run(records_dir / path.name)
-            if fixed is None or records is None or fixed.error or records.error:
-                continue
-            counts[1 - compare(fixed, records)] += 1
+        fixed = cache.read_run(path)
+        records = cache.read_run(records_dir / path.name)
+        if fixed is None or records is None or fixed.error or records.error:
+            continue
+        counts[1 - compare(fixed, records)] += 1
     return counts[0], counts[1], counts[2]
 
 
