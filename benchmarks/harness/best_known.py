@@ -60,8 +60,8 @@ def scan(
             continue
         best, where, n = math.inf, "", 0
         paths = [
-            *results.glob(f"**/runs/{problem.name}/*/seed*.csv"),
-            *(results.glob(f"**/runs/{problem.name}-*/*/seed*.csv") if variants else ()),
+            *cache.glob(results, f"**/runs/{problem.name}/*/seed*.csv"),
+            *(cache.glob(results, f"**/runs/{problem.name}-*/*/seed*.csv") if variants else ()),
         ]
         for path in sorted(paths):
             run = cache.read_run(path)

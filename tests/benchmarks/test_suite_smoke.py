@@ -76,12 +76,12 @@ def test_unknown_acquisition_is_skipped() -> None:
 
 
 def test_committed_cache_matches_the_problem_definitions() -> None:
-    """Every run committed under benchmarks/suite/results/runs is of the current definition
+    """Every run committed for benchmarks/suite/results/runs is of the current definition
     of its problem (same fingerprint), so --report-only and --resume use it as it is."""
     from benchmarks.problems.yahpo import real_problems  # definitions only: no yahpo-gym
 
     root = ROOT / "benchmarks" / "suite" / "results" / "runs"
-    files = sorted(root.glob("*/*/seed*.csv"))
+    files = cache.glob(root, "*/*/seed*.csv")  # packed: benchmarks/suite/results/runs.tar.xz
     assert len(files) > 1000
     problems = {**SUITE, **real_problems()}
     assert any(path.parts[-3] in real_problems() for path in files)  # the real group's runs
