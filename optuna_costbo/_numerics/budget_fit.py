@@ -118,6 +118,11 @@ class BudgetFit:
         grad = -(dmean + (self._z / (2.0 * sd))[:, None] * dvar)
         return self._log_tau - (mean + self._z * np.sqrt(var)), grad
 
+    @property
+    def exact(self) -> bool:
+        """Whether the cost is known exactly (``cost_fn``), so fitting is certain."""
+        return self._gp is None
+
     def fits(self, Z: np.ndarray) -> np.ndarray:
         """Which points of Z (m, D) fit: cost within ``tau`` with probability >= 1 - risk."""
         if self.tau <= 0.0:

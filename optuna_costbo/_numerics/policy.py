@@ -162,9 +162,10 @@ def _within_budget(
             "proposing the configuration that fits it best"
         )
         return proposal
+    how = "exactly" if fit.exact else f"with probability {1.0 - fit.risk:.3g}"
     proposal.over_budget = (
         f"no configuration's cost fits the budget left ({max(fit.tau, 0.0):.6g}, less what the "
-        f"running trials are predicted to spend) with probability {1.0 - fit.risk:.3g}"
+        f"running trials are predicted to spend) {how}"
     )
     return proposal
 

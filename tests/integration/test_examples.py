@@ -96,8 +96,17 @@ def _check_quickstart(proc: subprocess.CompletedProcess[str], storage: str) -> N
 
 
 # example -> a check of what it left behind, after the lines it printed
+def _check_money(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """A hard $1 budget: spent at most $1.00, and the study says why it stopped."""
+    study = optuna.load_study(study_name=None, storage=storage)
+    spent = sum(t.user_attrs.get("cost", 0.0) for t in study.trials)
+    assert 0.5 < spent <= 1.0, proc.stdout[-2000:]
+    assert "no configuration's cost fits the budget left" in study.user_attrs["cost_stop_reason"]
+
+
 CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
     "quickstart.py": _check_quickstart,
+    "money_cost.py": _check_money,
 }
 
 
