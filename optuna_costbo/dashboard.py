@@ -125,7 +125,7 @@ def _figure(
     values: Sequence[float] | None,
     cost_unit: str | None = None,
 ) -> Any:
-    from optuna_costbo.visualization._cost_history import finishing_trial
+    from optuna_costbo._ledger.finished import finishing_trial
     from optuna_costbo.visualization._cost_history import get_cost_histories
     from optuna_costbo.visualization._plotly import build_figure
 

@@ -30,6 +30,7 @@ from optuna_costbo._ledger import refresh_ledger
 from optuna_costbo._ledger import store_ledger
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
+from optuna_costbo._ledger.finished import finishing_trial
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
@@ -46,6 +47,7 @@ from optuna_costbo._sampler import check_overrun_risk
 from optuna_costbo._sampler import check_single_objective
 from optuna_costbo._sampler import check_stopping
 from optuna_costbo._sampler import end_if_spent
+from optuna_costbo._sampler import recommended_trial
 from optuna_costbo._sampler import record_stop
 from optuna_costbo._sampler import stop
 from optuna_costbo._sampler import stop_reason
@@ -241,6 +243,16 @@ class CostRolloutSampler(BaseSampler):
         cost), as stored on the study (user attr ``cost_stop_reason``); None while it runs."""
         return stop_reason(study)
 
+    def recommended_trial(self, study: optuna.Study) -> FrozenTrial | None:
+        """The COMPLETE trial (feasible, with constraints) whose configuration the objective
+        GP, fitted now to every trial, rates best: its posterior mean, not its observed value.
+        Under a noisy objective it is a better guess of the best configuration than
+        ``study.best_trial``, which favours a lucky draw (docs/concepts.md). The number of the
+        one the sampler's latest model named is the study user attr
+        ``cost_recommended_trial``. None before a trial has completed.
+        """
+        return recommended_trial(study, self._cost_attr)
+
     def reseed_rng(self) -> None:
         self._suggester.reseed()
 
@@ -329,6 +341,11 @@ class CostRolloutSampler(BaseSampler):
         if spent >= self._budget:
             record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")
             stop(study)
+            final = recommended_trial(
+                study, self._cost_attr, finishing_trial(trial, state, values)
+            )
+            if final is not None:
+                self._suggester.recommendations.store(study, final.number)
         if self._constraints_func is not None:
             # After the cost and the ledger: a constraints_func that raises fails the trial
             # (as Optuna's samplers do), but what it spent is already charged.

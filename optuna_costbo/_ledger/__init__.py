@@ -20,6 +20,7 @@ from optuna_costbo._ledger.costs import validate_budget
 from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._ledger.keys import OVERRUN_ATTR
+from optuna_costbo._ledger.keys import RECOMMENDED_ATTR
 from optuna_costbo._ledger.keys import RISK_ATTR
 from optuna_costbo._ledger.keys import STOP_REASON_ATTR
 from optuna_costbo._ledger.keys import CostSource
@@ -42,6 +43,7 @@ __all__ = [
     "BUDGET_ATTR",
     "FINISHED_STATES",
     "OVERRUN_ATTR",
+    "RECOMMENDED_ATTR",
     "RISK_ATTR",
     "STOP_REASON_ATTR",
     "CostSource",

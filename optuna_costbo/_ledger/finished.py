@@ -17,14 +17,16 @@ it looks at and left to the caller's full recomputation; the scan is then left a
 from __future__ import annotations
 
 from collections.abc import Sequence
+import datetime
 import threading
 from typing import Any
 import weakref
 
 from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
 
 
-__all__ = ["FinishedScan", "per_storage"]
+__all__ = ["FinishedScan", "finishing_trial", "per_storage"]
 
 
 class FinishedScan:
@@ -79,3 +81,30 @@ def per_storage(storage: Any) -> dict[Any, Any] | None:
             return _by_storage.setdefault(storage, {})
         except TypeError:
             return None
+
+
+def finishing_trial(
+    trial: FrozenTrial,
+    state: TrialState,
+    values: Sequence[float] | None,
+    now: datetime.datetime | None = None,
+) -> FrozenTrial:
+    """A copy of a trial that is finishing (still RUNNING in storage) as it will be stored.
+
+    A sampler's ``after_trial`` runs before the trial's state is written; this gives the
+    trial its final state, values and completion time so that it can be plotted already.
+    """
+    return FrozenTrial(
+        number=trial.number,
+        state=state,
+        value=None,
+        values=list(values) if values is not None and state == TrialState.COMPLETE else None,
+        datetime_start=trial.datetime_start,
+        datetime_complete=now or datetime.datetime.now(),
+        params=trial.params,
+        distributions=trial.distributions,
+        user_attrs=trial.user_attrs,
+        system_attrs=trial.system_attrs,
+        intermediate_values=trial.intermediate_values,
+        trial_id=trial._trial_id,
+    )

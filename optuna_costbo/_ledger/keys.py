@@ -21,6 +21,7 @@ __all__ = [
     "INVALID_COST_ATTR",
     "NEXT_RATE_ATTR",
     "OVERRUN_ATTR",
+    "RECOMMENDED_ATTR",
     "REMAINING_ATTR",
     "RISK_ATTR",
     "SAMPLER_SECONDS_ATTR",
@@ -38,6 +39,7 @@ SPENT_ATTR = "cost_spent"
 REMAINING_ATTR = "cost_remaining"
 OVERRUN_ATTR = "cost_overrun"  # spent beyond the budget (0 within it)
 RISK_ATTR = "cost_overrun_risk"  # the sampler's hard budget: its overrun risk (absent: soft)
+RECOMMENDED_ATTR = "cost_recommended_trial"  # the trial with the best posterior mean (number)
 STOP_REASON_ATTR = "cost_stop_reason"  # why the study stopped (budget spent, not worth it)
 UNIT_ATTR = "cost_unit"  # set by the user: the unit of the costs ("$", "kWh"), for labels
 

@@ -32,9 +32,10 @@ from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.gp.model import GPModel
+from optuna_costbo._numerics.request import ProposalRequest
 
 
-__all__ = ["BudgetFit", "full_trial_cost"]
+__all__ = ["BudgetFit", "budget_fit", "full_trial_cost"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -129,3 +130,15 @@ class BudgetFit:
             return np.zeros(len(Z), dtype=bool)
         out: np.ndarray = self.margin(Z)[0] >= 0.0
         return out
+
+
+def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:
+    """Under a hard budget (``request.overrun_risk``), whether a trial's cost fits what is
+    left: the remaining budget less the running trials' predicted costs; None under a soft
+    budget, or before anything predicts a cost."""
+    if request.overrun_risk is None or cost is None:
+        return None
+    reserved = 0.0
+    if request.X_running is not None and len(request.X_running) > 0:
+        reserved = float(np.sum(cost.cost(request.X_running)))
+    return BudgetFit(cost, request.remaining - reserved, request.overrun_risk)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.strategies import Choice
-from optuna_costbo._numerics.budget_fit import BudgetFit
+from optuna_costbo._numerics.budget_fit import budget_fit
 from optuna_costbo._numerics.censored import impute_censored
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
@@ -40,7 +40,6 @@ from optuna_costbo._numerics.request import WarmStart
 
 __all__ = [
     "Models",
-    "budget_fit",
     "build_models",
     "cost_model_of",
     "finite_values",
@@ -87,6 +86,21 @@ class Models:
             return float(np.min(self.y))
         return float(np.min(self.y[self.feasible])) if self.feasible.any() else None
 
+    def recommended(self, request: ProposalRequest) -> int | None:
+        """The row of the observation with the best posterior mean of the objective: among the
+        completed ones (not those a pruner stopped), feasible ones with constraints; None if
+        there is none. Under noise it is a better guess of the best configuration than the
+        best observed value, which favours lucky draws."""
+        allowed = np.ones(len(self.y), dtype=bool)
+        if request.stopped is not None:
+            allowed &= ~request.stopped
+        if self.feasible is not None:
+            allowed &= self.feasible
+        if not allowed.any():
+            return None
+        mean = self.fitted.predict_mean(self.X)  # (n,)
+        return int(np.argmin(np.where(allowed, mean, np.inf)))
+
     def proposal(
         self,
         choice: Choice,
@@ -107,6 +121,7 @@ class Models:
             observed=(self.X, self.y),
             best_log_rate=best_log_rate,
             chosen_log_ei=chosen_log_ei,
+            recommended=self.recommended(request),
         )
 
 
@@ -435,18 +450,6 @@ def cost_model_of(request: ProposalRequest, rng: np.random.Generator) -> CostMod
     """The cost model of ``request`` alone (the full route's choice, fitted from scratch
     without a warm start); None before anything predicts a cost."""
     return _cost_model(request, WarmStart(), rng, _FULL_ROUTE)[0]
-
-
-def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:
-    """Under a hard budget (``request.overrun_risk``), whether a trial's cost fits what is
-    left: the remaining budget less the running trials' predicted costs; None under a soft
-    budget, or before anything predicts a cost."""
-    if request.overrun_risk is None or cost is None:
-        return None
-    reserved = 0.0
-    if request.X_running is not None and len(request.X_running) > 0:
-        reserved = float(np.sum(cost.cost(request.X_running)))
-    return BudgetFit(cost, request.remaining - reserved, request.overrun_risk)
 
 
 def _same_data(proposal: Proposal, X: np.ndarray, y: np.ndarray, costs: CostData | None) -> bool:

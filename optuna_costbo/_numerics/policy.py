@@ -18,7 +18,7 @@ from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
-from optuna_costbo._numerics.models import budget_fit
+from optuna_costbo._numerics.budget_fit import budget_fit
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.models import cost_model_of
 from optuna_costbo._numerics.optimize import maximize_acquisition
@@ -42,6 +42,7 @@ __all__ = [
     "fits_budget",
     "needs_cost_model",
     "propose",
+    "recommend",
 ]
 
 
@@ -186,3 +187,11 @@ def fits_budget(request: ProposalRequest, Z: np.ndarray) -> np.ndarray | None:
     cost = cost_model_of(request, rng)
     fit = None if cost is None else budget_fit(request, cost)
     return None if fit is None else fit.fits(Z)
+
+
+def recommend(request: ProposalRequest) -> int | None:
+    """The row of ``request``'s observations with the best posterior mean of the objective
+    (:meth:`.models.Models.recommended`), from a model fitted here with a generator of its own."""
+    with _threadpools().limit(limits=1, user_api="blas"):
+        models = build_models(request, np.random.default_rng(0), needs_cost=False)
+        return models.recommended(request)

@@ -123,6 +123,8 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
+        labels: The caller's name of each observation (the sampler's: trial numbers), shape (n,):
+            carried, not read here, so that a proposal's ``recommended`` row can be named.
         overrun_risk: A hard budget: only configurations whose cost fits the budget left (less
             the running trials' predicted costs) with probability at least ``1 - risk`` are
             proposed (:mod:`.budget_fit`); ``None``: a soft budget.
@@ -151,6 +153,7 @@ class ProposalRequest:
     y_lower: np.ndarray | None = None  # (n,)
     stopped: np.ndarray | None = None  # (n,) bool
     overrun_risk: float | None = None
+    labels: np.ndarray | None = None  # (n,) int
 
 
 @dataclass
@@ -169,3 +172,4 @@ class Proposal:
     best_log_rate: float | None = None  # max log(EI / c), when the request asked for it
     chosen_log_ei: float | None = None  # log EI at z, when the request asked for the rate
     over_budget: str | None = None  # under a hard budget: why no configuration fits
+    recommended: int | None = None  # row of X with the best posterior mean, Models.recommended

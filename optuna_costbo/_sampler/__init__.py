@@ -15,6 +15,7 @@ Modules, in the order one suggestion meets them:
 - :mod:`.trial_book`: this process's records of its running trials;
 - :mod:`.study_control`: one objective, stopping the optimize loop, the end of the budget;
 - :mod:`.stopping`: stopping when the next trial is not worth its cost; why a study stopped;
+- :mod:`.recommendation`: the trial the objective model rates best;
 - :mod:`.chart_schedule`: when the dashboard chart is redrawn.
 
 What :mod:`optuna_costbo.sampler` uses is named here.
@@ -24,6 +25,7 @@ from optuna_costbo._sampler.chart_schedule import ChartSchedule
 from optuna_costbo._sampler.hard_budget import check_overrun_risk
 from optuna_costbo._sampler.options import check_options
 from optuna_costbo._sampler.options import check_stopping
+from optuna_costbo._sampler.recommendation import recommended_trial
 from optuna_costbo._sampler.space import check_distinct_choices
 from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.stopping import record_stop
@@ -48,6 +50,7 @@ __all__ = [
     "check_single_objective",
     "check_stopping",
     "end_if_spent",
+    "recommended_trial",
     "record_stop",
     "stop",
     "stop_reason",

@@ -328,6 +328,7 @@ def read_snapshot(
         y_lower=lower[observed] if pruning is not None else None,
         stopped=stopped[observed] if pruning is not None else None,
         overrun_risk=overrun_risk,
+        labels=np.array([t.number for t in finished], dtype=int)[observed],
     )
 
 

@@ -47,6 +47,7 @@ from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.hard_budget import AUTO
 from optuna_costbo._sampler.hard_budget import overrun_risk
 from optuna_costbo._sampler.independent import IndependentSampling
+from optuna_costbo._sampler.recommendation import Recommendations
 from optuna_costbo._sampler.snapshot import TrialReads
 from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.snapshot import read_snapshot
@@ -129,6 +130,7 @@ class Suggester:
         self.pending = clash.Pending()  # this process's proposals for running trials
         self.reads = TrialReads()  # one read of the study per suggestion
         self.budget_end_noted: set[int] = set()  # studies told the budget buys no more
+        self.recommendations = Recommendations()
         self.last_read: list[FrozenTrial] = []  # the trials the last proposal was made from
 
     def __getstate__(self) -> dict[str, Any]:
@@ -280,6 +282,7 @@ class Suggester:
         proposal = propose(request, self.acquisition, self.rng, route=route, reuse=previous)
         self.effort.record_suggestion(sid, route, time.perf_counter() - start, len(request.y))
         self.warm[key] = proposal.warm
+        self.recommendations.note(study, request, proposal)
         if proposal.message is not None:
             _logger.debug(f"Trial {trial.number}: {proposal.message}")
             note_budget_end(study, ledger, self.budget_end_noted)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
-import datetime
 import math
 
 import numpy as np
@@ -371,30 +370,3 @@ def value_range(
     low, high = float(values.min()), float(values.max())
     pad = padding * (high - low)
     return low - pad, high + pad
-
-
-def finishing_trial(
-    trial: FrozenTrial,
-    state: TrialState,
-    values: Sequence[float] | None,
-    now: datetime.datetime | None = None,
-) -> FrozenTrial:
-    """A copy of a trial that is finishing (still RUNNING in storage) as it will be stored.
-
-    A sampler's ``after_trial`` runs before the trial's state is written; this gives the
-    trial its final state, values and completion time so that it can be plotted already.
-    """
-    return FrozenTrial(
-        number=trial.number,
-        state=state,
-        value=None,
-        values=list(values) if values is not None and state == TrialState.COMPLETE else None,
-        datetime_start=trial.datetime_start,
-        datetime_complete=now or datetime.datetime.now(),
-        params=trial.params,
-        distributions=trial.distributions,
-        user_attrs=trial.user_attrs,
-        system_attrs=trial.system_attrs,
-        intermediate_values=trial.intermediate_values,
-        trial_id=trial._trial_id,
-    )
