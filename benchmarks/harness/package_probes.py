@@ -156,7 +156,13 @@ def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
     return {"n_full": int(counts["full"]), "n_quick": int(counts["quick"])}
 
 
-INTERNAL_OPTIONS = ("charge_sampler_time", "max_sampler_share", "n_samples", "dashboard_chart")
+INTERNAL_OPTIONS = (
+    "charge_sampler_time",
+    "max_sampler_share",
+    "n_samples",
+    "dashboard_chart",
+    "plug_in_incumbent",
+)
 """Method options that are settings of one sampler object, not parameters of the sampler."""
 
 REMOVED_OPTIONS = {
@@ -191,6 +197,8 @@ def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
         suggester.acquisition = dataclasses.replace(
             suggester.acquisition, n_samples=int(options["n_samples"])
         )
+    if "plug_in_incumbent" in options:
+        suggester.plug_in_incumbent = bool(options["plug_in_incumbent"])
     if options.get("dashboard_chart") is False:
         sampler._chart.wanted = lambda study: False
 

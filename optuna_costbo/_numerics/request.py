@@ -123,6 +123,8 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
+        plug_in_incumbent: Improvement is measured against the smallest posterior mean at the
+            observations, not the smallest observed value (unless ``deterministic``).
         labels: The caller's name of each observation (the sampler's: trial numbers), shape (n,):
             carried, not read here, so that a proposal's ``recommended`` row can be named.
         overrun_risk: A hard budget: only configurations whose cost fits the budget left (less
@@ -154,6 +156,7 @@ class ProposalRequest:
     stopped: np.ndarray | None = None  # (n,) bool
     overrun_risk: float | None = None
     labels: np.ndarray | None = None  # (n,) int
+    plug_in_incumbent: bool = False
 
 
 @dataclass

@@ -235,6 +235,7 @@ def read_snapshot(
     schedule: FitSchedule,
     rate_needed: bool,
     overrun_risk: float | None = None,
+    plug_in_incumbent: bool = False,
 ) -> ProposalRequest:
     """Read ``trials`` once for the suggestion of ``trial`` into the policy's request
     (nothing is written).
@@ -254,6 +255,7 @@ def read_snapshot(
         schedule: How the models are fitted as the data grow.
         rate_needed: Whether a stopping rule reads the largest EI per unit cost.
         overrun_risk: A hard budget's risk, or None (soft).
+        plug_in_incumbent: Measure improvement against the best posterior mean.
 
     The completed trials are observations; a trial a pruner stopped after it reported is a
     censored one, at its imputed final value above a lower bound, with its partial cost
@@ -329,6 +331,7 @@ def read_snapshot(
         stopped=stopped[observed] if pruning is not None else None,
         overrun_risk=overrun_risk,
         labels=np.array([t.number for t in finished], dtype=int)[observed],
+        plug_in_incumbent=plug_in_incumbent,
     )
 
 

@@ -28,7 +28,7 @@ def test_under_noise_the_recommendation_is_closer_to_the_optimum_than_the_best_t
     for seed in range(8):
         noise = np.random.default_rng(100 + seed)
 
-        def objective(trial: optuna.Trial) -> float:
+        def objective(trial: optuna.Trial, noise: np.random.Generator = noise) -> float:
             x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
             report_cost(trial, 1.0)
             return _truth(x, y) + 0.05 * float(noise.standard_normal())  # sd 0.05
