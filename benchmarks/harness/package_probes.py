@@ -162,6 +162,7 @@ INTERNAL_OPTIONS = (
     "n_samples",
     "dashboard_chart",
     "plug_in_incumbent",
+    "repeats",
 )
 """Method options that are settings of one sampler object, not parameters of the sampler."""
 
@@ -199,6 +200,8 @@ def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
         )
     if "plug_in_incumbent" in options:
         suggester.plug_in_incumbent = bool(options["plug_in_incumbent"])
+    if "repeats" in options:
+        suggester.repeats = bool(options["repeats"])
     if options.get("dashboard_chart") is False:
         sampler._chart.wanted = lambda study: False
 

@@ -121,7 +121,7 @@ def _full(
         budget=request.budget,
         starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
         X_running=request.X_running,
-        evaluated=request.evaluated,
+        evaluated=request.not_again,
         feasibility=models.feasibility,
     )
     # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
@@ -146,7 +146,7 @@ def _within_budget(
     fit = None if cost is None else budget_fit(request, cost)
     if fit is None or fit.fits(proposal.z[None])[0]:
         return proposal
-    evaluated = request.evaluated
+    evaluated = request.not_again
     z, margin = maximize_acquisition(
         lambda Z: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
         request.codec,

@@ -123,6 +123,8 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
+        repeats: A finished trial's configuration may be proposed again (unless
+            ``deterministic``): the acquisition decides whether a repeat is worth its cost.
         plug_in_incumbent: Improvement is measured against the smallest posterior mean at the
             observations, not the smallest observed value (unless ``deterministic``).
         labels: The caller's name of each observation (the sampler's: trial numbers), shape (n,):
@@ -157,6 +159,15 @@ class ProposalRequest:
     overrun_risk: float | None = None
     labels: np.ndarray | None = None  # (n,) int
     plug_in_incumbent: bool = False
+    repeats: bool = False
+
+    @property
+    def not_again(self) -> np.ndarray | None:
+        """Points not to propose, (k, D): the running trials', and the finished ones' unless
+        ``repeats`` (a noisy objective, where a repeat can be worth its cost)."""
+        if self.repeats and not self.deterministic:
+            return self.X_running
+        return self.evaluated
 
 
 @dataclass

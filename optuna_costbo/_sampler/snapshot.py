@@ -236,6 +236,7 @@ def read_snapshot(
     rate_needed: bool,
     overrun_risk: float | None = None,
     plug_in_incumbent: bool = False,
+    repeats: bool = False,
 ) -> ProposalRequest:
     """Read ``trials`` once for the suggestion of ``trial`` into the policy's request
     (nothing is written).
@@ -256,6 +257,7 @@ def read_snapshot(
         rate_needed: Whether a stopping rule reads the largest EI per unit cost.
         overrun_risk: A hard budget's risk, or None (soft).
         plug_in_incumbent: Measure improvement against the best posterior mean.
+        repeats: A finished configuration may be proposed again.
 
     The completed trials are observations; a trial a pruner stopped after it reported is a
     censored one, at its imputed final value above a lower bound, with its partial cost
@@ -332,6 +334,7 @@ def read_snapshot(
         overrun_risk=overrun_risk,
         labels=np.array([t.number for t in finished], dtype=int)[observed],
         plug_in_incumbent=plug_in_incumbent,
+        repeats=repeats,
     )
 
 

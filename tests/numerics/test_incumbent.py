@@ -39,3 +39,14 @@ def test_the_plug_in_incumbent_is_the_best_posterior_mean_at_the_observations() 
 def test_a_deterministic_objective_keeps_the_observed_incumbent() -> None:
     request = _request(plug_in_incumbent=True, deterministic=True)
     assert build_models(request, np.random.default_rng(1), needs_cost=False).best == -1.0
+
+
+def test_repeats_leave_only_the_running_trials_out() -> None:
+    running = np.array([[0.5]])
+    request = _request(evaluated=np.vstack([np.linspace(0, 1, 30)[:, None], running]))
+    request = dataclasses.replace(request, X_running=running)
+    assert request.not_again is request.evaluated  # by default nothing is proposed again
+    again = dataclasses.replace(request, repeats=True)
+    assert again.not_again is running  # a noisy objective: a finished point may be repeated
+    fixed = dataclasses.replace(again, deterministic=True)
+    assert fixed.not_again is request.evaluated  # a repeat of a deterministic one is waste
