@@ -17,6 +17,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._logging import get_logger
 
@@ -37,7 +38,7 @@ DASHBOARD_EXTRA_HINT = 'pip install "optuna-costbo[dashboard]"'
 def update_dashboard(
     study: optuna.Study,
     *,
-    cost_attr: str = "cost",
+    cost_attr: str = COST_ATTR,
     budget: float | None = None,
     trial: FrozenTrial | None = None,
     state: TrialState | None = None,

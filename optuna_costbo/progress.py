@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import STOP_REASON_ATTR
 from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import compute_ledger
@@ -118,7 +119,7 @@ class CostProgressBar:
         self,
         budget: float | None = None,
         *,
-        cost_attr: str = "cost",
+        cost_attr: str = COST_ATTR,
         unit: str | None = None,
         desc: str = "Cost",
         file: IO[str] | None = None,

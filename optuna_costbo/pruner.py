@@ -14,6 +14,7 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import charge_and_sum
 from optuna_costbo._ledger import charged_cost
@@ -86,7 +87,7 @@ class CostBudgetPruner(BasePruner):
         budget: float | BasePruner | None = None,
         *,
         wrapped_pruner: BasePruner | None = None,
-        cost_attr: str = "cost",
+        cost_attr: str = COST_ATTR,
         informative_steps: bool | None = None,
     ) -> None:
         # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written

@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import Ledger
 from optuna_costbo._ledger import SamplerTimeCharge
@@ -176,7 +177,7 @@ class CostRolloutSampler(BaseSampler):
         acquisition: str = "rollout",
         horizon: int | None = None,
         cost_fn: Callable[..., float] | None = None,
-        cost_attr: str = "cost",
+        cost_attr: str = COST_ATTR,
         n_startup_trials: int | None = None,
         seed: int | None = None,
         independent_sampler: BaseSampler | None = None,

@@ -34,6 +34,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
@@ -69,7 +70,7 @@ class CostAwareStopping:
         self,
         value_per_cost: float,
         *,
-        cost_attr: str = "cost",
+        cost_attr: str = COST_ATTR,
         min_trials: int = 5,
         seed: int | None = 0,
     ) -> None:

@@ -18,6 +18,7 @@ from optuna_costbo._ledger.costs import charged_cost
 from optuna_costbo._ledger.costs import report_cost
 from optuna_costbo._ledger.costs import validate_budget
 from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._ledger.keys import OVERRUN_ATTR
 from optuna_costbo._ledger.keys import RECOMMENDED_ATTR
@@ -41,6 +42,7 @@ from optuna_costbo._ledger.units import cost_unit
 
 __all__ = [
     "BUDGET_ATTR",
+    "COST_ATTR",
     "FINISHED_STATES",
     "OVERRUN_ATTR",
     "RECOMMENDED_ATTR",

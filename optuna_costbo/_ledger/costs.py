@@ -17,6 +17,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
@@ -63,7 +64,7 @@ def validate_cost(cost: Any, *, name: str = "cost") -> float:
     return value
 
 
-def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = "cost") -> None:
+def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = COST_ATTR) -> None:
     """Report the cost of ``trial`` from inside the objective (money, energy, a simulated cost).
 
     The value is validated at once, so a bad cost fails this trial with a clear message

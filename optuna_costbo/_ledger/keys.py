@@ -16,6 +16,7 @@ from optuna.trial import TrialState
 __all__ = [
     "BUDGET_ATTR",
     "CHOSEN_EI_ATTR",
+    "COST_ATTR",
     "COST_SOURCE_ATTR",
     "FINISHED_STATES",
     "INVALID_COST_ATTR",
@@ -32,6 +33,8 @@ __all__ = [
     "CostSource",
 ]
 
+
+COST_ATTR = "cost"  # the trial user attr holding a trial's cost, unless the user names another
 
 # Study user attrs (shown by optuna-dashboard in the study's attribute table).
 BUDGET_ATTR = "cost_budget"

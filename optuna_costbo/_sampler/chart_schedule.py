@@ -10,6 +10,7 @@ from typing import Any
 
 import optuna
 
+from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._logging import get_logger
 
 
@@ -36,7 +37,7 @@ class ChartSchedule:
         cost_attr: The trial user attr holding costs.
     """
 
-    def __init__(self, cost_attr: str = "cost") -> None:
+    def __init__(self, cost_attr: str = COST_ATTR) -> None:
         self.cost_attr = cost_attr
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw

@@ -44,7 +44,6 @@ from optuna_costbo._numerics.policy import propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
-from optuna_costbo._sampler.hard_budget import AUTO
 from optuna_costbo._sampler.hard_budget import overrun_risk
 from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.recommendation import Recommendations
@@ -109,7 +108,7 @@ class Suggester:
         charge: SamplerTimeCharge,
         stop_rule: StopRule | None,
         independent_sampler: BaseSampler | None,
-        overrun_risk: float | str | None = AUTO,
+        overrun_risk: float | str | None,
     ) -> None:
         self.budget = budget
         self.acquisition = acquisition

@@ -18,6 +18,7 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger import BUDGET_ATTR
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import FINISHED_STATES
 from optuna_costbo._ledger import charged_cost
 from optuna_costbo._ledger import cost_unit as _cost_unit
@@ -101,7 +102,7 @@ def history_arrays(
     trials: Sequence[FrozenTrial],
     *,
     direction: StudyDirection | None,
-    cost_attr: str = "cost",
+    cost_attr: str = COST_ATTR,
     target: Callable[[FrozenTrial], float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Costs, values and best values of ``trials`` in completion order.
@@ -204,7 +205,7 @@ def get_cost_histories(
     study_or_studies: optuna.Study | Sequence[optuna.Study],
     *,
     budget: float | None = None,
-    cost_attr: str = "cost",
+    cost_attr: str = COST_ATTR,
     target: Callable[[FrozenTrial], float] | None = None,
     labels: Sequence[str] | None = None,
     trials: Sequence[FrozenTrial] | None = None,

@@ -11,6 +11,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import CostHistory
@@ -55,7 +56,7 @@ def plot_cost_history(
     study_or_studies: optuna.Study | Sequence[optuna.Study],
     *,
     budget: float | None = None,
-    cost_attr: str = "cost",
+    cost_attr: str = COST_ATTR,
     target: Callable[[FrozenTrial], float] | None = None,
     target_name: str = "Objective Value",
     labels: Sequence[str] | None = None,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import get_cost_histories
@@ -29,7 +30,7 @@ def plot_cost_history(
     study_or_studies: optuna.Study | Sequence[optuna.Study],
     *,
     budget: float | None = None,
-    cost_attr: str = "cost",
+    cost_attr: str = COST_ATTR,
     target: Callable[[FrozenTrial], float] | None = None,
     target_name: str = "Objective Value",
     labels: Sequence[str] | None = None,

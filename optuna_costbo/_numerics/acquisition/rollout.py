@@ -104,8 +104,8 @@ class _RolloutOptions:
 
     needs_cost: ClassVar[bool] = True
     uses_options: ClassVar[tuple[str, ...]] = ("horizon", "n_samples")
-    horizon: int = 2
-    n_samples: int = 64
+    horizon: int = AcquisitionOptions.horizon
+    n_samples: int = AcquisitionOptions.n_samples
     screening: Screening = Screening()
     draws: Draws = qmc_normals
 
