@@ -157,11 +157,11 @@ class CostRolloutSampler(BaseSampler):
             budget left (less what running trials are predicted to spend) with at least that
             complement of probability under the cost model are proposed (exactly, with
             ``cost_fn``), the rollout's trajectories obey the same rule, and when nothing fits
-            the study stops (:meth:`stop_reason`). ``None``: a soft budget, a trial starts
-            whenever budget is left (the overrun is at most the last trial's cost, per
-            worker). ``"auto"`` (default): hard at 0.05 when costs are reported or come from
-            ``cost_fn`` (money, energy), soft when they are the measured wall clock. The first
-            trials, before any cost is known, cannot be checked.
+            the study stops (:meth:`stop_reason`). ``None`` (default): a soft budget, a trial
+            starts whenever budget is left (the overrun is at most the last trial's cost, per
+            worker). ``"auto"``: hard at 0.05 when costs are reported or come from ``cost_fn``
+            (money, energy), soft when they are the measured wall clock. The first trials,
+            before any cost is known, cannot be checked.
 
     A trial a pruner stopped after reporting is a censored observation of its final value,
     and every acquisition is then weighted by the probability that a trial completes
@@ -233,7 +233,8 @@ class CostRolloutSampler(BaseSampler):
         )
 
     def remaining_budget(self, study: optuna.Study) -> float:
-        """Budget minus the cost of every finished trial of ``study`` (may be negative).
+        """Budget minus the cost of every finished trial of ``study``, never below 0 (the
+        overrun is :attr:`Ledger.overrun`, the study user attr ``cost_overrun``).
 
         Under ask-and-tell there is no optimize loop to stop: check this before ``ask``.
         """
