@@ -34,6 +34,7 @@ __all__ = [
     "PosteriorModel",
     "cool_exponent",
     "ei",
+    "log1mexp",
     "log_ei",
     "log_ei_and_grad",
     "log_h",
@@ -89,7 +90,7 @@ def _poly_w(coeffs: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log1mexp(x: np.ndarray) -> np.ndarray:
+def log1mexp(x: np.ndarray) -> np.ndarray:
     """log(1 - exp(x)) for x < 0, accurate near 0 and for very negative x (Maechler 2012)."""
     near = x > -math.log(2.0)
     out: np.ndarray = np.where(
@@ -122,7 +123,7 @@ def _log_h_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         zm = np.minimum(np.maximum(z, _Z_TAIL), _Z_UPPER)  # np.clip's values (no zero here)
         ex = erfcx(-zm * _INV_SQRT2)  # Phi(z) = phi(z) * sqrt(pi/2) * erfcx(-z / sqrt 2)
         # h / phi = 1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2), in (0, 1).
-        log_bracket = _log1mexp(np.log(-zm * ex) + _LOG_SQRT_HALF_PI)
+        log_bracket = log1mexp(np.log(-zm * ex) + _LOG_SQRT_HALF_PI)
         inv_bracket = np.exp(-log_bracket)
         log_h = np.where(mid, -0.5 * zm * zm - _LOG_SQRT_2PI + log_bracket, log_h)
         Phi_over_h = np.where(mid, _SQRT_HALF_PI * ex * inv_bracket, Phi_over_h)
