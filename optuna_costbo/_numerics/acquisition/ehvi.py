@@ -19,11 +19,18 @@ log space (:func:`.ei.log_h`), so that it neither underflows nor loses its gradi
 the front. :func:`ehvi_qmc` estimates the same expectation by quasi-Monte Carlo over fixed
 scrambled-Sobol normal draws (Daulton et al., "Differentiable expected hypervolume improvement
 for parallel multi-objective Bayesian optimization", NeurIPS 2020), deterministic; it is the
-form that extends to correlated outcomes and batches, and the reference the tests compare with.
+form that extends to correlated outcomes and batches.
+
+NOTE(ehvi): with independent objectives the closed form is exact for every m and costs
+O(n B m) for n points and B boxes, against QMC's O(n S B m) for S draws (and a relative error
+of about 0.2 % at S = 8192 on the tests' 3- and 4-objective problems), so
+:class:`LogEHVIPerCost` uses the closed form for every m; the QMC estimate is kept for the
+correlated or batched cases issue 52 may need.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import math
 
 import numpy as np
@@ -33,11 +40,16 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 from scipy.stats import qmc
 
+from optuna_costbo._numerics.acquisition.ei import LogCostModel
+from optuna_costbo._numerics.acquisition.ei import PosteriorModel
 from optuna_costbo._numerics.acquisition.ei import log1mexp
 from optuna_costbo._numerics.acquisition.ei import log_h
+from optuna_costbo._numerics.pareto import non_dominated_boxes
+from optuna_costbo._numerics.pareto import reference_point
 
 
 __all__ = [
+    "LogEHVIPerCost",
     "ehvi",
     "ehvi_qmc",
     "log_ehvi",
@@ -291,3 +303,95 @@ def log_ehvi_per_cost(
         log_cost, dtype=float
     )
     return out
+
+
+class LogEHVIPerCost:
+    """log EHVI(x) - cost_exponent * mu_logc(x) with one independent model per objective, to
+    be maximized over the box, as :class:`.ei.LogEIPerCost` is for one objective.
+
+    The boxes are those of the observed values' Pareto front below the reference point
+    (:func:`..pareto.reference_point` of them unless ``ref`` is given), built once. The cost
+    exponent is 0 for log EHVI, 1 for EHVI per unit cost, and the remaining budget's fraction
+    for its cooled form (:func:`.ei.cool_exponent`, Lee et al. 2020).
+
+    Args:
+        models: One model per objective (m of them), each minimized; ``predict`` gives the
+            latent posterior in the units of ``observed``.
+        observed: Observed objective values, (n, m), n >= 1.
+        ref: Reference point (m,); default :func:`..pareto.reference_point` of ``observed``.
+        cost_model: Model of log cost (its mean is used); required when
+            ``cost_exponent != 0``.
+        cost_exponent: Exponent of the cost, finite and >= 0. Default 0.
+
+    Example:
+        >>> import numpy as np
+        >>> class Model:
+        ...     def __init__(self, column):
+        ...         self.column = column
+        ...     def predict(self, Xq, return_grad=False):
+        ...         mean, var = Xq[:, self.column], np.full(len(Xq), 0.04)
+        ...         if not return_grad:
+        ...             return mean, var
+        ...         return mean, var, np.eye(Xq.shape[1])[[self.column] * len(Xq)], 0 * Xq
+        >>> observed = np.array([[0.2, 0.8], [0.5, 0.5], [0.8, 0.2]])
+        >>> acq = LogEHVIPerCost([Model(0), Model(1)], observed)
+        >>> values, grads = acq.value_and_grad(np.array([[0.3, 0.3], [0.9, 0.9]]))
+        >>> bool(values[0] > values[1]), grads.shape
+        (True, (2, 2))
+    """
+
+    def __init__(
+        self,
+        models: Sequence[PosteriorModel],
+        observed: np.ndarray,
+        *,
+        ref: np.ndarray | None = None,
+        cost_model: LogCostModel | None = None,
+        cost_exponent: float = 0.0,
+    ) -> None:
+        observed = np.asarray(observed, dtype=float)
+        if observed.ndim != 2 or len(observed) == 0 or observed.shape[1] != len(models):
+            raise ValueError(
+                f"observed must be an (n, {len(models)}) array with n >= 1 (one column per "
+                f"model), got shape {observed.shape}"
+            )
+        if not (math.isfinite(cost_exponent) and cost_exponent >= 0.0):
+            raise ValueError(f"cost_exponent must be finite and >= 0, got {cost_exponent}")
+        if cost_exponent != 0.0 and cost_model is None:
+            raise ValueError(f"cost_exponent={cost_exponent} needs a cost_model, got None")
+        self.models = list(models)
+        self.ref = reference_point(observed) if ref is None else np.asarray(ref, dtype=float)
+        self.lower, self.upper = non_dominated_boxes(observed, self.ref)  # (B, m) each
+        self.cost_model = cost_model
+        self.cost_exponent = float(cost_exponent)
+
+    def __call__(self, Z: np.ndarray) -> np.ndarray:
+        """Acquisition values at box points Z (k, D): (k,)."""
+        told = [model.predict(Z, False) for model in self.models]
+        mean = np.column_stack([t[0] for t in told])  # (k, m)
+        std = np.sqrt(np.maximum(np.column_stack([t[1] for t in told]), _MIN_STD**2))
+        value = log_ehvi(mean, std, self.lower, self.upper)  # (k,)
+        if self.cost_exponent != 0.0:
+            assert self.cost_model is not None
+            value = value - self.cost_exponent * self.cost_model.log_cost(Z)
+        return value
+
+    def value_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Values (k,) and gradients with respect to Z (k, D) at box points Z (k, D).
+
+        ``d/dZ = sum_j g_mean_j dmean_j + g_std_j dvar_j / (2 std_j)``.
+        """
+        told = [model.predict(Z, True) for model in self.models]
+        mean = np.column_stack([t[0] for t in told])  # (k, m)
+        std = np.sqrt(np.maximum(np.column_stack([t[1] for t in told]), _MIN_STD**2))
+        value, g_mean, g_std = log_ehvi_and_grad(mean, std, self.lower, self.upper)
+        dmean = np.stack([t[2] for t in told], axis=1)  # (k, m, D)
+        dvar = np.stack([t[3] for t in told], axis=1)  # (k, m, D)
+        grad = np.einsum("km,kmd->kd", g_mean, dmean) + np.einsum(
+            "km,kmd->kd", g_std / (2.0 * std), dvar
+        )  # (k, D)
+        if self.cost_exponent != 0.0:
+            assert self.cost_model is not None
+            log_c, d_log_c = self.cost_model.log_cost_and_grad(Z)
+            value, grad = value - self.cost_exponent * log_c, grad - self.cost_exponent * d_log_c
+        return value, grad
