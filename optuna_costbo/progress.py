@@ -26,6 +26,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._front import front_size_and_hypervolume
 from optuna_costbo._ledger import BUDGET_ATTR
 from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import STOP_REASON_ATTR
@@ -179,11 +180,15 @@ class CostProgressBar:
             )
             self.spent = ledger.spent
             self.n_trials = ledger.n_finished
+            postfix: dict[str, Any] = {}
             if len(study.directions) == 1:
                 self.best_value = _best_value(trials, study.direction)
-            postfix: dict[str, Any] = {}
-            if self.best_value is not None:
-                postfix["best"] = self.best_value
+                if self.best_value is not None:
+                    postfix["best"] = self.best_value
+            else:
+                size, volume = front_size_and_hypervolume(trials, study.directions)
+                if volume is not None:
+                    postfix["front"], postfix["hv"] = size, volume
             postfix["trials"] = self.n_trials
             if ledger.overrun > 0.0:
                 postfix["overrun"] = ledger.overrun  # the bar stops at the budget

@@ -43,9 +43,9 @@ from optuna_costbo._sampler import Suggester
 from optuna_costbo._sampler import TrialBook
 from optuna_costbo._sampler import UserCost
 from optuna_costbo._sampler import check_distinct_choices
+from optuna_costbo._sampler import check_objectives
 from optuna_costbo._sampler import check_options
 from optuna_costbo._sampler import check_overrun_risk
-from optuna_costbo._sampler import check_single_objective
 from optuna_costbo._sampler import check_stopping
 from optuna_costbo._sampler import end_if_spent
 from optuna_costbo._sampler import recommended_trial
@@ -271,7 +271,7 @@ class CostRolloutSampler(BaseSampler):
         trial: FrozenTrial,
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
-        check_single_objective(study)
+        check_objectives(study, self._suggester.stop_rule is not None)
         if not search_space:
             return {}
         with self._book.timed(study, trial):
@@ -284,7 +284,7 @@ class CostRolloutSampler(BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        check_single_objective(study)
+        check_objectives(study, self._suggester.stop_rule is not None)
         check_distinct_choices(param_name, param_distribution)
         with self._book.timed(study, trial):
             return self._suggester.sample_independent(study, trial, param_name, param_distribution)

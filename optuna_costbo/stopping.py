@@ -48,6 +48,7 @@ from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.stopping import record_stop
+from optuna_costbo._sampler.study_control import check_objectives
 from optuna_costbo._sampler.study_control import stop
 
 
@@ -89,6 +90,7 @@ class CostAwareStopping:
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         root = root_study(study)
+        check_objectives(root, stop_rule=True)
         trials = root.get_trials(deepcopy=False)
         if sum(t.state == TrialState.COMPLETE for t in trials) < self._min_trials:
             return

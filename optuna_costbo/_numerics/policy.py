@@ -21,6 +21,7 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.budget_fit import budget_fit
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.models import cost_model_of
+from optuna_costbo._numerics.multi_objective import propose_front
 from optuna_costbo._numerics.optimize import maximize_acquisition
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.request import CostData
@@ -95,7 +96,9 @@ def propose(
     # take 100 ms (measured on 2 cores). One thread is both faster and predictable.
     needs_cost = needs_cost_model(acquisition, request, route)
     with _threadpools().limit(limits=1, user_api="blas"):
-        if route.quick:
+        if request.Y is not None:
+            proposal = propose_front(request, acquisition, rng, needs_cost=needs_cost, route=route)
+        elif route.quick:
             proposal = quick_propose(request, rng, needs_cost=needs_cost, route=route)
         else:
             proposal = _full(request, acquisition, rng, needs_cost, reuse)

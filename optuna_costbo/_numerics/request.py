@@ -76,6 +76,7 @@ class WarmStart:
     objective_n: int = 0
     cost_n: int = 0
     constraints: tuple[GPHyperparams, ...] = ()
+    others: tuple[WarmStart, ...] = ()  # the further objectives' models, multi-objective
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,10 @@ class ProposalRequest:
     Attributes:
         codec: The search space codec.
         X: Encoded points of trials with objective values, shape (n, D), n >= 1.
-        y: Their objective values, as a minimization problem, shape (n,).
+        y: Their objective values, as a minimization problem, shape (n,); the first
+            objective's in a multi-objective study.
+        Y: Every objective's values, as minimization problems, shape (n, m), m >= 2, in a
+            multi-objective study (:mod:`.multi_objective`); ``None`` with one objective.
         remaining: Remaining budget (budget minus spent), in cost units.
         budget: Total budget, in cost units.
         cost_data: Observed costs, for a fitted cost model.
@@ -160,6 +164,7 @@ class ProposalRequest:
     labels: np.ndarray | None = None  # (n,) int
     plug_in_incumbent: bool = False
     repeats: bool = False
+    Y: np.ndarray | None = None  # (n, m)
 
     @property
     def not_again(self) -> np.ndarray | None:

@@ -30,7 +30,7 @@ from optuna_costbo._sampler.space import check_distinct_choices
 from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.stopping import record_stop
 from optuna_costbo._sampler.stopping import stop_reason
-from optuna_costbo._sampler.study_control import check_single_objective
+from optuna_costbo._sampler.study_control import check_objectives
 from optuna_costbo._sampler.study_control import end_if_spent
 from optuna_costbo._sampler.study_control import stop
 from optuna_costbo._sampler.suggest import Suggester
@@ -45,9 +45,9 @@ __all__ = [
     "TrialBook",
     "UserCost",
     "check_distinct_choices",
+    "check_objectives",
     "check_options",
     "check_overrun_risk",
-    "check_single_objective",
     "check_stopping",
     "end_if_spent",
     "recommended_trial",

@@ -62,8 +62,11 @@ def recommended_trial(
 ) -> FrozenTrial | None:
     """The COMPLETE trial with the best posterior mean, from a model fitted now to the study's
     trials in its relative search space; None before a trial completed. ``finishing``: a trial
-    as it is being stored (a sampler's ``after_trial``), in place of its RUNNING record."""
+    as it is being stored (a sampler's ``after_trial``), in place of its RUNNING record.
+    None in a multi-objective study, whose answer is the front, ``study.best_trials``."""
     root = root_study(study)
+    if len(root.directions) > 1:
+        return None
     trials = root.get_trials(deepcopy=False)
     if finishing is not None:
         trials = [finishing if t.number == finishing.number else t for t in trials]

@@ -49,13 +49,18 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["TrialReads", "minimize_sign", "read_snapshot"]
+__all__ = ["TrialReads", "minimize_sign", "minimize_signs", "read_snapshot"]
 
 
 def minimize_sign(study: optuna.Study) -> float:
-    """1 for a minimize study, -1 for maximize: the factor that turns the study's values into
-    values to minimize (the ``sign`` of :func:`read_snapshot`)."""
+    """1 for a minimize study, -1 for maximize: the factor that turns the values of a
+    single-objective study into values to minimize (the ``sign`` of :func:`read_snapshot`)."""
     return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+
+
+def minimize_signs(study: optuna.Study) -> np.ndarray:
+    """The factor of each objective, (m,): 1 to minimize, -1 to maximize."""
+    return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in study.directions])
 
 
 class _SpaceOfStudy:
@@ -224,7 +229,7 @@ def read_snapshot(
     trial: FrozenTrial,
     bridge: SpaceBridge,
     *,
-    sign: float,
+    sign: float | np.ndarray,
     cost_attr: str,
     pending: Mapping[int, Mapping[str, Any]],
     remaining: float,
@@ -245,7 +250,8 @@ def read_snapshot(
         trials: Every trial of the study.
         trial: The trial being suggested for.
         bridge: The relative search space with its codec.
-        sign: -1 for a maximize study, 1 for minimize.
+        sign: -1 for a maximize study, 1 for minimize; one per objective, (m,), for a
+            multi-objective study (the request's ``Y``).
         cost_attr: The trial user attr holding costs.
         pending: This process's proposals for running trials (trial id -> params).
         remaining: The budget left (the ledger's).
@@ -269,7 +275,10 @@ def read_snapshot(
     encoded = bridge.encode_trials(finished)  # (f, D)
     # A trial whose reported cost was invalid counts as failed: its value stays out.
     complete = np.array([_usable(t) for t in finished], dtype=bool)  # (f,)
-    values = np.array([_final(t, sign) for t in finished], dtype=float)  # (f,), NaN: none
+    signs = np.atleast_1d(np.asarray(sign, dtype=float))  # (m,)
+    values = np.array([_finals(t, signs) for t in finished], dtype=float).reshape(
+        len(finished), len(signs)
+    )  # (f, m), NaN: none
     costs = np.array(
         [
             -1.0 if t.system_attrs.get(SKIPPED_ATTR) else objective_cost(t, cost_attr)
@@ -278,12 +287,15 @@ def read_snapshot(
         dtype=float,
     )  # (f,)
     stopped = np.array([_stopped(t) for t in finished], dtype=bool)  # (f,)
+    # Reports (and so pruning) exist in single-objective studies only: Optuna refuses them in
+    # multi-objective ones.
+    sign = float(signs[0])
     complete_curves = [_curve(t, sign) for t in finished if _usable(t) and t.intermediate_values]
     pruning = None
     lower = np.full(len(finished), np.nan)  # (f,)
     if stopped.any():
         curves = [_curve(t, sign) for t, s in zip(finished, stopped, strict=True) if s]
-        values[stopped], lower[stopped] = finals_and_bounds(complete_curves, curves)
+        values[stopped, 0], lower[stopped] = finals_and_bounds(complete_curves, curves)
         fractions = run_fractions(complete_curves, curves)  # (p,)
         costs[stopped] = np.where(costs[stopped] >= 0.0, costs[stopped] / fractions, -1.0)
         pruning = PruningStats(
@@ -315,7 +327,8 @@ def read_snapshot(
     return ProposalRequest(
         codec=bridge.codec,
         X=encoded[observed],
-        y=values[observed],
+        y=values[observed, 0],
+        Y=values[observed] if len(signs) > 1 else None,
         remaining=remaining,
         budget=budget,
         cost_data=CostData(encoded[priced], costs[priced]),
@@ -352,11 +365,13 @@ def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:
     return out
 
 
-def _final(trial: FrozenTrial, sign: float) -> float:
-    """The value the objective model may use, to minimize; NaN if the trial has none."""
-    if not _usable(trial) or trial.value is None:
-        return float("nan")
-    return sign * float(trial.value)
+def _finals(trial: FrozenTrial, signs: np.ndarray) -> np.ndarray:
+    """The values the objective models may use, to minimize, (m,); NaN if the trial has
+    none."""
+    if not _usable(trial) or trial.values is None:
+        return np.full(len(signs), np.nan)
+    out: np.ndarray = signs * np.asarray(trial.values, dtype=float)
+    return out
 
 
 def _stopped(trial: FrozenTrial) -> bool:

@@ -13,7 +13,8 @@ from optuna_costbo._optuna_compat import root_study
 
 
 __all__ = [
-    "check_single_objective",
+    "MAX_OBJECTIVES",
+    "check_objectives",
     "end_if_spent",
     "note_budget_end",
     "stop",
@@ -22,11 +23,25 @@ __all__ = [
 _logger = get_logger(__name__)
 
 
-def check_single_objective(study: optuna.Study) -> None:
-    if len(study.directions) > 1:
+MAX_OBJECTIVES = 4
+"""The most objectives a study may have: the hypervolume's box decomposition grows fast with
+more (:mod:`optuna_costbo._numerics.pareto`)."""
+
+
+def check_objectives(study: optuna.Study, stop_rule: bool) -> None:
+    """Raise ``ValueError`` unless ``study`` has 1 to :data:`MAX_OBJECTIVES` objectives, and
+    one only when the stopping rule (``value_per_cost``, an exchange rate of one objective's
+    units) is on."""
+    n = len(study.directions)
+    if n > MAX_OBJECTIVES:
         raise ValueError(
-            "CostRolloutSampler supports single-objective studies only; this study has "
-            f"{len(study.directions)} objectives."
+            f"CostRolloutSampler supports studies with 1 to {MAX_OBJECTIVES} objectives; this "
+            f"study has {n}."
+        )
+    if n > 1 and stop_rule:
+        raise ValueError(
+            "value_per_cost (the stopping rule) is for single-objective studies: it prices "
+            f"one objective's units, and this study has {n} objectives. Give budget alone."
         )
 
 

@@ -48,7 +48,7 @@ from optuna_costbo._sampler.hard_budget import overrun_risk
 from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.recommendation import Recommendations
 from optuna_costbo._sampler.snapshot import TrialReads
-from optuna_costbo._sampler.snapshot import minimize_sign
+from optuna_costbo._sampler.snapshot import minimize_signs
 from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 from optuna_costbo._sampler.startup import StartupDesign
@@ -261,7 +261,7 @@ class Suggester:
             trials,
             trial,
             bridge,
-            sign=minimize_sign(study),
+            sign=minimize_signs(study),
             cost_attr=self.cost_attr,
             pending=self.pending.snapshot(),
             remaining=ledger.remaining,

@@ -1,4 +1,5 @@
-"""Data behind the cost-history plots: best value so far against cumulative cost.
+"""Data behind the cost-history plots: best value so far (the hypervolume, for several
+objectives) against cumulative cost.
 
 Plain arrays only: the plotly and matplotlib front ends draw them, the dashboard saves them,
 and the tests check them against hand computations. No plotting library is imported here.
@@ -17,6 +18,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._front import hypervolume_history
 from optuna_costbo._ledger import BUDGET_ATTR
 from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import FINISHED_STATES
@@ -29,6 +31,7 @@ from optuna_costbo._optuna_compat import trial_constraints
 
 COST_AXIS_TITLE = "Cumulative Cost"
 BEST_VALUE_NAME = "Best Value"
+HYPERVOLUME_NAME = "Hypervolume"
 BUDGET_NAME = "Budget"
 PLOT_TITLE = "Cost History Plot"
 
@@ -57,6 +60,9 @@ class CostHistory:
             the caller named), or ``None`` when unknown.
         feasible: Which trials satisfy their constraints (all values <= 0), shape ``(n,)``;
             ``None`` when no trial has constraints.
+        hypervolume: A multi-objective study without ``target``: ``best_values`` is the
+            hypervolume of the front so far (:mod:`optuna_costbo._front`), and ``values`` are
+            NaN (a trial has no one value to draw).
     """
 
     label: str
@@ -69,6 +75,7 @@ class CostHistory:
     budget: float | None
     cost_unit: str | None = None
     feasible: np.ndarray | None = None
+    hypervolume: bool = False
 
     @property
     def complete(self) -> np.ndarray:
@@ -210,6 +217,7 @@ def get_cost_histories(
     labels: Sequence[str] | None = None,
     trials: Sequence[FrozenTrial] | None = None,
     cost_unit: str | None = None,
+    reference_point: Sequence[float] | None = None,
 ) -> list[CostHistory]:
     """Read each study's trials once and return one :class:`CostHistory` per study.
 
@@ -225,6 +233,9 @@ def get_cost_histories(
         cost_unit: The unit of the costs (``"$"``, ``"kWh"``). ``None``: the study user attr
             ``cost_unit`` if set, else ``"s"`` for a study whose costs were all measured
             wall-clock time, unknown otherwise.
+        reference_point: For a multi-objective study without ``target``, the hypervolume's
+            reference point in the study's units; ``None``: its front's nadir plus a tenth of
+            the front's range (:mod:`optuna_costbo._front`).
 
     Returns:
         One history per study, in the order given.
@@ -255,21 +266,18 @@ def get_cost_histories(
         budget = validate_budget(budget)
     histories = []
     for i, study in enumerate(studies):
-        if target is None and len(study.directions) > 1:
-            raise ValueError(
-                "plot_cost_history needs a single-objective study or a target function: "
-                f"study {study.study_name!r} has {len(study.directions)} objectives; "
-                "pass target=lambda t: t.values[0] (or another objective index)"
-            )
         study_trials = trials if trials is not None else storage_trials(study)
+        ordered = completion_order(study_trials)
+        front = target is None and len(study.directions) > 1
         numbers, costs, cumulative, values, best = history_arrays(
             study_trials,
-            direction=study.direction if target is None else None,
+            direction=study.direction if target is None and not front else None,
             cost_attr=cost_attr,
-            target=target,
+            target=(lambda t: math.nan) if front else target,
         )
+        if front:
+            best = hypervolume_history(ordered, study.directions, reference_point)
         by_number = {t.number: t.state for t in study_trials}
-        ordered = completion_order(study_trials)
         constrained = any(trial_constraints(t) for t in ordered)
         histories.append(
             CostHistory(
@@ -288,9 +296,21 @@ def get_cost_histories(
                     study._storage.get_study_user_attrs(study._study_id),
                 ),
                 feasible=feasible_mask(ordered) if constrained else None,
+                hypervolume=front,
             )
         )
     return histories
+
+
+def value_title(histories: Sequence[CostHistory], target_name: str) -> str:
+    """The y axis title: "Hypervolume" when every history is a front's, else
+    ``target_name``."""
+    return HYPERVOLUME_NAME if histories and all(h.hypervolume for h in histories) else target_name
+
+
+def line_name(history: CostHistory) -> str:
+    """The legend name of a history's line: "Best Value", or "Hypervolume" for a front."""
+    return HYPERVOLUME_NAME if history.hypervolume else BEST_VALUE_NAME
 
 
 def figure_cost_unit(histories: Sequence[CostHistory]) -> str | None:

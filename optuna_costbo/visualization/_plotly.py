@@ -61,6 +61,7 @@ def plot_cost_history(
     target_name: str = "Objective Value",
     labels: Sequence[str] | None = None,
     cost_unit: str | None = None,
+    reference_point: Sequence[float] | None = None,
 ) -> go.Figure:
     """Plot the best value so far against the cumulative cost of finished trials.
 
@@ -84,22 +85,26 @@ def plot_cost_history(
         cost_attr: The trial user attr holding each trial's cost (the sampler's
             ``cost_attr``). Trials without it are charged their wall-clock time.
         target: A function of a COMPLETE trial giving the value to plot instead of the
-            objective value (required for multi-objective studies). As in Optuna, no best
-            value line is drawn for a target, whose better direction is unknown.
+            objective value. As in Optuna, no best value line is drawn for a target, whose
+            better direction is unknown. Without it, a multi-objective study is drawn as the
+            hypervolume of its front (COMPLETE, feasible trials) against cumulative cost.
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
         cost_unit: The unit of the costs, shown in the x axis title ("Cumulative Cost ($)")
             and with the budget. ``None``: the study user attr ``cost_unit`` if set, else
             seconds (``"s"``) when every trial's cost was measured wall-clock time, no unit
             when costs were reported.
+        reference_point: For a multi-objective study, the hypervolume's reference point in
+            the study's units (as Optuna's ``plot_hypervolume_history`` takes it); ``None``:
+            the front's nadir plus a tenth of its range, over the plotted trials.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.
 
     Raises:
         ImportError: plotly is not installed (``pip install "optuna-costbo[plot]"``).
-        ValueError: A multi-objective study without ``target``, or ``labels`` of the wrong
-            length.
+        ValueError: ``labels`` of the wrong length, or a ``reference_point`` that is not one
+            finite number per objective.
 
     Example:
 
@@ -130,6 +135,7 @@ def plot_cost_history(
         target=target,
         labels=labels,
         cost_unit=cost_unit,
+        reference_point=reference_point,
     )
     return build_figure(go, histories, target_name=target_name)
 
@@ -144,7 +150,7 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
     figure.update_layout(
         title=ch.PLOT_TITLE,
         xaxis={"title": ch.with_unit(ch.COST_AXIS_TITLE, unit)},
-        yaxis={"title": target_name},
+        yaxis={"title": ch.value_title(histories, target_name)},
         showlegend=True,
     )
     y_range = ch.value_range(histories)
@@ -159,7 +165,7 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
         )
         complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
-        if history.infeasible.any():
+        if history.infeasible.any() and not history.hypervolume:
             off = history.infeasible  # (n,)
             figure.add_trace(
                 go.Scatter(
@@ -179,6 +185,8 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
                     ),
                 )
             )
+        if history.hypervolume:
+            complete = np.zeros_like(complete)  # a front's trials have no one value to draw
         figure.add_trace(
             go.Scatter(
                 x=history.cumulative_costs[complete].tolist(),
@@ -204,7 +212,7 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
                     y=history.best_values.tolist(),
                     mode="lines",
                     line={"shape": "hv", "color": line_color},
-                    name=f"{ch.BEST_VALUE_NAME}{of_label}",
+                    name=f"{ch.line_name(history)}{of_label}",
                     legendgroup=history.label,
                     connectgaps=False,
                 )

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
@@ -35,6 +36,7 @@ def plot_cost_history(
     target_name: str = "Objective Value",
     labels: Sequence[str] | None = None,
     cost_unit: str | None = None,
+    reference_point: Sequence[float] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Plot the best value so far against the cumulative cost of finished trials, in matplotlib.
@@ -54,10 +56,13 @@ def plot_cost_history(
             user attr. No line is drawn for a study without one.
         cost_attr: The trial user attr holding each trial's cost.
         target: A function of a COMPLETE trial giving the value to plot instead of the
-            objective value; then no best value line is drawn.
+            objective value; then no best value line is drawn. Without it, a
+            multi-objective study is drawn as the hypervolume of its front.
         target_name: The y axis label and the points' legend name.
         labels: One legend label per study; default the study names.
         cost_unit: The unit of the costs, shown in the x axis label ("Cumulative Cost ($)").
+        reference_point: For a multi-objective study, the hypervolume's reference point in
+            the study's units; ``None``: the front's nadir plus a tenth of its range.
             ``None``: the study user attr ``cost_unit`` if set, else seconds (``"s"``) when
             every trial's cost was measured wall-clock time, no unit when costs were
             reported.
@@ -100,13 +105,14 @@ def plot_cost_history(
         target=target,
         labels=labels,
         cost_unit=cost_unit,
+        reference_point=reference_point,
     )
     if ax is None:
         _, ax = plt.subplots()
     assert ax is not None
     ax.set_title(ch.PLOT_TITLE)
     ax.set_xlabel(ch.with_unit(ch.COST_AXIS_TITLE, ch.figure_cost_unit(histories)))
-    ax.set_ylabel(target_name)
+    ax.set_ylabel(ch.value_title(histories, target_name))
     if all(len(h.trial_numbers) == 0 for h in histories):
         _logger.warning("The study has no finished trials to plot.")
     overlay = len(histories) > 1
@@ -120,7 +126,9 @@ def plot_cost_history(
         points_color, line_color = (palette(k) for k in ch.color_indices(i, len(histories), _RED))
         complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
-        if history.infeasible.any():
+        if history.hypervolume:
+            complete = np.zeros_like(complete)  # a front's trials have no one value to draw
+        if history.infeasible.any() and not history.hypervolume:
             ax.scatter(
                 history.cumulative_costs[history.infeasible],
                 history.values[history.infeasible],
@@ -141,7 +149,7 @@ def plot_cost_history(
                 history.best_values,
                 where="post",
                 color=line_color,
-                label=f"{ch.BEST_VALUE_NAME}{of_label}",
+                label=f"{ch.line_name(history)}{of_label}",
             )
     for line in ch.budget_lines(histories):
         color = "gray"

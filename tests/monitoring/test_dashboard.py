@@ -180,20 +180,42 @@ def test_update_dashboard_without_the_packages_does_nothing(
     assert not any(key.startswith("dashboard:") for key in system_attrs)
 
 
-def test_update_dashboard_swallows_errors(caplog: pytest.LogCaptureFixture) -> None:
+def test_update_dashboard_swallows_errors(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("optuna_dashboard")
+    pytest.importorskip("plotly")
+    from optuna_costbo.visualization import _plotly
+
+    study = optuna.create_study()
+    study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs={"cost": 1.0}))
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("no figure today")
+
+    monkeypatch.setattr(_plotly, "build_figure", broken)
+    optuna.logging.enable_propagation()
+    try:
+        with caplog.at_level("WARNING", logger="optuna"):
+            assert update_dashboard(study) is False
+    finally:
+        optuna.logging.disable_propagation()
+    assert "Could not save the optuna-dashboard cost chart" in caplog.text
+    assert "no figure today" in caplog.text
+    with pytest.raises(ValueError, match="state"):
+        update_dashboard(study, trial=study.trials[0])
+
+
+def test_a_multi_objective_study_gets_its_hypervolume_chart() -> None:
     pytest.importorskip("optuna_dashboard")
     pytest.importorskip("plotly")
     multi = optuna.create_study(directions=["minimize", "minimize"])
     multi.add_trial(optuna.trial.create_trial(values=[1.0, 2.0], user_attrs={"cost": 1.0}))
-    optuna.logging.enable_propagation()
-    try:
-        with caplog.at_level("WARNING", logger="optuna"):
-            assert update_dashboard(multi) is False  # no best value for two objectives
-    finally:
-        optuna.logging.disable_propagation()
-    assert "Could not save the optuna-dashboard cost chart" in caplog.text
-    with pytest.raises(ValueError, match="state"):
-        update_dashboard(multi, trial=multi.trials[0])
+    multi.add_trial(optuna.trial.create_trial(values=[2.0, 1.0], user_attrs={"cost": 1.0}))
+    assert update_dashboard(multi) is True
+    system_attrs = multi._storage.get_study_system_attrs(multi._study_id)
+    saved = [v for k, v in system_attrs.items() if k.startswith("dashboard:")]
+    assert saved and "Hypervolume" in str(saved)
 
 
 def test_sampler_keeps_the_chart_current_by_default(tmp_path: Path) -> None:

@@ -179,8 +179,50 @@ def test_get_cost_histories_reads_budget_and_validates() -> None:
     with pytest.raises(ValueError, match="budget must be a positive finite number"):
         get_cost_histories(study, budget=-1.0)
     multi = optuna.create_study(directions=["minimize", "maximize"])
-    with pytest.raises(ValueError, match="target"):
-        get_cost_histories(multi)
+    multi.add_trial(optuna.create_trial(values=[1.0, 2.0], user_attrs={"cost": 1.0}))
+    with pytest.raises(ValueError, match="reference_point must be 2 finite numbers"):
+        get_cost_histories(multi, reference_point=[1.0])
+
+
+def _front_study() -> optuna.Study:
+    """Minimize and maximize; minimized values (1, -2), (2, -3), a failed trial, (0.5, 0)."""
+    study = optuna.create_study(directions=["minimize", "maximize"])
+    for values in ([1.0, 2.0], [2.0, 3.0], None, [0.5, 0.0]):
+        state = TrialState.COMPLETE if values is not None else TrialState.FAIL
+        study.add_trial(
+            optuna.create_trial(values=values, state=state, user_attrs={"cost": 1.0})
+        )
+    return study
+
+
+def test_a_multi_objective_study_is_drawn_as_its_hypervolume_against_cost() -> None:
+    (history,) = get_cost_histories(_front_study())
+    assert history.hypervolume and np.isnan(history.values).all()
+    # Reference: the worst minimized values (2, 0) plus a tenth of their ranges (1.5, 3):
+    # (2.15, 0.3). The three fronts' areas, by hand (the failed trial adds cost only).
+    first = 1.15 * 2.3
+    second = first + 0.15 * 3.3 - 0.15 * 2.3
+    np.testing.assert_allclose(history.best_values, [first, second, second, second + 0.5 * 0.3])
+    np.testing.assert_allclose(history.cumulative_costs, [1.0, 2.0, 3.0, 4.0])
+    (given,) = get_cost_histories(_front_study(), reference_point=[3.0, -1.0])
+    assert given.best_values is not None
+    assert given.best_values[0] == pytest.approx(2.0 * 3.0)  # (3 - 1) x (2 - (-1))
+
+
+def test_the_hypervolume_plots_name_their_line_and_axis() -> None:
+    pytest.importorskip("plotly")
+    pytest.importorskip("matplotlib")
+    from optuna_costbo.visualization.matplotlib import plot_cost_history as plot_mpl
+
+    fig = plot_cost_history(_front_study())
+    assert fig.layout.yaxis.title.text == "Hypervolume"
+    names = [trace.name for trace in fig.data]
+    assert "Hypervolume" in names and "Best Value" not in names
+    (points,) = [trace for trace in fig.data if trace.name == "Objective Value"]
+    assert len(points.x) == 0  # a trial of several objectives has no one value to draw
+    ax = plot_mpl(_front_study())
+    assert ax.get_ylabel() == "Hypervolume"
+    assert "Hypervolume" in [line.get_label() for line in ax.get_lines()]
 
 
 # -- plotly ---------------------------------------------------------------------------------

@@ -55,7 +55,13 @@ def test_numpy_scalar_budget_is_accepted(budget: Any) -> None:
     assert sampler.budget == float(budget)
 
 
-def test_multi_objective_study_is_refused_with_a_clear_message() -> None:
-    study = optuna.create_study(directions=["minimize", "minimize"], sampler=_sampler("ei"))
-    with pytest.raises(ValueError, match="single-objective studies only"):
-        study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+def test_studies_beyond_four_objectives_and_a_price_of_one_of_several_are_refused() -> None:
+    study = optuna.create_study(directions=["minimize"] * 5, sampler=_sampler("ei"))
+    with pytest.raises(ValueError, match="1 to 4 objectives; this study has 5"):
+        study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0, 1.0, 1.0, 1.0), n_trials=1)
+    priced = optuna.create_study(
+        directions=["minimize", "minimize"],
+        sampler=CostRolloutSampler(budget=10.0, value_per_cost=1e-3),
+    )
+    with pytest.raises(ValueError, match="value_per_cost .* is for single-objective studies"):
+        priced.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)

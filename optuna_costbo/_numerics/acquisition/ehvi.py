@@ -40,6 +40,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 from scipy.stats import qmc
 
+from optuna_costbo._numerics.acquisition.ei import Feasible
 from optuna_costbo._numerics.acquisition.ei import LogCostModel
 from optuna_costbo._numerics.acquisition.ei import PosteriorModel
 from optuna_costbo._numerics.acquisition.ei import log1mexp
@@ -322,6 +323,9 @@ class LogEHVIPerCost:
         cost_model: Model of log cost (its mean is used); required when
             ``cost_exponent != 0``.
         cost_exponent: Exponent of the cost, finite and >= 0. Default 0.
+        feasibility: The constraints' (and a hard budget's) probability of feasibility:
+            ``log PF`` is added. With it, ``observed`` may have no rows (no feasible
+            observation yet): the value is then ``log PF - cost_exponent * mu_logc`` alone.
 
     Example:
         >>> import numpy as np
@@ -348,29 +352,40 @@ class LogEHVIPerCost:
         ref: np.ndarray | None = None,
         cost_model: LogCostModel | None = None,
         cost_exponent: float = 0.0,
+        feasibility: Feasible | None = None,
     ) -> None:
         observed = np.asarray(observed, dtype=float)
-        if observed.ndim != 2 or len(observed) == 0 or observed.shape[1] != len(models):
+        least = 0 if feasibility is not None else 1
+        if observed.ndim != 2 or len(observed) < least or observed.shape[1] != len(models):
             raise ValueError(
-                f"observed must be an (n, {len(models)}) array with n >= 1 (one column per "
-                f"model), got shape {observed.shape}"
+                f"observed must be an (n, {len(models)}) array with n >= {least} (one column "
+                f"per model), got shape {observed.shape}"
             )
         if not (math.isfinite(cost_exponent) and cost_exponent >= 0.0):
             raise ValueError(f"cost_exponent must be finite and >= 0, got {cost_exponent}")
         if cost_exponent != 0.0 and cost_model is None:
             raise ValueError(f"cost_exponent={cost_exponent} needs a cost_model, got None")
         self.models = list(models)
-        self.ref = reference_point(observed) if ref is None else np.asarray(ref, dtype=float)
-        self.lower, self.upper = non_dominated_boxes(observed, self.ref)  # (B, m) each
+        self.feasibility = feasibility
         self.cost_model = cost_model
         self.cost_exponent = float(cost_exponent)
+        self.empty = len(observed) == 0  # no feasible observation: feasibility alone
+        if self.empty:
+            return
+        self.ref = reference_point(observed) if ref is None else np.asarray(ref, dtype=float)
+        self.lower, self.upper = non_dominated_boxes(observed, self.ref)  # (B, m) each
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         """Acquisition values at box points Z (k, D): (k,)."""
-        told = [model.predict(Z, False) for model in self.models]
-        mean = np.column_stack([t[0] for t in told])  # (k, m)
-        std = np.sqrt(np.maximum(np.column_stack([t[1] for t in told]), _MIN_STD**2))
-        value = log_ehvi(mean, std, self.lower, self.upper)  # (k,)
+        if self.empty:
+            value = np.zeros(len(Z))  # (k,)
+        else:
+            told = [model.predict(Z, False) for model in self.models]
+            mean = np.column_stack([t[0] for t in told])  # (k, m)
+            std = np.sqrt(np.maximum(np.column_stack([t[1] for t in told]), _MIN_STD**2))
+            value = log_ehvi(mean, std, self.lower, self.upper)  # (k,)
+        if self.feasibility is not None:
+            value = value + self.feasibility.log_pf(Z)[0]
         if self.cost_exponent != 0.0:
             assert self.cost_model is not None
             value = value - self.cost_exponent * self.cost_model.log_cost(Z)
@@ -381,15 +396,21 @@ class LogEHVIPerCost:
 
         ``d/dZ = sum_j g_mean_j dmean_j + g_std_j dvar_j / (2 std_j)``.
         """
-        told = [model.predict(Z, True) for model in self.models]
-        mean = np.column_stack([t[0] for t in told])  # (k, m)
-        std = np.sqrt(np.maximum(np.column_stack([t[1] for t in told]), _MIN_STD**2))
-        value, g_mean, g_std = log_ehvi_and_grad(mean, std, self.lower, self.upper)
-        dmean = np.stack([t[2] for t in told], axis=1)  # (k, m, D)
-        dvar = np.stack([t[3] for t in told], axis=1)  # (k, m, D)
-        grad = np.einsum("km,kmd->kd", g_mean, dmean) + np.einsum(
-            "km,kmd->kd", g_std / (2.0 * std), dvar
-        )  # (k, D)
+        if self.empty:
+            value, grad = np.zeros(len(Z)), np.zeros(Z.shape)  # (k,), (k, D)
+        else:
+            told = [model.predict(Z, True) for model in self.models]
+            mean = np.column_stack([t[0] for t in told])  # (k, m)
+            std = np.sqrt(np.maximum(np.column_stack([t[1] for t in told]), _MIN_STD**2))
+            value, g_mean, g_std = log_ehvi_and_grad(mean, std, self.lower, self.upper)
+            dmean = np.stack([t[2] for t in told], axis=1)  # (k, m, D)
+            dvar = np.stack([t[3] for t in told], axis=1)  # (k, m, D)
+            grad = np.einsum("km,kmd->kd", g_mean, dmean) + np.einsum(
+                "km,kmd->kd", g_std / (2.0 * std), dvar
+            )  # (k, D)
+        if self.feasibility is not None:
+            pf_value, pf_grad = self.feasibility.log_pf(Z, True)
+            value, grad = value + pf_value, grad + pf_grad
         if self.cost_exponent != 0.0:
             assert self.cost_model is not None
             log_c, d_log_c = self.cost_model.log_cost_and_grad(Z)

@@ -1,0 +1,111 @@
+"""The Pareto front of a multi-objective study's trials, as the monitors show it.
+
+The progress bar, the plots and the dashboard chart show a multi-objective study by its front
+(the COMPLETE, feasible trials no other dominates, as ``study.best_trials``) and the
+hypervolume it dominates. The reference point is the worst value of each objective over the
+COMPLETE feasible trials read, plus a tenth of its range (the caller may give one in the
+study's own units instead). Unlike the acquisition's point (the front's nadir,
+:func:`optuna_costbo._numerics.pareto.reference_point`), it only moves outward as trials
+come, so the hypervolume a monitor shows never falls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+from optuna_costbo._numerics.pareto import hypervolume
+from optuna_costbo._numerics.pareto import non_dominated_mask
+from optuna_costbo._optuna_compat import trial_constraints
+
+
+__all__ = [
+    "front_size_and_hypervolume",
+    "hypervolume_history",
+    "minimized_values",
+    "monitor_reference",
+]
+
+
+def _signs(directions: Sequence[StudyDirection]) -> np.ndarray:
+    return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in directions])
+
+
+def minimized_values(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> np.ndarray:
+    """Each trial's values turned into values to minimize, (n, m); a row of NaN for a trial
+    that is not COMPLETE, has no values or breaks a constraint."""
+    signs = _signs(directions)  # (m,)
+    out = np.full((len(trials), len(signs)), np.nan)  # (n, m)
+    for i, trial in enumerate(trials):
+        if trial.state != TrialState.COMPLETE or trial.values is None:
+            continue
+        if any(v > 0.0 for v in (trial_constraints(trial) or ())):
+            continue
+        out[i] = signs * np.asarray(trial.values, dtype=float)
+    return out
+
+
+def _reference(
+    Y: np.ndarray, directions: Sequence[StudyDirection], reference: Sequence[float] | None
+) -> np.ndarray | None:
+    """The reference point to minimize against, (m,); None without a usable row."""
+    if reference is not None:
+        given = np.asarray(reference, dtype=float)
+        if given.shape != (len(directions),) or not np.all(np.isfinite(given)):
+            raise ValueError(
+                f"reference_point must be {len(directions)} finite numbers, got {reference!r}"
+            )
+        ref: np.ndarray = _signs(directions) * given  # (m,)
+        return ref
+    usable = Y[np.all(np.isfinite(Y), axis=1)]  # (k, m)
+    return monitor_reference(usable) if len(usable) else None
+
+
+def monitor_reference(Y: np.ndarray) -> np.ndarray:
+    """The monitors' reference point of values to minimize Y (k, m), k >= 1: the worst value
+    of each objective plus a tenth of its range (of its magnitude, or 1e-7, where the range is
+    0), (m,)."""
+    worst, best = Y.max(axis=0), Y.min(axis=0)  # (m,) each
+    spread = np.where(worst > best, worst - best, np.maximum(np.abs(worst), 1e-7))  # (m,)
+    out: np.ndarray = worst + 0.1 * spread
+    return out
+
+
+def front_size_and_hypervolume(
+    trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
+) -> tuple[int, float | None]:
+    """The number of trials on the front and the hypervolume they dominate (None before a
+    COMPLETE feasible trial)."""
+    Y = minimized_values(trials, directions)  # (n, m)
+    usable = Y[np.all(np.isfinite(Y), axis=1)]  # (k, m)
+    if len(usable) == 0:
+        return 0, None
+    return int(non_dominated_mask(usable).sum()), hypervolume(usable, monitor_reference(usable))
+
+
+def hypervolume_history(
+    ordered: Sequence[FrozenTrial],
+    directions: Sequence[StudyDirection],
+    reference: Sequence[float] | None = None,
+) -> np.ndarray:
+    """The hypervolume of the front after each of ``ordered`` (trials in completion order),
+    (n,), against one reference point (``reference``, in the study's units, or the rule of
+    the module docstring over all of them); NaN before the first COMPLETE feasible trial."""
+    Y = minimized_values(ordered, directions)  # (n, m)
+    out = np.full(len(ordered), np.nan)  # (n,)
+    ref = _reference(Y, directions, reference)
+    if ref is None:
+        return out
+    usable = np.all(np.isfinite(Y), axis=1)  # (n,)
+    current = np.nan
+    for i in range(len(ordered)):
+        if usable[i]:  # only a new front point can change it
+            current = hypervolume(Y[: i + 1][usable[: i + 1]], ref)
+        out[i] = current
+    return out

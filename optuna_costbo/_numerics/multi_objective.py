@@ -1,0 +1,149 @@
+"""The proposal of a multi-objective study: a GP per objective, log EHVI per unit cost.
+
+Each objective gets a model of its own on the same codec (:func:`.models.build_models`, its
+warm start in :attr:`.request.WarmStart.others`); the first one's models also carry the cost
+model, the constraints and a hard budget's probability of fitting. The feasible observations'
+Pareto front and reference point (:mod:`.pareto`) give the non-dominated boxes, and the point
+maximizing ``log EHVI + log PF - e * log c`` (:class:`.acquisition.ehvi.LogEHVIPerCost`)
+is proposed, with ``e`` the cost exponent of the user's acquisition (:func:`front_exponent`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+
+import numpy as np
+
+from optuna_costbo._numerics.acquisition.ehvi import LogEHVIPerCost
+from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
+from optuna_costbo._numerics.models import Models
+from optuna_costbo._numerics.models import build_models
+from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.pareto import non_dominated_mask
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import Route
+from optuna_costbo._numerics.request import WarmStart
+from optuna_costbo._numerics.search_space import rows_among
+
+
+__all__ = ["front_exponent", "propose_front"]
+
+
+def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
+    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"`` (EHVI), 1 for
+    ``"eipu"`` (EHVI per unit cost), and the cooled ``remaining / budget`` for the others.
+
+    NOTE: the rollouts have no hypervolume form yet; EHVI-cool is their myopic limit (the
+    default rollout values its plans per unit of budget, cooled as EI-cool).
+    """
+    if not acquisition.needs_cost:
+        return 0.0
+    if acquisition.name == "eipu":
+        return 1.0
+    return cool_exponent(remaining, budget)
+
+
+def propose_front(
+    request: ProposalRequest,
+    acquisition: AcquisitionStrategy,
+    rng: np.random.Generator,
+    *,
+    needs_cost: bool,
+    route: Route,
+) -> Proposal:
+    """The point of largest ``log EHVI + log PF - e log c`` for ``request`` (its ``Y`` (n, m)
+    set), with the first objective's models in the proposal."""
+    assert request.Y is not None
+    Y = request.Y  # (n, m)
+    warm = request.warm or WarmStart()
+    first = build_models(
+        dataclasses.replace(request, y=Y[:, 0], Y=None), rng, needs_cost=needs_cost, route=route
+    )
+    others = [
+        build_models(
+            _other_objective(request, Y[:, j], warm, j), rng, needs_cost=False, route=route
+        )
+        for j in range(1, Y.shape[1])
+    ]
+    models = [first, *others]
+    Y_fit = np.stack([m.y for m in models], axis=1)  # (n, m), infinities replaced
+    feasible = np.ones(len(Y_fit), dtype=bool) if first.feasible is None else first.feasible
+    observed = Y_fit[feasible]  # (k, m)
+    starts = request.X[:0]  # (0, D)
+    if len(observed):
+        front = non_dominated_mask(observed)  # (k,)
+        # The front's extremes (the best point of each objective) start the maximizer runs.
+        best_each = np.unique(np.argmin(observed[front], axis=0))  # (<= m,)
+        starts = request.X[feasible][front][best_each]  # (<= m, D)
+    exponent = front_exponent(acquisition, request.remaining, request.budget)
+    cost = first.cost if exponent != 0.0 else None
+    acq = LogEHVIPerCost(
+        [m.model for m in models],
+        observed,
+        cost_model=cost,
+        cost_exponent=exponent if cost is not None else 0.0,
+        feasibility=first.feasibility,
+    )
+    max_evals = None
+    if cost is not None:
+        if cost.origin is not None:  # a moving cost: the cheap moves are next to the origin
+            starts = np.vstack([starts, cost.origin[None]])
+        max_evals = cost.max_evals
+    z, value = maximize_acquisition(
+        acq.value_and_grad,
+        request.codec,
+        rng,
+        extra_starts=starts,
+        fun=acq,
+        max_evals=max_evals,
+        exclude=_exclusion(request, first),
+    )
+    new_warm = dataclasses.replace(first.warm, others=tuple(m.warm for m in others))
+    return Proposal(
+        z=z,
+        value=value,
+        objective_model=first.model,
+        cost_model=first.cost,
+        warm=new_warm,
+        fitted=first.fitted,
+        cost_data=request.cost_data,
+        observed=(first.X, first.y),
+    )
+
+
+def _other_objective(
+    request: ProposalRequest, y: np.ndarray, warm: WarmStart, j: int
+) -> ProposalRequest:
+    """The request of objective ``j`` >= 1: its values and warm start, without what the first
+    objective's models carry for all (costs, constraints, the hard budget)."""
+    return dataclasses.replace(
+        request,
+        y=y,
+        Y=None,
+        warm=warm.others[j - 1] if len(warm.others) >= j else WarmStart(),
+        cost_data=None,
+        known_cost=None,
+        constraints=None,
+        overrun_risk=None,
+        plug_in_incumbent=False,
+    )
+
+
+def _exclusion(request: ProposalRequest, first: Models) -> Callable[[np.ndarray], np.ndarray]:
+    """Which rows of Z (k, D) must not be proposed: evaluated points and, under a hard budget,
+    points that do not fit it, (k,) bool."""
+    evaluated = request.not_again
+    fit = None if first.feasibility is None else first.feasibility.budget
+
+    def excluded(Z: np.ndarray) -> np.ndarray:
+        bad = np.zeros(len(Z), dtype=bool)
+        if evaluated is not None and len(evaluated) > 0:
+            bad |= rows_among(Z, evaluated)
+        if fit is not None:
+            bad |= ~fit.fits(Z)
+        return bad
+
+    return excluded
