@@ -189,9 +189,7 @@ def _front_study() -> optuna.Study:
     study = optuna.create_study(directions=["minimize", "maximize"])
     for values in ([1.0, 2.0], [2.0, 3.0], None, [0.5, 0.0]):
         state = TrialState.COMPLETE if values is not None else TrialState.FAIL
-        study.add_trial(
-            optuna.create_trial(values=values, state=state, user_attrs={"cost": 1.0})
-        )
+        study.add_trial(optuna.create_trial(values=values, state=state, user_attrs={"cost": 1.0}))
     return study
 
 

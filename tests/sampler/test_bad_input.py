@@ -63,5 +63,5 @@ def test_studies_beyond_four_objectives_and_a_price_of_one_of_several_are_refuse
         directions=["minimize", "minimize"],
         sampler=CostRolloutSampler(budget=10.0, value_per_cost=1e-3),
     )
-    with pytest.raises(ValueError, match="value_per_cost .* is for single-objective studies"):
+    with pytest.raises(ValueError, match=r"value_per_cost .* is for single-objective studies"):
         priced.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)

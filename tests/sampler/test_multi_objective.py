@@ -65,7 +65,8 @@ def test_a_two_objective_study_stops_at_its_budget_and_stores_its_front() -> Non
     assert 80.0 <= spent < 80.0 + last  # the soft budget: the last trial may overrun
     assert study.user_attrs["cost_spent"] == pytest.approx(spent)
     values = np.array([t.values for t in study.trials])  # (n, 2)
-    expected = {t.number for t, on in zip(study.trials, non_dominated_mask(values)) if on}
+    on_front = non_dominated_mask(values)  # (n,)
+    expected = {t.number for t, on in zip(study.trials, on_front, strict=True) if on}
     assert {t.number for t in study.best_trials} == expected
     assert study.sampler.recommended_trial(study) is None  # the answer is the front
 
