@@ -78,8 +78,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "three suite problems with a constraints_func (benchmarks/problems/constrained.py); "
         "noisy: suite problems with additive noise (benchmarks/problems/noisy.py); "
         "noisy-real: YAHPO rbv2 instances with the replication drawn per trial (the YAHPO "
-        "environment). --problems finds the names of the synthetic, noisy and constrained "
-        "groups whatever --groups says",
+        "environment); noisy-live: scikit-learn decision trees with the validation split "
+        "drawn per trial (benchmarks/problems/hpo.py). --problems finds the names of the "
+        "synthetic, noisy and constrained groups whatever --groups says",
     )
     parser.add_argument(
         "--split",
@@ -130,7 +131,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 SYNTHETIC_GROUPS = ("adversarial", "control")
-NOISY_GROUPS = ("noisy", "noisy-real")
+NOISY_GROUPS = ("noisy", "noisy-real", "noisy-live")
 LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy")
 """The groups that need nothing beyond the package's test environment."""
 
@@ -151,6 +152,10 @@ def all_problems(groups: Sequence[str]) -> dict[str, Problem]:
         from benchmarks.problems.noisy import noisy_problems
 
         out.update(noisy_problems())
+    if "noisy-live" in groups:
+        from benchmarks.problems.hpo import noisy_live_problems
+
+        out.update(noisy_live_problems())
     if "noisy-real" in groups:
         from benchmarks.problems.yahpo import noisy_real_problems
 

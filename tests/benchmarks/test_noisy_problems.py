@@ -239,3 +239,25 @@ def test_noisy_runs_round_trip_and_old_runs_still_load(tmp_path: Path) -> None:
     assert loaded is not None and loaded.values[0] == 0.5 and math.isnan(loaded.values[1])
     assert loaded.true_values == loaded.best_trials == loaded.recommended == []
     assert report.score(loaded, dataclasses.replace(TOY, noisy_evaluator=None)).final == 0.25
+
+
+# -- the live problems: the validation split drawn per trial --------------------------------
+
+
+def test_live_split_is_drawn_per_trial_and_the_noise_free_value_is_the_mean() -> None:
+    pytest.importorskip("sklearn")
+    from benchmarks.problems import hpo
+
+    p = hpo.noisy_live_problems()["tree-digits-noisy"]
+    assert p.noisy and p.group == "noisy-live" and p.clock == "reported" and p.f_star is None
+    params = {"max_depth": 6, "min_samples_leaf": 3, "max_features": 0.5, "criterion": "gini"}
+    values = [p.observe(params, None, 1, trial)[0] for trial in range(6)]
+    assert values == [p.observe(params, None, 1, trial)[0] for trial in range(6)]  # costs vary
+    assert len(set(values)) > 2  # another split, another error
+    splits = p.noisy_evaluator
+    assert isinstance(splits, hpo.SplitEvaluator)
+    mean = np.mean([splits.at(params, s)[0] for s in range(hpo.NOISE_FREE_SPLITS)])
+    assert p.true_value(params) == pytest.approx(mean)
+    assert len(p.evaluator._known) == 1  # type: ignore[attr-defined]
+    p.true_value(dict(params))  # the same configuration: not fitted again
+    assert len(p.evaluator._known) == 1  # type: ignore[attr-defined]
