@@ -510,13 +510,16 @@ class SplitEvaluator:
     """Validation error and seconds of fit + score of one model on a stratified 70/30 split
     of ``(X, y)``; as a ``noisy_evaluator`` the split is drawn per trial from ``rng``."""
 
-    def __init__(self, build: Callable[[dict[str, Any]], Any], xy: tuple[np.ndarray, ...]):
+    def __init__(
+        self, build: Callable[[dict[str, Any]], Any], xy: tuple[np.ndarray, np.ndarray]
+    ) -> None:
         self.build = build
         self.xy = xy
 
     def at(self, params: dict[str, Any], split_seed: int) -> tuple[float, float]:
         """(error, seconds) on the split of ``random_state=split_seed``."""
-        return LiveEvaluator(self.build, _split(*self.xy, split_seed))(params)
+        X, y = self.xy
+        return LiveEvaluator(self.build, _split(X, y, split_seed))(params)
 
     def __call__(
         self, params: dict[str, Any], previous: dict[str, Any] | None, rng: np.random.Generator
