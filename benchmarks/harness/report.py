@@ -495,7 +495,13 @@ def write_suite_report(
             f"### {p.name} ({p.group})",
             "",
             f"{p.description}; budget {p.budget:g}; {f_star}; "
-            f"BoTorch references' start-up 2(d+1) = {p.n_startup}.",
+            f"BoTorch references' start-up 2(d+1) = {p.n_startup}."
+            + (
+                " Noisy: regret of the noise-free value of `study.best_trial` (the "
+                "recommendation's: the section above)."
+                if p in noisy
+                else ""
+            ),
             "",
             "| method | end regret | half-budget regret | rank end | rank half "
             "| trials (median) | s / run |",
