@@ -36,7 +36,8 @@ same (a pruned trial's cost counts).
 
 A noisy problem (``problem.noisy``) is observed with the noise of the run's seed and the
 trial's number (``Problem.observe``), and each trial records what the reports score by
-(issue 51): ``Run.true_values``, the noise-free value of the trial's configuration;
+(issue 51): ``Run.true_values``, the noise-free value of the trial's configuration
+(evaluated after the study, so never timed nor charged);
 ``Run.best_trials``, the number of ``study.best_trial`` once the trial has finished (the
 incumbent a user deploys; -1 before any trial completed); ``Run.recommended``, the number of
 the method's recommendation then: the study user attr ``cost_recommended_trial`` of
@@ -176,7 +177,6 @@ def _run_optuna(
     measured: dict[int, tuple[float, float, dict[str, Any]]] = {}
     wall = problem.clock == "wall"
     noisy = problem.noisy
-    truth: dict[int, float] = {}  # noisy: trial number -> noise-free value
     incumbents: dict[int, tuple[int, int]] = {}  # noisy: number -> (best_trial, recommended)
 
     def objective(trial: optuna.Trial) -> float:
@@ -188,8 +188,6 @@ def _run_optuna(
         # NOTE: the previous trial moves on even if this one fails, as in
         # CostRolloutSampler (a failed trial's configuration was still set up).
         before, previous[0] = previous[0], dict(params)
-        if noisy:
-            truth[trial.number] = problem.true_value(params)
         value, cost = problem.observe(params, before, seed, trial.number)
         measured[trial.number] = (cost, time.perf_counter() - start, params)
         if not wall:
@@ -280,9 +278,10 @@ def _run_optuna(
         if problem.has_steps:
             run.steps.append(reached.get(trial.number, 0))
             run.states.append(trial.state.name.lower())
-        if noisy:
+        if noisy:  # scored after the study: the noise-free evaluations are never timed
             best, recommended = incumbents.get(trial.number, (-1, -1))
-            run.true_values.append(truth.get(trial.number, math.nan))
+            known = trial.number in measured and bool(params)
+            run.true_values.append(problem.true_value(params) if known else math.nan)
             run.best_trials.append(best)
             run.recommended.append(recommended)
     if probe is not None:
