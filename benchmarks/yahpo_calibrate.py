@@ -22,6 +22,14 @@ Per instance (:data:`benchmarks.problems.yahpo.INSTANCES`), at the maximum fidel
 
 Writes ``benchmarks/results/yahpo_calibration.json`` (read by the problem definitions) and
 ``yahpo_calibration.md``. Surrogate timings are measured and written to the Markdown file.
+
+``--noisy`` (issue 51): for the rbv2 instances of the ``noisy-real`` group
+(:data:`benchmarks.problems.yahpo.NOISY_REAL`), whose trials are observed at a replication
+drawn per trial, the spread across the ten replications of ``--n-noisy`` random
+configurations (per configuration the sd over the ten; its median and 10-90%) and the f* of
+the noise-free value (the mean over the ten): the best mean of those configurations, polished
+as above, each candidate then evaluated exactly (:func:`yahpo.mean_over_replications`), the
+calibration's f* configuration among them. Writes ``yahpo_noisy_calibration.json``.
 """
 
 from __future__ import annotations
@@ -267,6 +275,98 @@ def calibrate(
     return entry
 
 
+# -- the noisy-real group -------------------------------------------------------------------
+
+N_NOISY = 3000
+
+
+class _MeanOverReplications:
+    """An instance whose ``predict`` is the mean over the replications (for :func:`polish`)."""
+
+    def __init__(self, inst: yahpo.YahpoInstance) -> None:
+        self.inst = inst
+        self.params = inst.params
+
+    def sample(self, n: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+        return self.inst.sample(n, rng)
+
+    def by_replication(self, cfgs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """(values, times), each (10, n): clipped as ``evaluate`` clips them."""
+        out = [
+            yahpo.replication(self.inst, r).predict(cfgs, check=False) for r in yahpo.REPLICATIONS
+        ]
+        values = np.clip(np.array([v for v, _ in out]), 0.0, 1.0)  # (10, n)
+        times = np.maximum(np.array([t for _, t in out]), yahpo.COST_FLOOR)  # (10, n)
+        return values, times
+
+    def predict(self, cfgs: list[dict[str, Any]], check: bool = False) -> tuple[np.ndarray, None]:
+        return self.by_replication(cfgs)[0].mean(axis=0), None  # (n,)
+
+
+def calibrate_noisy(inst: yahpo.YahpoInstance, *, seed: int, n: int) -> dict[str, Any]:
+    """The entry of one instance of the noisy-real group (see the module docstring)."""
+    rng = _rng(seed, inst.name + yahpo.NOISY_SUFFIX)
+    t0 = time.perf_counter()
+    mean_inst = _MeanOverReplications(inst)
+    cfgs = inst.sample(n, rng)
+    values, times = mean_inst.by_replication(cfgs)  # (10, n), (10, n)
+    sd = values.std(axis=0, ddof=1)  # (n,)
+    means = values.mean(axis=0)  # (n,)
+    order = np.argsort(means)
+    starts = [cfgs[i] for i in order[:POLISH_TOP]]
+    polished, _, n_polish = polish(mean_inst, starts, means[order[:POLISH_TOP]], rng)  # type: ignore[arg-type]
+    candidates = [polished, cfgs[int(order[0])], inst._calibration_entry()["f_star_params"]]
+    exact = [yahpo.mean_over_replications(inst, c) for c in candidates]
+    k = int(np.argmin([m for m, _, _ in exact]))
+    f_star = exact[k][0]
+    return {
+        "n_configs": n,
+        "repl_sd_median": float(np.median(sd)),
+        "repl_sd_p10": float(np.quantile(sd, 0.1)),
+        "repl_sd_p90": float(np.quantile(sd, 0.9)),
+        "repl_sd_median_top10pct": float(np.median(sd[order[: max(1, n // 10)]])),
+        "cost_repl_cv_median": float(np.median(times.std(axis=0, ddof=1) / times.mean(axis=0))),
+        "mean_value_median": float(np.median(means)),
+        "median_gap": float(np.median(means)) - f_star,
+        "f_star": f_star,
+        "f_star_params": candidates[k],
+        "f_star_from": ("polish", "random search", "calibration's f* configuration")[k],
+        "f_star_repl10": float(exact[k][2][-1]),
+        "calibration_f_star": inst.f_star,
+        "n_polish": n_polish,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main_noisy(names: Sequence[str], seed: int, n: int, out: Path) -> int:
+    path = out / yahpo.NOISY_CALIBRATION_PATH.name
+    out.mkdir(parents=True, exist_ok=True)
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    entries = dict(old.get("instances", {}))  # the others are kept
+    for name in names:
+        e = entries[name] = calibrate_noisy(yahpo.get_instance(name), seed=seed, n=n)
+        print(
+            f"{name}: repl sd median {e['repl_sd_median']:.4f} (10-90% {e['repl_sd_p10']:.4f}"
+            f"-{e['repl_sd_p90']:.4f}; best tenth {e['repl_sd_median_top10pct']:.4f}), "
+            f"gap {e['median_gap']:.4f}, f* {e['f_star']:.4f} ({e['f_star_from']}), "
+            f"{e['seconds']} s",
+            flush=True,
+        )
+    data = {
+        "meta": {
+            "seed": seed,
+            "n_configs": n,
+            "date": datetime.date.today().isoformat(),
+            "note": "sd over rbv2's ten replications (repl 1..10) per random configuration; "
+            "f*: the best mean over the ten found (an estimate, not a bound)",
+        },
+        "instances": {name: entries[name] for name in yahpo.NOISY_REAL if name in entries},
+    }
+    path.write_text(json.dumps(data, indent=1, default=_json_default) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
 # -- timing ---------------------------------------------------------------------------------
 
 
@@ -479,7 +579,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-timing", action="store_true", help="keep the previous timings")
     ap.add_argument("--screen", action="store_true", help="write yahpo_screen.md and stop")
     ap.add_argument("--screen-n", type=int, default=3000)
+    ap.add_argument(
+        "--noisy", action="store_true", help="write yahpo_noisy_calibration.json and stop"
+    )
+    ap.add_argument("--n-noisy", type=int, default=N_NOISY)
     args = ap.parse_args(argv)
+    if args.noisy:
+        return main_noisy(args.instances or yahpo.NOISY_REAL, args.seed, args.n_noisy, args.out)
 
     data_dir = yahpo.yahpo_data_dir()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,12 @@
 experiment adds), then one row per trial: ``trial,cost,value`` (value empty for a trial that
 did not complete), plus ``elapsed`` (seconds since the study started, at the trial's end) for
 wall-clock problems, ``step,state`` (the last step reached; ``complete``, ``pruned`` or
-``fail``) for problems with steps, and ``params`` (JSON) for problems that record them. The
+``fail``) for problems with steps, ``true_value,best_trial,best_true,recommended,
+recommended_true`` for noisy problems (the noise-free value of the trial's configuration,
+then the numbers of ``study.best_trial`` and of the recommendation once the trial finished,
+-1 for none, with their noise-free values; ``runner.Run``), and ``params`` (JSON) for
+problems that record them. Columns are only added: a reader takes what a file has, so the
+runs written before a column existed load as they were. The
 cost of a pruned trial is what it had spent at the step it was pruned at. A cached run counts
 (:func:`load_valid`) only if its problem fingerprint matches the current definition and it
 has no error; failed runs are written too (the report lists them), and run again by a resumed
@@ -203,6 +208,15 @@ def _versions() -> dict[str, str]:
     return out
 
 
+NOISY_COLUMNS = ["true_value", "best_trial", "best_true", "recommended", "recommended_true"]
+"""The columns of a noisy problem's run; ``best_true`` and ``recommended_true`` are written
+for the reader's sake (``Run.incumbent_true`` recomputes them from the others)."""
+
+
+def _number(x: float) -> str:
+    return "" if math.isnan(x) else repr(x)
+
+
 def write_run(root: Path, problem: Problem, run: Run) -> Path:
     """Write ``run`` (atomically: a stopped session never leaves half a file)."""
     path = run_path(root, run.problem, run.method, run.seed)
@@ -226,6 +240,10 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
         columns.append("elapsed")
     if run.states:
         columns += ["step", "state"]
+    best_true = run.incumbent_true("best_trial")  # (n,), empty without noise
+    recommended_true = run.incumbent_true("recommended")
+    if run.true_values:
+        columns += NOISY_COLUMNS
     if run.params:
         columns.append("params")
     buf = io.StringIO()
@@ -238,6 +256,14 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
             row.append(f"{run.elapsed[k]:.6f}")
         if run.states:
             row += [run.steps[k], run.states[k]]
+        if run.true_values:
+            row += [
+                _number(run.true_values[k]),
+                run.best_trials[k],
+                _number(best_true[k]),
+                run.recommended[k],
+                _number(recommended_true[k]),
+            ]
         if run.params:
             row.append(json.dumps(run.params[k]))
         writer.writerow(row)
@@ -278,10 +304,25 @@ def read_run(path: Path, max_trials: int | None = None) -> Run | None:
         if row.get("state"):
             run.steps.append(int(row["step"]))
             run.states.append(row["state"])
+        if row.get("best_trial"):
+            run.true_values.append(float(row["true_value"]) if row["true_value"] else math.nan)
+            run.best_trials.append(int(row["best_trial"]))
+            run.recommended.append(int(row["recommended"]))
         if row.get("params"):
             run.params.append(json.loads(row["params"]))
     if max_trials is not None and len(run.costs) > max_trials:
-        for column in (run.costs, run.values, run.elapsed, run.params, run.steps, run.states):
+        columns: tuple[list[Any], ...] = (
+            run.costs,
+            run.values,
+            run.elapsed,
+            run.params,
+            run.steps,
+            run.states,
+            run.true_values,
+            run.best_trials,
+            run.recommended,
+        )
+        for column in columns:
             del column[max_trials:]
         run.capped = True
     return run

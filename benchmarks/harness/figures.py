@@ -53,6 +53,16 @@ def panel_grid(n: int, most_columns: int = 4) -> tuple[int, int, bool]:
     return nrows, ncols, nrows * ncols == n
 
 
+def _curve(run: Run, grid: np.ndarray) -> np.ndarray:
+    """The run's best-so-far at each grid cost, (len(grid),); on a noisy problem the
+    noise-free value of ``study.best_trial`` instead (the lowest noisy observation would
+    fall below f*)."""
+    if run.true_values:
+        incumbent = run.incumbent_true("best_trial")
+        return np.array([stats.incumbent_within(run.costs, incumbent, g) for g in grid])
+    return np.array([stats.best_within(run.costs, run.values, g) for g in grid])
+
+
 def suite_figure(
     path: Path,
     scored: dict[tuple[str, str, int], Scored],
@@ -71,9 +81,7 @@ def suite_figure(
             runs = [scored[(p.name, m, s)].run for s in seeds if (p.name, m, s) in scored]
             if not runs:
                 continue
-            c = np.array(
-                [[stats.best_within(r.costs, r.values, g) - offset for g in grid] for r in runs]
-            )  # (runs, GRID)
+            c = np.array([_curve(r, grid) - offset for r in runs])  # (runs, GRID)
             c = np.where(np.isnan(c), np.inf, c)
             med = np.median(c, axis=0)
             with np.errstate(invalid="ignore"):

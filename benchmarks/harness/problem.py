@@ -32,7 +32,15 @@
   when the next is asked for, so a pruned trial stops training);
   :meth:`Problem.evaluate_curve` checks what it yields; ``evaluator`` is then
   :class:`LastStep` of the same curve (the whole curve, the last step's value and cost). The
-  runner reports every step to the trial and its pruner (``runner.py``).
+  runner reports every step to the trial and its pruner (``runner.py``);
+- noisy problems (issue 51): ``noisy_evaluator(params, previous, rng) -> (value, cost)`` is
+  one observation, its noise drawn from ``rng``; the runner calls it with
+  :func:`noise_rng` of the run's seed and the trial's number (the same draw for a (seed,
+  trial) on every method and every run: deterministic runs, common random numbers), and
+  ``evaluator`` is then the noise-free evaluation (:meth:`Problem.true_value`), by which the
+  reports score the incumbents. :class:`AdditiveNoise` is the synthetic case (a noise-free
+  evaluator plus a Gaussian of a fixed sd); name the noise in ``settings`` so the fingerprint
+  tells a noisy variant apart.
 """
 
 from __future__ import annotations
@@ -130,6 +138,10 @@ class _Text(str):
 
 
 Evaluator = Callable[[dict[str, Any], "dict[str, Any] | None"], tuple[float, float]]
+NoisyEvaluator = Callable[
+    [dict[str, Any], "dict[str, Any] | None", np.random.Generator], tuple[float, float]
+]
+"""``noisy(params, previous, rng)`` -> ``(value, cost)``: one observation, its noise from rng."""
 Curve = Callable[[dict[str, Any]], Iterable[tuple[float, float, float]]]
 """``curve(params)`` -> ``(step, value, cumulative_cost)`` for each step, in order."""
 
@@ -169,6 +181,35 @@ class LastStep:
         return float(last[1]), float(last[2])
 
 
+_NOISE_STREAM = 0x6E6F697379  # "noisy": keeps the noise apart from any other use of the seed
+
+
+def noise_rng(seed: int, trial: int) -> np.random.Generator:
+    """The generator of the noise of trial number ``trial`` in a run with ``seed``: a function
+    of the two alone, so a run is deterministic and every method of a seed sees the same draw
+    at the same trial number (common random numbers for the paired comparisons)."""
+    if seed < 0 or trial < 0:
+        raise ValueError(f"seed and trial must be >= 0, got seed={seed}, trial={trial}")
+    return np.random.default_rng([_NOISE_STREAM, int(seed), int(trial)])
+
+
+class AdditiveNoise:
+    """``noisy_evaluator`` of a noise-free ``evaluator`` plus Gaussian noise of sd ``sd`` on
+    the value (the cost is the noise-free one)."""
+
+    def __init__(self, evaluator: Evaluator, sd: float) -> None:
+        if not (math.isfinite(sd) and sd > 0):
+            raise ValueError(f"sd must be a positive finite number, got {sd!r}")
+        self.evaluator = evaluator
+        self.sd = float(sd)
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None, rng: np.random.Generator
+    ) -> tuple[float, float]:
+        value, cost = self.evaluator(params, previous)
+        return float(value) + self.sd * float(rng.standard_normal()), float(cost)
+
+
 _F_STAR_ULPS = 4
 """Ulps of f* within which two fingerprints name one definition (``Problem.fingerprints``)."""
 
@@ -195,6 +236,7 @@ class Problem:
     constraints_fn: Callable[[dict[str, Any]], Sequence[float]] | None = None
     curve_fn: Curve | None = None
     steps: tuple[int, ...] = ()
+    noisy_evaluator: NoisyEvaluator | None = None  # set: noisy; evaluator is then noise-free
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -216,6 +258,29 @@ class Problem:
                     f"problem {self.name!r}: a problem with steps reports its costs "
                     f"(clock='reported'), got clock={self.clock!r}"
                 )
+        if self.noisy_evaluator is not None and (self.steps or self.constraints_fn):
+            raise ValueError(
+                f"problem {self.name!r}: a noisy problem has neither steps nor constraints"
+            )
+
+    @property
+    def noisy(self) -> bool:
+        """Whether an observation is noisy (``noisy_evaluator``; ``evaluator`` noise-free)."""
+        return self.noisy_evaluator is not None
+
+    def observe(
+        self, params: dict[str, Any], previous: dict[str, Any] | None, seed: int, trial: int
+    ) -> tuple[float, float]:
+        """(value, cost) of trial number ``trial`` of a run with ``seed``: with its noise
+        drawn from :func:`noise_rng` on a noisy problem, else :meth:`evaluate`."""
+        if self.noisy_evaluator is None:
+            return self.evaluate(params, previous)
+        value, cost = self.noisy_evaluator(params, previous, noise_rng(seed, trial))
+        return float(value), float(cost)
+
+    def true_value(self, params: dict[str, Any]) -> float:
+        """The noise-free value of ``params`` (the value itself on a problem without noise)."""
+        return float(self.evaluator(params, None)[0])
 
     @property
     def has_steps(self) -> bool:

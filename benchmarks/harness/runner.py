@@ -33,6 +33,17 @@ pruned at, and stops there (a live curve trains no further). A trial that reache
 step is COMPLETE with the last step's value and the full cumulative cost. ``Run.steps`` and
 ``Run.states`` keep the last step each trial reached and how it ended; the budget rule is the
 same (a pruned trial's cost counts).
+
+A noisy problem (``problem.noisy``) is observed with the noise of the run's seed and the
+trial's number (``Problem.observe``), and each trial records what the reports score by
+(issue 51): ``Run.true_values``, the noise-free value of the trial's configuration
+(evaluated after the study, so never timed nor charged);
+``Run.best_trials``, the number of ``study.best_trial`` once the trial has finished (the
+incumbent a user deploys; -1 before any trial completed); ``Run.recommended``, the number of
+the method's recommendation then: the study user attr ``cost_recommended_trial`` of
+``CostRolloutSampler`` (the complete trial with the best posterior mean, updated at each
+suggestion and at the end; ``study.best_trial`` before its first one), and ``study.best_trial``
+for every other method (the BoTorch references: the lowest observed value).
 """
 
 from __future__ import annotations
@@ -65,6 +76,12 @@ from benchmarks.harness import methods as methods_mod
 from benchmarks.harness.problem import Problem
 
 
+SCORINGS = ("best_trial", "recommended")
+"""The incumbents a noisy problem's run is scored by (``Run.incumbent_true``)."""
+RECOMMENDED_ATTR = "cost_recommended_trial"
+"""The study user attr where ``CostRolloutSampler`` names its recommendation (public: the
+package's README and FAQ)."""
+
 ProblemSource = Problem | Callable[[], Problem]
 """A problem, or a zero-argument picklable factory of one (built in the worker, for problems
 whose functions do not pickle)."""
@@ -86,6 +103,9 @@ class Run:
     params: list[dict[str, Any]] = field(default_factory=list)  # if the problem records them
     steps: list[int] = field(default_factory=list)  # problems with steps: last step reached
     states: list[str] = field(default_factory=list)  # problems with steps: "complete", ...
+    true_values: list[float] = field(default_factory=list)  # noisy: noise-free value of trial
+    best_trials: list[int] = field(default_factory=list)  # noisy: study.best_trial after it
+    recommended: list[int] = field(default_factory=list)  # noisy: the recommendation after it
     run_s: float = 0.0
     cpu_s: float = 0.0
     suggest_s: float = 0.0  # total time in the method's proposals (the suggest_* calls)
@@ -97,6 +117,17 @@ class Run:
     @property
     def n_trials(self) -> int:
         return len(self.costs)
+
+    def incumbent_true(self, scoring: str = "best_trial") -> list[float]:
+        """Per trial, the noise-free value of the incumbent once it finished: by
+        ``"best_trial"`` (``study.best_trial``) or ``"recommended"`` (the recommendation);
+        nan where there is none (no trial completed yet). Empty for a run without noise."""
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+        numbers = self.best_trials if scoring == "best_trial" else self.recommended
+        return [
+            self.true_values[k] if 0 <= k < len(self.true_values) else math.nan for k in numbers
+        ]
 
 
 class _Collect(logging.Handler):
@@ -145,6 +176,8 @@ def _run_optuna(
     previous: list[dict[str, Any] | None] = [None]
     measured: dict[int, tuple[float, float, dict[str, Any]]] = {}
     wall = problem.clock == "wall"
+    noisy = problem.noisy
+    incumbents: dict[int, tuple[int, int]] = {}  # noisy: number -> (best_trial, recommended)
 
     def objective(trial: optuna.Trial) -> float:
         begin = time.perf_counter()
@@ -155,7 +188,7 @@ def _run_optuna(
         # NOTE: the previous trial moves on even if this one fails, as in
         # CostRolloutSampler (a failed trial's configuration was still set up).
         before, previous[0] = previous[0], dict(params)
-        value, cost = problem.evaluate(params, before)
+        value, cost = problem.observe(params, before, seed, trial.number)
         measured[trial.number] = (cost, time.perf_counter() - start, params)
         if not wall:
             report_cost(trial, cost)
@@ -184,6 +217,14 @@ def _run_optuna(
             reached[trial.number] = step
         return value
 
+    def track_incumbents(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        try:
+            best = study.best_trial.number
+        except ValueError:  # no trial completed yet
+            best = -1
+        recommended = study.user_attrs.get(RECOMMENDED_ATTR) if method.family == "ours" else None
+        incumbents[trial.number] = (best, best if recommended is None else int(recommended))
+
     def stop_at_budget(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         nonlocal spent
         if wall:
@@ -209,7 +250,11 @@ def _run_optuna(
     name = f"{problem.name}-seed{seed}" if problem.has_steps else None
     study = optuna.create_study(sampler=sampler, pruner=pruner, study_name=name)
     start = time.perf_counter()
-    callbacks = [stop_at_budget, *methods_mod.make_callbacks(method)]
+    callbacks = [
+        *([track_incumbents] if noisy else []),
+        stop_at_budget,
+        *methods_mod.make_callbacks(method),
+    ]
     study.optimize(
         objective_with_steps if problem.has_steps else objective,
         n_trials=problem.max_trials,
@@ -233,6 +278,12 @@ def _run_optuna(
         if problem.has_steps:
             run.steps.append(reached.get(trial.number, 0))
             run.states.append(trial.state.name.lower())
+        if noisy:  # scored after the study: the noise-free evaluations are never timed
+            best, recommended = incumbents.get(trial.number, (-1, -1))
+            known = trial.number in measured and bool(params)
+            run.true_values.append(problem.true_value(params) if known else math.nan)
+            run.best_trials.append(best)
+            run.recommended.append(recommended)
     if probe is not None:
         run.meta.update(probe(sampler, study))
 
@@ -267,13 +318,19 @@ def _run_botorch(method: methods_mod.Method, problem: Problem, seed: int, run: R
             )
         params = problem.decode(u)
         run.suggest_s += time.perf_counter() - begin
-        value, cost = problem.evaluate(params, previous)
+        value, cost = problem.observe(params, previous, seed, k)
         previous = params
         xs.append(problem.encode(params))  # the model sees the decoded point
         run.costs.append(cost)
         run.values.append(value)
         if problem.record_params:
             run.params.append(params)
+        if problem.noisy:  # the recommendation of a reference is its best observation
+            run.true_values.append(problem.true_value(params))
+            y = np.where(np.isfinite(run.values), run.values, np.inf)
+            best = int(np.argmin(y)) if np.isfinite(y).any() else -1
+            run.best_trials.append(best)
+            run.recommended.append(best)
         spent += cost
 
 

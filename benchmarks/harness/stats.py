@@ -2,7 +2,9 @@
 
 - best-so-far: :func:`best_within` (the best value among the trials whose cumulative cost is
   <= a limit), :func:`best_on_grid` (the same on a grid of cumulative costs, a step
-  function), :func:`best_so_far` (per trial);
+  function), :func:`best_so_far` (per trial); for noisy problems, whose incumbent is a
+  recorded trial rather than the lowest observation, :func:`last_within` and
+  :func:`incumbent_within` (its noise-free value once the trials within a limit finished);
 - the budget rule's bookkeeping: :func:`overrun`, :func:`started_after_budget`;
 - :func:`ranks_in_cell`: ranks of the methods within one (problem, seed) (ties share);
 - :func:`paired`: the paired comparison of two methods over the same seeds, with its
@@ -68,6 +70,21 @@ def best_within(costs: Sequence[float], values: Sequence[float], limit: float) -
     v = np.asarray(values, dtype=float)
     ok = (np.cumsum(c) <= limit + 1e-12) & np.isfinite(v)
     return float(v[ok].min()) if ok.any() else math.nan
+
+
+def last_within(costs: Sequence[float], limit: float) -> int:
+    """Index of the last trial whose cumulative cost is <= ``limit`` (-1 if none)."""
+    cum = np.cumsum(np.asarray(costs, dtype=float))  # (n,)
+    return int(np.searchsorted(cum, limit + 1e-12, side="right")) - 1
+
+
+def incumbent_within(
+    costs: Sequence[float], incumbent: Sequence[float], limit: float = math.inf
+) -> float:
+    """``incumbent[k]`` of the last trial k whose cumulative cost is <= ``limit`` (nan if
+    none): the value, recorded per trial, of the incumbent as the study stood then."""
+    k = last_within(costs, limit)
+    return float(incumbent[k]) if k >= 0 and k < len(incumbent) else math.nan
 
 
 def best_on_grid(costs: Sequence[float], values: Sequence[float], grid: np.ndarray) -> np.ndarray:

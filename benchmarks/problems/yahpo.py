@@ -39,6 +39,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 import functools
 import io
@@ -817,3 +818,90 @@ def as_problem(inst: YahpoInstance) -> Any:
 def real_problems() -> dict[str, Any]:
     """The real group: every instance as a suite problem (needs yahpo-gym and the data)."""
     return {inst.name: as_problem(inst) for inst in INSTANCES}
+
+
+# -- the suite's "noisy-real" group (issue 51) --------------------------------------------------
+
+REPLICATIONS = tuple(range(1, 11))
+"""rbv2's ``repl`` (1..10): the outer-CV fold of the logged run, fixed to 10 above."""
+NOISY_REAL = (
+    *(f"yahpo-xgb-gbtree-{i}" for i in ("16", "46", "4534", "40978")),
+    *(f"yahpo-rpart-{i}" for i in ("41161", "41159", "1485")),
+)
+"""The rbv2 instances observed with the replication drawn per trial (the conditional XGBoost
+spaces are left out: their best values are the surrogate's dart extrapolations)."""
+NOISY_SUFFIX = "-noisy"
+NOISY_CALIBRATION_PATH = CALIBRATION_PATH.with_name("yahpo_noisy_calibration.json")
+
+
+def replication(inst: YahpoInstance, repl: int) -> YahpoInstance:
+    """``inst`` evaluated at rbv2's replication ``repl`` instead of 10."""
+    if inst.scenario not in ("rbv2_xgboost", "rbv2_rpart") or repl not in REPLICATIONS:
+        raise ValueError(f"{inst.name}: no replication {repl!r} (rbv2 only, 1..10)")
+    return dataclasses.replace(inst, fixed=(*inst.fixed, ("repl", repl)))
+
+
+def mean_over_replications(
+    inst: YahpoInstance, params: Mapping[str, Any]
+) -> tuple[float, float, np.ndarray]:
+    """``(mean value, mean cost, values)`` of ``params`` over the ten replications, each one
+    :meth:`YahpoInstance.evaluate` (values of shape (10,))."""
+    out = np.array([replication(inst, r).evaluate(params) for r in REPLICATIONS])  # (10, 2)
+    return float(out[:, 0].mean()), float(out[:, 1].mean()), out[:, 0]
+
+
+@functools.cache
+def _noisy_calibration(path: str) -> dict[str, Any]:
+    table: dict[str, Any] = json.loads(Path(path).read_text())
+    return table
+
+
+class _MeanEvaluate:
+    """The noise-free evaluation: value and cost averaged over the replications."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        value, cost, _ = mean_over_replications(get_instance(self.name), params)
+        return value, cost
+
+
+class _ReplicationEvaluate:
+    """One observation: the replication drawn uniformly from 1..10 by ``rng``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None, rng: np.random.Generator
+    ) -> tuple[float, float]:
+        repl = int(rng.integers(REPLICATIONS[0], REPLICATIONS[-1] + 1))
+        return replication(get_instance(self.name), repl).evaluate(params)
+
+
+def as_noisy_problem(inst: YahpoInstance, path: Path = NOISY_CALIBRATION_PATH) -> Any:
+    """The instance of the ``noisy-real`` group: each trial observed at a replication drawn
+    per trial (``Problem.observe``), the noise-free value the mean over the ten; the budget is
+    the instance's, f* the best mean found by ``suite calibrate-yahpo --noisy``."""
+    base = as_problem(inst)
+    entry = _noisy_calibration(str(path))["instances"][inst.name]
+    return dataclasses.replace(
+        base,
+        name=inst.name + NOISY_SUFFIX,
+        group="noisy-real",
+        evaluator=_MeanEvaluate(inst.name),
+        noisy_evaluator=_ReplicationEvaluate(inst.name),
+        f_star=float(entry["f_star"]),
+        settings={"noise": "rbv2 repl uniform in 1..10 per trial; noise-free: the mean"},
+        description=f"{inst.description}; repl drawn per trial (sd across replications, "
+        f"median over random configurations: {entry['repl_sd_median']:.3g})",
+    )
+
+
+def noisy_real_problems() -> dict[str, Any]:
+    """The noisy-real group (needs yahpo-gym and the data to run, the committed
+    ``yahpo_noisy_calibration.json`` to be defined)."""
+    return {name + NOISY_SUFFIX: as_noisy_problem(get_instance(name)) for name in NOISY_REAL}

@@ -270,3 +270,42 @@ def test_f_star_is_attained_and_not_beaten_by_random_configurations() -> None:
         assert inst.evaluate(params)[0] == pytest.approx(inst.f_star, abs=1e-6)
         values, _ = inst.predict(inst.sample(500, rng))  # (500,)
         assert values.min() >= inst.f_star - 1e-6
+
+
+# -- the noisy-real group (issue 51) --------------------------------------------------------
+
+
+def test_noisy_real_definitions_read_the_committed_calibration() -> None:
+    problems = yahpo.noisy_real_problems()  # definitions only: no yahpo-gym
+    assert sorted(problems) == sorted(name + yahpo.NOISY_SUFFIX for name in yahpo.NOISY_REAL)
+    for name, p in problems.items():
+        base = yahpo.get_instance(name.removesuffix(yahpo.NOISY_SUFFIX))
+        assert p.noisy and p.group == "noisy-real" and p.budget == base.budget
+        e = yahpo._noisy_calibration(str(yahpo.NOISY_CALIBRATION_PATH))["instances"][base.name]
+        assert p.f_star == e["f_star"] and 0.0 <= e["f_star"] <= e["mean_value_median"] <= 1
+        assert 0.0 < e["repl_sd_p10"] <= e["repl_sd_median"] <= e["repl_sd_p90"] < 0.2
+        base.check(e["f_star_params"])
+    with pytest.raises(ValueError, match="no replication"):
+        yahpo.replication(yahpo.get_instance("yahpo-lcbench-7593"), 3)
+
+
+@pytest.mark.usefixtures("surrogates")
+def test_noisy_real_observes_a_drawn_replication_and_scores_the_mean() -> None:
+    from benchmarks.harness.problem import noise_rng
+
+    name = "yahpo-rpart-41161"
+    p = yahpo.noisy_real_problems()[name + yahpo.NOISY_SUFFIX]
+    inst = yahpo.get_instance(name)
+    params = inst.sample(1, np.random.default_rng(11))[0]
+    per_repl = {r: yahpo.replication(inst, r).evaluate(params) for r in yahpo.REPLICATIONS}
+    assert per_repl[10] == inst.evaluate(params)  # the suite's fixed replication
+    assert len({v for v, _ in per_repl.values()}) > 1  # the replications differ
+    assert p.true_value(params) == pytest.approx(np.mean([v for v, _ in per_repl.values()]))
+    drawn = set()
+    for trial in range(40):
+        obs = p.observe(params, None, 2, trial)
+        assert obs == p.observe(params, None, 2, trial)
+        repl = int(noise_rng(2, trial).integers(1, 11))
+        assert obs == per_repl[repl]
+        drawn.add(repl)
+    assert len(drawn) >= 8  # uniform over 1..10
