@@ -52,7 +52,8 @@ class CostBudgetPruner(BasePruner):
             is then read from the study).
         wrapped_pruner: Another pruner consulted first (for example a median pruner);
             the trial is pruned if either says so (a wrapped ``MedianPruner`` only at
-            informative steps, see ``informative_steps``).
+            informative steps, see ``informative_steps``). Optuna defines no pruning for a
+            study of several objectives; there only the budget check runs.
         cost_attr: Name of the trial user attr that carries reported costs.
         informative_steps: Obey the wrapped pruner only at steps that inform: where the
             values at the step (the latest report at or before it) of the better half of
@@ -120,7 +121,10 @@ class CostBudgetPruner(BasePruner):
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         trials: list[FrozenTrial] | None = None  # one read of the storage for both checks
-        if self._wrapped is not None and self._wrapped.prune(study, trial):
+        # NOTE: Optuna defines no pruning for several objectives (``trial.should_prune``
+        # raises there); called anyway, only the budget check runs.
+        several = len(study.directions) > 1
+        if self._wrapped is not None and not several and self._wrapped.prune(study, trial):
             if not self._informative:
                 return True
             trials = storage_trials(study)

@@ -187,6 +187,23 @@ def test_budget_pruner_reads_budget_from_study_and_wraps_another_pruner() -> Non
     assert wrapped.prune(study, study._storage.get_trial(trial._trial_id))
 
 
+def test_budget_pruner_keeps_only_its_budget_check_for_several_objectives() -> None:
+    class Always(optuna.pruners.BasePruner):
+        def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+            return True
+
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    study.set_user_attr(BUDGET_ATTR, 10.0)
+    study.add_trial(optuna.create_trial(values=[1.0, 2.0], user_attrs={"cost": 8.0}))
+    trial = study.ask()
+    pruner = CostBudgetPruner(optuna.pruners.MedianPruner(n_startup_trials=0))
+    for cost, crosses in ((1.0, False), (2.5, True)):
+        report_cost(trial, cost)
+        frozen = study._storage.get_trial(trial._trial_id)
+        assert pruner.prune(study, frozen) is crosses  # the Median pruner is not asked
+        assert CostBudgetPruner(Always()).prune(study, frozen) is crosses
+
+
 def test_budget_pruner_takes_a_positional_pruner_as_the_wrapped_one() -> None:
     """``CostBudgetPruner(MedianPruner())``, as wrapping pruners are written, wraps it."""
     median = optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=0)
