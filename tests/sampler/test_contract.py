@@ -1,4 +1,5 @@
-"""Optuna's own sampler contract tests, run for every acquisition.
+"""Optuna's own sampler contract tests, run for every acquisition (multi-objective ones too:
+the sampler takes studies of 2-4 objectives).
 
 ``optuna.testing.pytest_samplers`` first ships with Optuna 4.8: on an older Optuna (the lowest
 declared one, in ``.ci/run``'s lowest-versions job) this module skips, as tests/SKIPS.md allows.
@@ -21,7 +22,7 @@ _contract = pytest.importorskip(
 )
 BasicSamplerTestCase = _contract.BasicSamplerTestCase
 RelativeSamplerTestCase = _contract.RelativeSamplerTestCase
-SingleOnlySamplerTestCase = _contract.SingleOnlySamplerTestCase
+MultiObjectiveSamplerTestCase = _contract.MultiObjectiveSamplerTestCase
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -35,25 +36,25 @@ def _factory(acquisition: str) -> Callable[[], BaseSampler]:
     )
 
 
-class TestEI(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+class TestEI(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):
     @pytest.fixture
     def sampler(self) -> Callable[[], BaseSampler]:
         return _factory("ei")
 
 
-class TestEIpu(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+class TestEIpu(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):
     @pytest.fixture
     def sampler(self) -> Callable[[], BaseSampler]:
         return _factory("eipu")
 
 
-class TestEICool(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+class TestEICool(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):
     @pytest.fixture
     def sampler(self) -> Callable[[], BaseSampler]:
         return _factory("ei-cool")
 
 
-class TestRollout(BasicSamplerTestCase, RelativeSamplerTestCase, SingleOnlySamplerTestCase):
+class TestRollout(BasicSamplerTestCase, RelativeSamplerTestCase, MultiObjectiveSamplerTestCase):
     @pytest.fixture
     def sampler(self) -> Callable[[], BaseSampler]:
         return _factory("rollout")
