@@ -6,7 +6,10 @@ hypervolume it dominates. The reference point is the worst value of each objecti
 COMPLETE feasible trials read, plus a tenth of its range (the caller may give one in the
 study's own units instead). Unlike the acquisition's point (the front's nadir,
 :func:`optuna_costbo._numerics.pareto.reference_point`), it only moves outward as trials
-come, so the hypervolume a monitor shows never falls.
+come once each objective has a range; before that (one trial, or equal values) the margin is
+a tenth of the value's magnitude, so the progress bar's hypervolume can fall when an
+objective's range first opens. A plot takes one point over all its trials, so its curve
+never falls.
 """
 
 from __future__ import annotations

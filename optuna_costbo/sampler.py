@@ -79,7 +79,10 @@ class CostRolloutSampler(BaseSampler):
     acquisition is maximized over the encoded search space (floats, log floats, integers,
     steps, one-hot categoricals; conditional parameters are modelled, see docs/concepts.md).
     Parameters whose range changes between trials, and those no completed trial has asked
-    for yet, are sampled by ``independent_sampler``.
+    for yet, are sampled by ``independent_sampler``. A study of 2 to 4 objectives gets a GP per
+    objective, and the feasible Pareto front's expected hypervolume improvement (EHVI) per unit
+    of predicted cost is maximized instead (docs/multi_objective.md); ``study.best_trials`` is
+    its answer.
 
     The same seed gives the same suggestions when costs are reported or come from ``cost_fn``;
     measured wall-clock costs vary from run to run, and so do the suggestions made from them.
@@ -114,7 +117,8 @@ class CostRolloutSampler(BaseSampler):
             the budget cuts a trajectory short). ``"eipu"``: EI per unit predicted cost,
             myopic and about half the suggestion time. ``"ei-cool"``: EI / cost^alpha with
             alpha = remaining / total budget. ``"ei"``: log expected improvement, ignoring
-            cost.
+            cost. With several objectives each maps to its hypervolume form: EHVI, EHVI per
+            unit cost, and EHVI-cool for ``"ei-cool"`` and the rollouts.
         horizon: Rollout steps h (``None``: 2). Read by the rollouts only; given with another
             acquisition it draws a ``UserWarning``.
         cost_fn: A known cost, used instead of a fitted cost model and charged to the budget

@@ -234,8 +234,8 @@ def get_cost_histories(
             ``cost_unit`` if set, else ``"s"`` for a study whose costs were all measured
             wall-clock time, unknown otherwise.
         reference_point: For a multi-objective study without ``target``, the hypervolume's
-            reference point in the study's units; ``None``: its front's nadir plus a tenth of
-            the front's range (:mod:`optuna_costbo._front`).
+            reference point in the study's units; ``None``: the worst value of each
+            objective over its trials plus a tenth of its range (:mod:`optuna_costbo._front`).
 
     Returns:
         One history per study, in the order given.

@@ -96,7 +96,8 @@ def plot_cost_history(
             when costs were reported.
         reference_point: For a multi-objective study, the hypervolume's reference point in
             the study's units (as Optuna's ``plot_hypervolume_history`` takes it); ``None``:
-            the front's nadir plus a tenth of its range, over the plotted trials.
+            the worst value of each objective over the plotted trials plus a tenth of its
+            range.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.

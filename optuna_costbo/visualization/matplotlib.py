@@ -61,11 +61,12 @@ def plot_cost_history(
         target_name: The y axis label and the points' legend name.
         labels: One legend label per study; default the study names.
         cost_unit: The unit of the costs, shown in the x axis label ("Cumulative Cost ($)").
-        reference_point: For a multi-objective study, the hypervolume's reference point in
-            the study's units; ``None``: the front's nadir plus a tenth of its range.
             ``None``: the study user attr ``cost_unit`` if set, else seconds (``"s"``) when
             every trial's cost was measured wall-clock time, no unit when costs were
             reported.
+        reference_point: For a multi-objective study, the hypervolume's reference point in
+            the study's units; ``None``: the worst value of each objective over the plotted
+            trials plus a tenth of its range.
         ax: Axes to draw into; default a new figure's axes.
 
     Returns:

@@ -20,6 +20,7 @@ GUIDE = [
     "quickstart",
     "concepts",
     "pruning",
+    "multi_objective",
     "stopping",
     "constraints",
     "parallel",

@@ -51,6 +51,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         ["--budget", "20"],
         ["trials: ", "best validation error:", "spent/budget:"],
     ),
+    "multi_objective.py": (
+        ["--budget", "2"],
+        ["Pareto front (", "  trial ", "spent/budget:"],
+    ),
     "sklearn_search_cv.py": (
         ["--budget", "0.5"],
         ["best params:", "test accuracy of the refitted forest:", "spent/budget:"],
@@ -104,9 +108,18 @@ def _check_money(proc: subprocess.CompletedProcess[str], storage: str) -> None:
     assert "no configuration's cost fits the budget left" in study.user_attrs["cost_stop_reason"]
 
 
+def _check_front(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """Two objectives: the bar shows the front, and the front printed is the study's."""
+    assert "front=" in proc.stderr and ", hv=" in proc.stderr  # the progress bar's postfix
+    study = optuna.load_study(study_name=None, storage=storage)
+    assert len(study.directions) == 2
+    assert f"Pareto front ({len(study.best_trials)} trials)" in proc.stdout
+
+
 CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
     "quickstart.py": _check_quickstart,
     "money_cost.py": _check_money,
+    "multi_objective.py": _check_front,
 }
 
 
