@@ -5,11 +5,10 @@ The progress bar, the plots and the dashboard chart show a multi-objective study
 hypervolume it dominates. The reference point is the worst value of each objective over the
 COMPLETE feasible trials read, plus a tenth of its range (the caller may give one in the
 study's own units instead). Unlike the acquisition's point (the front's nadir,
-:func:`optuna_costbo._numerics.pareto.reference_point`), it only moves outward as trials
-come once each objective has a range; before that (one trial, or equal values) the margin is
-a tenth of the value's magnitude, so the progress bar's hypervolume can fall when an
-objective's range first opens. A plot takes one point over all its trials, so its curve
-never falls.
+:func:`optuna_costbo._numerics.pareto.reference_point`), it only moves outward as trials come,
+so the hypervolume the progress bar shows never falls; the bar shows none until every
+objective has a range. A plot takes one point over all its trials (where an objective has no
+range, a tenth of its magnitude is the margin), so its curve never falls either.
 """
 
 from __future__ import annotations
@@ -83,13 +82,15 @@ def monitor_reference(Y: np.ndarray) -> np.ndarray:
 def front_size_and_hypervolume(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> tuple[int, float | None]:
-    """The number of trials on the front and the hypervolume they dominate (None before a
-    COMPLETE feasible trial)."""
+    """The number of trials on the front and the hypervolume they dominate; the hypervolume
+    is None until every objective has a range (two COMPLETE feasible trials with different
+    values), where the reference point would move inward later."""
     Y = minimized_values(trials, directions)  # (n, m)
     usable = Y[np.all(np.isfinite(Y), axis=1)]  # (k, m)
-    if len(usable) == 0:
-        return 0, None
-    return int(non_dominated_mask(usable).sum()), hypervolume(usable, monitor_reference(usable))
+    size = int(non_dominated_mask(usable).sum()) if len(usable) else 0
+    if len(usable) == 0 or np.any(usable.max(axis=0) <= usable.min(axis=0)):
+        return size, None
+    return size, hypervolume(usable, monitor_reference(usable))
 
 
 def hypervolume_history(

@@ -187,8 +187,10 @@ class CostProgressBar:
                     postfix["best"] = self.best_value
             else:
                 size, volume = front_size_and_hypervolume(trials, study.directions)
+                if size:
+                    postfix["front"] = size
                 if volume is not None:
-                    postfix["front"], postfix["hv"] = size, volume
+                    postfix["hv"] = volume
             postfix["trials"] = self.n_trials
             if ledger.overrun > 0.0:
                 postfix["overrun"] = ledger.overrun  # the bar stops at the budget

@@ -357,3 +357,26 @@ def test_bar_shows_the_samplers_ledger_on_a_wall_clock_study() -> None:
             assert bar.spent == pytest.approx(5.0) and plain == pytest.approx(5.0)
         else:
             assert bar.spent > plain  # the sampler's seconds are in it
+
+
+def test_several_objectives_show_the_front_and_a_hypervolume_that_never_falls() -> None:
+    out = io.StringIO()
+    bar = CostProgressBar(budget=100.0, file=out)
+    # Minimize both: (1, 1) alone; then (2, 0.5) opens both ranges; (3, 3) is dominated but
+    # widens them (the reference moves out); (0.5, 2) joins the front.
+    values = [(1.0, 1.0), (2.0, 0.5), (3.0, 3.0), (0.5, 2.0)]
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        report_cost(trial, 1.0)
+        return values[trial.number]
+
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    study.optimize(objective, n_trials=4, callbacks=[bar])
+    frames = _frames(out.getvalue())
+    assert "front=1" in frames[0] and "hv=" not in frames[0]  # no range yet
+    shown = [float(m) for f in frames for m in re.findall(r"hv=([0-9.e+-]+)", f)]
+    # After 2 trials: ref = (2, 1) + 0.1 x (1, 0.5) = (2.1, 1.05); two rectangles, 1.1 x 0.05
+    # and 0.1 x 0.55, overlapping in 0.1 x 0.05.
+    assert shown[0] == pytest.approx(1.1 * 0.05 + 0.1 * 0.55 - 0.1 * 0.05, rel=1e-3)
+    assert shown == sorted(shown) and len(set(shown)) == 3
+    assert "front=3" in _final_line(out.getvalue())
