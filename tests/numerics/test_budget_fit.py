@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.cost_model import FittedLogCost
@@ -13,6 +14,8 @@ from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
+from optuna_costbo._numerics.gp.model import GPModel
 
 
 def _fitted(noise: float = 0.05) -> FittedLogCost:
@@ -36,6 +39,30 @@ def test_the_probability_of_fitting_is_the_monte_carlo_frequency_of_a_new_trial(
     np.testing.assert_allclose(fit.pf(Z), frequency, atol=3e-3)
     pf = fit.pf(Z)
     assert ((pf > 0.1) & (pf < 0.9)).any() and pf.max() > 0.95  # it spans the boundary
+
+
+def test_an_overconfident_cost_model_is_widened_by_its_leave_one_out_errors() -> None:
+    # Rough log costs under a long, nearly noiseless lengthscale: the GP is sure and wrong.
+    rng = np.random.default_rng(5)
+    X = rng.random((15, 1))
+    log_c = 1.0 + np.sin(20.0 * X[:, 0])
+    hyper = GPHyperparams(lengthscales=np.array([1.0]), signal_var=1.0, noise_var=1e-4, mean=0.0)
+    model = GPModel(X, log_c, hyper)
+    # The leave-one-out errors by brute force: each cost predicted from the others.
+    noise = hyper.noise_var * model.y_std**2
+    errors = []
+    for i in range(len(X)):
+        keep = np.arange(len(X)) != i
+        rest = GPModel(X[keep], log_c[keep], hyper, y_mean=model.y_mean, y_std=model.y_std)
+        mean_i, var_i = rest.predict(X[i : i + 1])
+        errors.append((log_c[i] - mean_i[0]) / np.sqrt(var_i[0] + noise))
+    scale = float(np.mean(np.square(errors)))
+    assert scale > 4.0  # far from calibrated
+    fit = BudgetFit(FittedLogCost(model), tau=3.0, risk=0.05)
+    Z = np.linspace(0.0, 1.0, 7)[:, None]
+    mean, var = model.predict(Z)
+    expected = norm.cdf((np.log(3.0) - mean) / np.sqrt((var + noise) * scale))
+    np.testing.assert_allclose(fit.pf(Z), expected, rtol=1e-6)
 
 
 def test_the_gradient_of_log_pf_and_of_the_margin_match_finite_differences() -> None:

@@ -365,6 +365,17 @@ class GPModel:
             return mean
         return mean, self.y_std * self._mean_grad(Xq, a)
 
+    def loo_scores(self) -> np.ndarray:
+        """Leave-one-out standardized errors of the training values, (n,):
+        ``(y_i - m_i) / s_i`` with ``m_i``, ``s_i^2`` the predictive mean and variance (noise
+        included) of ``y_i`` given the others, at these hyperparameters, in closed form:
+        ``alpha_i / sqrt([K^-1]_ii)`` (Rasmussen and Williams, 2006, eq. 5.12). For a
+        calibrated model they are about standard normal."""
+        L_inv = self._solve(np.eye(self.n))  # (n, n) L^-1
+        diag = np.einsum("ij,ij->j", L_inv, L_inv)  # (n,) the diagonal of K^-1
+        out: np.ndarray = self._alpha / np.sqrt(diag)
+        return out
+
     def posterior_cov(self, Xq: np.ndarray) -> np.ndarray:
         """Joint latent posterior covariance in original units.
 

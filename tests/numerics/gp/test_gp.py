@@ -768,3 +768,17 @@ def test_the_fitted_mean_is_looked_up_not_evaluated_again(
         y_mean, y_std = fit_module.standardization(y)
         z = (y - y_mean) / y_std
         assert mean == core(theta, fit_module._sq_diffs(X), z, None, log_prior)[2]
+
+
+def test_leave_one_out_scores_match_refitting_without_each_point() -> None:
+    X, y = _toy_data(12, 3, seed=5)
+    hyper = _hyper(3, noise_var=1e-2)
+    model = GPModel(X, y, hyper)
+    scores = model.loo_scores()  # (n,)
+    noise = hyper.noise_var * model.y_std**2  # a new observation's noise, original units
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        # The same hyperparameters and standardization, without observation i.
+        rest = GPModel(X[keep], y[keep], hyper, y_mean=model.y_mean, y_std=model.y_std)
+        mean, var = rest.predict(X[i : i + 1])
+        assert scores[i] == pytest.approx((y[i] - mean[0]) / math.sqrt(var[0] + noise), rel=1e-6)
