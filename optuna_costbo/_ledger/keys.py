@@ -56,6 +56,9 @@ SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
 NEXT_RATE_ATTR = "costbo:best_log_rate"
 # ... and the log EI of the point it was given (what the model expected of the trial).
 CHOSEN_EI_ATTR = "costbo:chosen_log_ei"
+# Under a hard budget: the chance, when the trial was proposed, that its cost overruns the
+# budget left (what it spent of the study's overrun_risk).
+OVERRUN_CHANCE_ATTR = "costbo:overrun_chance"
 
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 

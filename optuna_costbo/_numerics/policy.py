@@ -147,7 +147,10 @@ def _within_budget(
     ``over_budget``: no configuration fits, and the study is to stop."""
     cost = proposal.cost_model
     fit = None if cost is None else budget_fit(request, cost)
-    if fit is None or fit.fits(proposal.z[None])[0]:
+    if fit is None:
+        return proposal
+    if fit.fits(proposal.z[None])[0]:
+        proposal.overrun_chance = 1.0 - float(fit.pf(proposal.z[None])[0])
         return proposal
     evaluated = request.not_again
     z, margin = maximize_acquisition(
@@ -161,6 +164,7 @@ def _within_budget(
     )
     if margin >= 0.0:
         proposal.z = z
+        proposal.overrun_chance = 1.0 - float(fit.pf(z[None])[0])
         proposal.message = (
             f"the proposal's predicted cost does not fit the budget left ({fit.tau:.6g}); "
             "proposing the configuration that fits it best"

@@ -191,4 +191,5 @@ class Proposal:
     best_log_rate: float | None = None  # max log(EI / c), when the request asked for it
     chosen_log_ei: float | None = None  # log EI at z, when the request asked for the rate
     over_budget: str | None = None  # under a hard budget: why no configuration fits
+    overrun_chance: float | None = None  # under a hard budget: 1 - P(the cost at z fits)
     recommended: int | None = None  # row of X with the best posterior mean, Models.recommended

@@ -30,6 +30,7 @@ from optuna_costbo._ledger.finished import FinishedScan
 from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._ledger.keys import INVALID_COST_ATTR
+from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import KnownCost
@@ -49,7 +50,7 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["TrialReads", "minimize_sign", "minimize_signs", "read_snapshot"]
+__all__ = ["TrialReads", "minimize_sign", "minimize_signs", "read_snapshot", "risk_left"]
 
 
 def minimize_sign(study: optuna.Study) -> float:
@@ -261,7 +262,8 @@ def read_snapshot(
         deterministic: Whether the objective is deterministic.
         schedule: How the models are fitted as the data grow.
         rate_needed: Whether a stopping rule reads the largest EI per unit cost.
-        overrun_risk: A hard budget's risk, or None (soft).
+        overrun_risk: A hard budget's risk for the whole study, or None (soft); the request
+            carries what is left of it (:func:`risk_left`).
         plug_in_incumbent: Measure improvement against the best posterior mean.
         repeats: A finished configuration may be proposed again.
 
@@ -344,11 +346,28 @@ def read_snapshot(
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
         stopped=stopped[observed] if pruning is not None else None,
-        overrun_risk=overrun_risk,
+        overrun_risk=None if overrun_risk is None else risk_left(overrun_risk, trials, trial),
         labels=np.array([t.number for t in finished], dtype=int)[observed],
         plug_in_incumbent=plug_in_incumbent,
         repeats=repeats,
     )
+
+
+def risk_left(risk: float, trials: Sequence[FrozenTrial], trial: FrozenTrial) -> float:
+    """The study's overrun risk less the chances of overrunning that the other trials were
+    proposed with (their ``OVERRUN_CHANCE_ATTR``), at least a thousandth of it.
+
+    NOTE: each proposal may overrun the budget left with a chance up to the risk it is given;
+    near the end of the budget several trials take such chances, and a study that gave each
+    the whole risk overran more often than the risk says (a union bound over the trials keeps
+    the study's chance within it). The floor lets a configuration that surely fits go on.
+    """
+    taken = sum(
+        float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0))
+        for t in trials
+        if t._trial_id != trial._trial_id
+    )
+    return max(risk - taken, risk * 1e-3)
 
 
 def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:

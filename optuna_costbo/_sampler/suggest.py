@@ -31,6 +31,7 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger.costs import previous_params
+from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
 from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
 from optuna_costbo._logging import get_logger
@@ -225,6 +226,7 @@ class Suggester:
                 )
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
+            _note_overrun_chance(study, trial, proposal)
         return self._settle_clashes(study, trial, bridge, proposal, params)
 
     # -- the decision -------------------------------------------------------------------------
@@ -326,6 +328,7 @@ class Suggester:
                 moved = params
                 if isinstance(again, Proposal):
                     proposal, moved = again, bridge.decode(again.z)
+                    _note_overrun_chance(study, trial, proposal)
                 self.pending.set(trial._trial_id, moved)
             if moved == params:
                 # Nothing else to propose (every legal point taken, as in an exhausted
@@ -335,3 +338,12 @@ class Suggester:
             clash.publish(study, trial, params)
         clash.mark_checked(study, trial)
         return params
+
+
+def _note_overrun_chance(study: optuna.Study, trial: FrozenTrial, proposal: Proposal) -> None:
+    """Under a hard budget, store on ``trial`` the chance that its proposal overruns the
+    budget left: what it takes of the study's overrun risk (:func:`.snapshot.risk_left`)."""
+    if proposal.overrun_chance is not None:
+        study._storage.set_trial_system_attr(
+            trial._trial_id, OVERRUN_CHANCE_ATTR, proposal.overrun_chance
+        )

@@ -17,11 +17,13 @@ from optuna_costbo import CostBudgetPruner
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import OVERRUN_ATTR
+from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
 from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import RISK_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo._sampler.hard_budget import overrun_risk
+from optuna_costbo._sampler.snapshot import risk_left
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -86,6 +88,23 @@ def test_reported_costs_keep_within_the_budget_most_of_the_time() -> None:
         within += ledger.spent <= 8.0
         assert ledger.overrun < 3.2  # never more than one trial
     assert within >= 5
+
+
+def test_the_study_shares_one_overrun_risk_among_its_trials() -> None:
+    for seed in range(3):
+        _, study = _run(8.0, seed, report=True, overrun_risk=0.05)
+        chances = [float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0)) for t in study.trials]
+        assert any(c > 0.0 for c in chances)  # the model's proposals record theirs
+        # Each proposal gets what its predecessors left (at least a thousandth of the risk).
+        taken = 0.0
+        for trial, chance in zip(study.trials, chances, strict=True):
+            allowed = max(0.05 - taken, 0.05e-3)
+            assert chance <= allowed * (1.0 + 1e-6), (trial.number, chance, allowed)
+            taken += chance
+    trials = study.trials
+    assert risk_left(0.05, trials, trials[-1]) == pytest.approx(
+        max(0.05 - sum(chances[:-1]), 0.05e-3)
+    )
 
 
 def test_the_start_up_design_gives_way_to_the_model_when_its_point_does_not_fit() -> None:
