@@ -6,8 +6,8 @@ left ``tau`` (the remaining budget less what the running trials are predicted to
 probability at least ``1 - risk`` under the cost model's predictive distribution:
 
 - a GP on log cost predicts a new trial's log cost as ``N(mu(x), s2(x) + noise)``, that
-  variance scaled up by the mean square of the GP's leave-one-out errors where it is above 1
-  (an overconfident fit), so ``P(c(x) <= tau) = Phi((log tau - mu(x)) / s(x))`` and the
+  deviation widened where the GP's leave-one-out errors say it is overconfident
+  (:func:`loo_widening`), so ``P(c(x) <= tau) = Phi((log tau - mu(x)) / s(x))`` and the
   rule is ``mu(x) + z_{1-risk} s(x) <= log tau``;
 - a known cost (``cost_fn``) is exact: ``P = 1`` if ``c(x) <= tau``, else 0;
 - under pruning the full trial's cost counts (the budget pruner stops a trial before it would
@@ -36,7 +36,7 @@ from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.request import ProposalRequest
 
 
-__all__ = ["BudgetFit", "budget_fit", "full_trial_cost"]
+__all__ = ["BudgetFit", "budget_fit", "full_trial_cost", "loo_widening"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -69,14 +69,16 @@ class BudgetFit:
         self._gp: GPModel | None = gp
         # The noise of a new observation, in log-cost units (the GP's is standardized).
         self._noise = 0.0 if gp is None else float(gp.hyper.noise_var) * gp.y_std**2
-        # NOTE(budget_fit): with few costs seen, the MAP fit of the log-cost GP can be
-        # overconfident: hard runs overran by up to 3x the budget left at risk 0.05
-        # (docs/design-decisions.md, "The hard budget"). Its leave-one-out errors, standard
-        # normal for a calibrated model, say by how much: the predictive variance is scaled
-        # by their mean square where that is above 1.
+        # NOTE(budget_fit): the log-cost GP is overconfident where the cost changes faster
+        # than its lengthscales (a cost that jumps tenfold on a thin ring overran the budget
+        # left at a predicted chance of 1 %; docs/design-decisions.md, "The hard budget").
+        # Its leave-one-out errors say how far a new cost lands above the prediction: the
+        # deviation is widened so that the rule's quantile is at least their conformal
+        # 1 - risk quantile (split-conformal with jackknife residuals, Barber et al.,
+        # "Predictive inference with the jackknife+", 2021).
         self._scale = 1.0
         if gp is not None and gp.n >= 3:
-            self._scale = max(1.0, float(np.mean(gp.loo_scores() ** 2)))
+            self._scale = loo_widening(gp.loo_scores(), self.risk) ** 2
 
     def _log_cost_dist(self, Z: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
         """A new trial's log cost at Z (m, D): mean (m,), variance (m,) and, if asked, their
@@ -139,6 +141,20 @@ class BudgetFit:
             return np.zeros(len(Z), dtype=bool)
         out: np.ndarray = self.margin(Z)[0] >= 0.0
         return out
+
+
+def loo_widening(scores: np.ndarray, risk: float) -> float:
+    """The factor (>= 1) on a predictive deviation that puts its ``1 - risk`` quantile at the
+    conformal quantile of the leave-one-out scores (n,): their ``ceil((1 - risk)(n + 1))``-th
+    smallest (the largest, where that is past n); 1 for a risk of a half or more, whose
+    quantile is not in the upper tail."""
+    z = float(ndtri(1.0 - risk))
+    if z <= 0.0:
+        return 1.0
+    n = len(scores)
+    rank = min(math.ceil((1.0 - risk) * (n + 1)), n)  # 1-based
+    quantile = float(np.sort(scores)[rank - 1])
+    return max(1.0, quantile / z)
 
 
 def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:

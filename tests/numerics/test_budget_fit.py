@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import norm
 
 from optuna_costbo._numerics.budget_fit import BudgetFit
+from optuna_costbo._numerics.budget_fit import loo_widening
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._numerics.cost_model import PrunedCost
@@ -56,13 +57,23 @@ def test_an_overconfident_cost_model_is_widened_by_its_leave_one_out_errors() ->
         rest = GPModel(X[keep], log_c[keep], hyper, y_mean=model.y_mean, y_std=model.y_std)
         mean_i, var_i = rest.predict(X[i : i + 1])
         errors.append((log_c[i] - mean_i[0]) / np.sqrt(var_i[0] + noise))
-    scale = float(np.mean(np.square(errors)))
-    assert scale > 4.0  # far from calibrated
-    fit = BudgetFit(FittedLogCost(model), tau=3.0, risk=0.05)
+    # At risk 0.2 with 15 errors: the ceil(0.8 x 16) = 13th smallest, against z_0.8 = 0.8416.
+    factor = np.sort(errors)[12] / norm.ppf(0.8)
+    assert factor > 2.0  # far from calibrated
+    fit = BudgetFit(FittedLogCost(model), tau=3.0, risk=0.2)
     Z = np.linspace(0.0, 1.0, 7)[:, None]
     mean, var = model.predict(Z)
-    expected = norm.cdf((np.log(3.0) - mean) / np.sqrt((var + noise) * scale))
+    expected = norm.cdf((np.log(3.0) - mean) / (np.sqrt(var + noise) * factor))
     np.testing.assert_allclose(fit.pf(Z), expected, rtol=1e-6)
+
+
+def test_the_conformal_widening_reads_the_right_order_statistic() -> None:
+    scores = np.arange(1.0, 20.0)  # 19 scores: 1, 2, ..., 19
+    # risk 0.2: the ceil(0.8 x 20) = 16th smallest; risk 0.01: past n, the largest.
+    assert loo_widening(scores, 0.2) == pytest.approx(16.0 / norm.ppf(0.8))
+    assert loo_widening(scores, 0.01) == pytest.approx(19.0 / norm.ppf(0.99))
+    assert loo_widening(scores, 0.5) == 1.0  # the median is not in the upper tail
+    assert loo_widening(-scores, 0.05) == 1.0  # costs always below the prediction: no widening
 
 
 def test_the_gradient_of_log_pf_and_of_the_margin_match_finite_differences() -> None:
