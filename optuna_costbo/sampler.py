@@ -157,9 +157,10 @@ class CostRolloutSampler(BaseSampler):
             trial that would have run is pruned and costs nothing. See :meth:`stop_reason`
             and docs/stopping.md.
         overrun_risk: How far the budget may be overrun. A probability in (0, 1) makes the
-            budget hard, the paper's constraint: only configurations whose cost fits the
-            budget left (less what running trials are predicted to spend) with at least that
-            complement of probability under the cost model are proposed (exactly, with
+            budget hard, the paper's constraint, with this largest chance that the study
+            overruns: only configurations whose cost fits the budget left (less what running
+            trials are predicted to spend) under the cost model are proposed, each taking its
+            chance of overrunning out of what earlier proposals left (exactly, with
             ``cost_fn``), the rollout's trajectories obey the same rule, and when nothing fits
             the study stops (:meth:`stop_reason`). ``None`` (default): a soft budget, a trial
             starts whenever budget is left (the overrun is at most the last trial's cost, per
