@@ -2,11 +2,12 @@
 and at equal spend, from the suite's cached runs.
 
     python -m benchmarks suite hard-budget                        # benchmarks/results/hard-budget
-    python -m benchmarks suite hard-budget --folder DIR --report DIR/report.md
+    python -m benchmarks suite hard-budget --folder DIR --report DIR/results.md
 
 Reads ``<folder>/synthetic/runs`` (the suite's synthetic problems) and ``<folder>/real/runs``
 (the YAHPO Gym instances; skipped, and said so, without the YAHPO environment of
-``benchmarks/problems/README_yahpo.md``), the rule registered in ``<folder>/PREREG.md``:
+``benchmarks/problems/README_yahpo.md``) and writes ``<folder>/results.md``, the tables the
+study's ``report.md`` copies; the rule registered in ``<folder>/PREREG.md``:
 
 - per run: spent (the sum of the trials' costs; a trial the sampler skipped, whose cost is not
   recorded, costs nothing), spent / B, overran = spent > B, the overrun fraction (spent - B) / B
@@ -172,6 +173,7 @@ class Verdict:
     n_runs: int
     worse: list[str]  # confirmation problems where hard is worse at equal spend
     adopt: bool
+    registered: int | None = None  # the runs the rule needs (None: not known)
 
     def text(self) -> str:
         first = "met" if self.within >= WITHIN_SHARE else "not met"
@@ -186,17 +188,23 @@ class Verdict:
             f"on the confirmation half (>= {WITHIN_SHARE:.0%} needed): {first}; (2) not "
             f"significantly worse than soft at equal spend on any confirmation problem: "
             f"{second}. So {outcome}."
+        ) + (
+            f" PROVISIONAL: {self.n_runs} of the {self.registered} registered runs of hard at "
+            "0.05 on the confirmation half are in the cache."
+            if self.registered is not None and self.n_runs < self.registered
+            else ""
         )
 
 
-def decide(comparisons: Sequence[Comparison]) -> Verdict:
-    """The registered rule on the comparisons of :data:`HARD` on the confirmation half."""
+def decide(comparisons: Sequence[Comparison], registered: int | None = None) -> Verdict:
+    """The registered rule on the comparisons of :data:`HARD` on the confirmation half
+    (``registered``: the runs it needs, to say when the verdict is provisional)."""
     mine = [c for c in comparisons if c.method == HARD and c.half == "confirmation"]
     runs = [r for c in mine for r in c.hard]
     worse = [c.problem for c in mine if c.at_equal.verdict == "worse"]
     within = within_share(runs)
     adopt = bool(runs) and within >= WITHIN_SHARE and not worse
-    return Verdict(within, len(runs), worse, adopt)
+    return Verdict(within, len(runs), worse, adopt, registered)
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -215,10 +223,12 @@ def _verdict(test: stats.Paired) -> str:
 
 
 def overrun_rows(
-    runs: dict[tuple[str, str, str], list[RunStats]], methods: Sequence[str]
+    runs: dict[tuple[str, str, str], list[RunStats]],
+    methods: Sequence[str],
+    expected: dict[tuple[str, str], int],
 ) -> list[list[str]]:
-    """Per (group, half, method): runs, share within B, mean spent / B, the overrun
-    fraction's mean over the runs that overran and its maximum."""
+    """Per (group, half, method): runs found / registered, share within B, mean spent / B, the
+    overrun fraction's mean over the runs that overran and its maximum."""
     rows = []
     for (group, half, method), rs in runs.items():
         if method not in methods or not rs:
@@ -229,7 +239,7 @@ def overrun_rows(
                 group,
                 half,
                 f"`{method}`",
-                str(len(rs)),
+                f"{len(rs)}/{expected.get((group, half), 0)}",
                 f"{within_share(rs):.1%}",
                 f"{np.mean([r.ratio for r in rs]):.3f}",
                 _f(float(np.mean(over))) if over else "-",
@@ -283,11 +293,15 @@ PROBLEM_HEADER = [
 
 def build(
     groups: dict[str, tuple[Path, list[Problem], list[int]]],
-) -> tuple[list[Comparison], dict[tuple[str, str, str], list[RunStats]]]:
-    """Comparisons and per-(group, half, method) runs of every group: name -> (runs root, its
-    problems with the f* of their regrets, seeds)."""
+) -> tuple[
+    list[Comparison], dict[tuple[str, str, str], list[RunStats]], dict[tuple[str, str], int]
+]:
+    """Comparisons and per-(group, half, method) runs of every group (name -> (runs root, its
+    problems with the f* of their regrets, seeds)), and the runs registered per method of each
+    (group, half)."""
     comparisons: list[Comparison] = []
     runs: dict[tuple[str, str, str], list[RunStats]] = {}
+    expected: dict[tuple[str, str], int] = {}
     methods = [SOFT, *HARD_METHODS]
     for group, (root, problems, seeds) in groups.items():
         tuning = {p.name for p in split(problems, "tuning")}
@@ -295,6 +309,7 @@ def build(
             for p in problems:
                 if (p.name in tuning) != (half == "tuning"):
                     continue
+                expected[(group, half)] = expected.get((group, half), 0) + len(seeds)
                 valid, _, _ = cache.load_all(root, p, methods, seeds)
                 by_method = {
                     m: {s: valid[(m, s)] for s in seeds if (m, s) in valid} for m in methods
@@ -307,12 +322,13 @@ def build(
                     c = compare(p, half, m, by_method[m], by_method[SOFT])
                     if c is not None:
                         comparisons.append(c)
-    return comparisons, runs
+    return comparisons, runs, expected
 
 
 def render(
     comparisons: Sequence[Comparison],
     runs: dict[tuple[str, str, str], list[RunStats]],
+    expected: dict[tuple[str, str], int],
     notes: Sequence[str],
     command: str,
 ) -> str:
@@ -328,15 +344,16 @@ def render(
         *notes,
         "## Spend against the budget, per method and half",
         "",
-        "within B: the share of runs with spent <= B; overrun: (spent - B) / B over the runs "
-        "that overran (mean, max).",
+        "runs: found / registered; within B: the share of runs with spent <= B; overrun: "
+        "(spent - B) / B over the runs that overran (mean, max).",
         "",
     ]
     lines += report.table(
         ["group", "half", "method", "runs", "within B", "mean spent/B", "overrun mean", "max"],
-        overrun_rows(runs, [SOFT, *HARD_METHODS]),
+        overrun_rows(runs, [SOFT, *HARD_METHODS], expected),
     )
-    verdict = decide(comparisons)
+    registered = sum(n for (_, half), n in expected.items() if half == "confirmation")
+    verdict = decide(comparisons, registered)
     lines += ["", "## The registered rule (confirmation half)", "", verdict.text(), ""]
     for half in ("confirmation", "tuning"):
         mine = [c for c in comparisons if c.half == half]
@@ -373,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--folder", type=Path, default=FOLDER)
     parser.add_argument("--synthetic-seeds", type=int, default=20, help="seeds 0..N-1")
     parser.add_argument("--real-seeds", type=int, default=5, help="seeds 0..N-1")
-    parser.add_argument("--report", type=Path, default=None, help="default: FOLDER/report.md")
+    parser.add_argument("--report", type=Path, default=None, help="default: FOLDER/results.md")
     args = parser.parse_args(argv)
     from benchmarks.problems.synthetic import SUITE
 
@@ -393,12 +410,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         groups["real"] = (args.folder / "real" / "runs", real, list(range(args.real_seeds)))
     except (ImportError, FileNotFoundError) as exc:
         notes += [f"**The YAHPO instances were not read**: {report.shorten(str(exc))}", ""]
-    comparisons, runs = build(groups)
+    comparisons, runs, expected = build(groups)
     command = "python -m benchmarks suite hard-budget " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
-    text = render(comparisons, runs, notes, command.strip())
-    report.print_and_write(text, args.report or args.folder / "report.md")
+    text = render(comparisons, runs, expected, notes, command.strip())
+    report.print_and_write(text, args.report or args.folder / "results.md")
     return 0
 
 

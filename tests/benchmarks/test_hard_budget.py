@@ -117,3 +117,10 @@ def test_known_cost_hands_the_problems_cost_formula_to_ours_only_as_cost_fn() ->
     assert methods.unavailable(method) is None  # the sampler never sees the option
     sampler = methods.make_sampler(method, 10.0, 0, {"cost_fn": p.known_cost})
     assert sampler.budget == 10.0
+
+
+def test_a_verdict_on_fewer_runs_than_registered_says_it_is_provisional() -> None:
+    n = 4
+    c = _comparison("a", "confirmation", [False] * n, [0.1] * n, [0.1] * n)
+    assert "PROVISIONAL: 4 of the 8" in hb.decide([c], registered=8).text()
+    assert "PROVISIONAL" not in hb.decide([c], registered=4).text()
