@@ -74,10 +74,10 @@ class RunStats:
         return (self.spent - self.budget) / self.budget
 
 
-def costs_of(run: Run) -> np.ndarray:
+def costs_of(run: Run) -> list[float]:
     """The run's trial costs, (n,), a trial without a recorded cost (skipped by the sampler
     before it ran: ``TrialPruned`` in suggest) as 0."""
-    return np.nan_to_num(np.asarray(run.costs, dtype=float), nan=0.0)
+    return [0.0 if math.isnan(c) else float(c) for c in run.costs]
 
 
 def spent_of(run: Run) -> float:
@@ -214,7 +214,7 @@ def _f(x: float, digits: int = 3) -> str:
     return "nan" if math.isnan(x) else f"{x:.{digits}g}"
 
 
-def _verdict(test: stats.Paired) -> str:
+def _verdict(test: stats.Paired) -> tuple[str, str, str]:
     return (
         f"{test.wins}/{test.ties}/{test.losses}",
         report.fmt_p(test.p_value),
