@@ -195,6 +195,36 @@ class Verdict:
             else ""
         )
 
+    def rows(self) -> list[list[str]]:
+        """The rule as a table: each condition, what was measured, what it needs, met."""
+        runs = f"{self.n_runs} runs" + (
+            f" ({self.registered} registered)" if self.registered is not None else ""
+        )
+        return [
+            [
+                "(1) hard at 0.05 within B, confirmation runs",
+                f"{self.within:.1%} of {runs}",
+                f">= {WITHIN_SHARE:.0%}",
+                "yes" if self.within >= WITHIN_SHARE else "no",
+            ],
+            [
+                "(2) confirmation problems where hard at 0.05 is worse at equal spend",
+                ", ".join(self.worse) or "none",
+                "none",
+                "yes" if not self.worse else "no",
+            ],
+            [
+                "verdict",
+                '`overrun_risk="auto"` as the default'
+                if self.adopt
+                else "the default stays `None`",
+                "",
+                "provisional"
+                if self.registered is not None and self.n_runs < self.registered
+                else "final",
+            ],
+        ]
+
 
 def decide(comparisons: Sequence[Comparison], registered: int | None = None) -> Verdict:
     """The registered rule on the comparisons of :data:`HARD` on the confirmation half
@@ -354,7 +384,9 @@ def render(
     )
     registered = sum(n for (_, half), n in expected.items() if half == "confirmation")
     verdict = decide(comparisons, registered)
-    lines += ["", "## The registered rule (confirmation half)", "", verdict.text(), ""]
+    lines += ["", "## The registered rule (confirmation half)", ""]
+    lines += report.table(["condition", "measured", "needed", "met"], verdict.rows())
+    lines += ["", verdict.text(), ""]
     for half in ("confirmation", "tuning"):
         mine = [c for c in comparisons if c.half == half]
         if not mine:

@@ -124,3 +124,13 @@ def test_a_verdict_on_fewer_runs_than_registered_says_it_is_provisional() -> Non
     c = _comparison("a", "confirmation", [False] * n, [0.1] * n, [0.1] * n)
     assert "PROVISIONAL: 4 of the 8" in hb.decide([c], registered=8).text()
     assert "PROVISIONAL" not in hb.decide([c], registered=4).text()
+
+
+def test_the_rules_table_names_the_worse_problems_and_the_outcome() -> None:
+    n = 20
+    same = [0.1 * (s + 1) for s in range(n)]
+    worse = _comparison("b", "confirmation", [False] * n, [x + 1.0 for x in same], same)
+    rows = hb.decide([worse], registered=n).rows()
+    assert rows[0][1] == "100.0% of 20 runs (20 registered)" and rows[0][3] == "yes"
+    assert rows[1][1] == "b" and rows[1][3] == "no"
+    assert rows[2][1] == "the default stays `None`" and rows[2][3] == "final"
