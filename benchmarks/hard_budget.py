@@ -59,6 +59,9 @@ class RunStats:
     spent: float
     budget: float
     final: float  # regret
+    problem: str = ""
+    left: float = math.nan  # the budget left when the last charged trial started
+    last: float = math.nan  # that trial's cost
 
     @property
     def ratio(self) -> float:
@@ -97,7 +100,18 @@ def run_stats(run: Run, problem: Problem) -> RunStats:
     values = np.asarray(run.values, dtype=float)
     finite = values[np.isfinite(values)]
     best = float(finite.min()) if len(finite) else math.nan
-    return RunStats(run.seed, spent_of(run), problem.budget, regret(best, problem.f_star))
+    costs = costs_of(run)
+    charged = [i for i, c in enumerate(costs) if c > 0]
+    k = charged[-1] if charged else 0
+    return RunStats(
+        run.seed,
+        float(np.sum(costs)),
+        problem.budget,
+        regret(best, problem.f_star),
+        problem.name,
+        problem.budget - float(np.sum(costs[:k])),
+        costs[k] if charged else math.nan,
+    )
 
 
 def equal_spend(hard: Run, soft: Run, f_star: float | None) -> tuple[float, float, float]:
@@ -302,6 +316,29 @@ def problem_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
     return rows
 
 
+def overran_rows(runs: dict[tuple[str, str, str], list[RunStats]]) -> list[list[str]]:
+    """Every run of a hard method that overran: the budget left when its last trial started
+    and that trial's cost, both as shares of B."""
+    rows = []
+    for (_, half, method), rs in runs.items():
+        if method == SOFT:
+            continue
+        for r in rs:
+            if r.overran:
+                rows.append(
+                    [
+                        r.problem,
+                        half,
+                        f"`{method}`",
+                        str(r.seed),
+                        f"{r.left / r.budget:.4f}",
+                        f"{r.last / r.budget:.4f}",
+                        f"{r.overrun:.2g}",
+                    ]
+                )
+    return rows
+
+
 PROBLEM_HEADER = [
     "problem",
     "hard method",
@@ -382,6 +419,19 @@ def render(
         ["group", "half", "method", "runs", "within B", "mean spent/B", "overrun mean", "max"],
         overrun_rows(runs, [SOFT, *HARD_METHODS], expected),
     )
+    overran = overran_rows(runs)
+    if overran:
+        lines += [
+            "",
+            "## The hard runs that overran",
+            "",
+            "left: the budget left when the run's last trial started; last: that trial's cost; "
+            "both / B.",
+            "",
+        ]
+        lines += report.table(
+            ["problem", "half", "method", "seed", "left", "last", "(spent - B)/B"], overran
+        )
     registered = sum(n for (_, half), n in expected.items() if half == "confirmation")
     verdict = decide(comparisons, registered)
     lines += ["", "## The registered rule (confirmation half)", ""]

@@ -37,6 +37,9 @@ def test_a_skipped_trial_costs_nothing_and_the_overrun_is_relative_to_the_budget
     assert r.spent == 11.0 and r.overran
     assert math.isclose(r.overrun, 0.1) and math.isclose(r.ratio, 1.1)
     assert r.final == 1.0  # best 2.0 minus f* 1.0
+    assert r.left == 6.0 and r.last == 7.0  # the last charged trial, not the skipped one
+    rows = hb.overran_rows({("g", "tuning", hb.HARD): [r], ("g", "tuning", hb.SOFT): [r]})
+    assert rows == [["p", "tuning", f"`{hb.HARD}`", "0", "0.6000", "0.7000", "0.1"]]
     exact = hb.run_stats(_run([4.0, 6.0], [3.0, 2.0]), _problem(budget=10.0))
     assert not exact.overran and exact.overrun == 0.0  # spent == B is within the budget
 
