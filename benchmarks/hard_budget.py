@@ -189,6 +189,20 @@ class Verdict:
     adopt: bool
     registered: int | None = None  # the runs the rule needs (None: not known)
 
+    @property
+    def missing(self) -> int:
+        return max(0, (self.registered or 0) - self.n_runs)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the missing runs cannot change the outcome: none is missing, or (1) fails
+        even if every missing run keeps within the budget."""
+        if not self.missing:
+            return True
+        assert self.registered is not None
+        best_case = (self.within * self.n_runs + self.missing) / self.registered
+        return best_case < WITHIN_SHARE
+
     def text(self) -> str:
         first = "met" if self.within >= WITHIN_SHARE else "not met"
         second = "met" if not self.worse else "not met (" + ", ".join(self.worse) + ")"
@@ -203,10 +217,18 @@ class Verdict:
             f"significantly worse than soft at equal spend on any confirmation problem: "
             f"{second}. So {outcome}."
         ) + (
-            f" PROVISIONAL: {self.n_runs} of the {self.registered} registered runs of hard at "
-            "0.05 on the confirmation half are in the cache."
-            if self.registered is not None and self.n_runs < self.registered
-            else ""
+            ""
+            if not self.missing
+            else (
+                f" {self.n_runs} of the {self.registered} registered runs of hard at 0.05 on "
+                "the confirmation half are in the cache; "
+                + (
+                    f"(1) fails even if all {self.missing} missing runs keep within B, so the "
+                    "outcome is final."
+                    if self.settled
+                    else "PROVISIONAL: the missing runs could change the outcome."
+                )
+            )
         )
 
     def rows(self) -> list[list[str]]:
@@ -233,9 +255,7 @@ class Verdict:
                 if self.adopt
                 else "the default stays `None`",
                 "",
-                "provisional"
-                if self.registered is not None and self.n_runs < self.registered
-                else "final",
+                "final" if self.settled else "provisional",
             ],
         ]
 

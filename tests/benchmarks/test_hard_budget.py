@@ -125,8 +125,15 @@ def test_known_cost_hands_the_problems_cost_formula_to_ours_only_as_cost_fn() ->
 def test_a_verdict_on_fewer_runs_than_registered_says_it_is_provisional() -> None:
     n = 4
     c = _comparison("a", "confirmation", [False] * n, [0.1] * n, [0.1] * n)
-    assert "PROVISIONAL: 4 of the 8" in hb.decide([c], registered=8).text()
+    assert "PROVISIONAL" in hb.decide([c], registered=8).text()
+    assert "4 of the 8" in hb.decide([c], registered=8).text()
     assert "PROVISIONAL" not in hb.decide([c], registered=4).text()
+    # 2 of 4 runs overran: (1) fails even if the 4 missing runs all keep within B (6/8 < 95 %)
+    over = _comparison("a", "confirmation", [True, True, False, False], [0.1] * n, [0.1] * n)
+    settled = hb.decide([over], registered=8)
+    assert settled.settled and not settled.adopt and "final" in settled.text()
+    assert settled.rows()[2][3] == "final"
+    assert hb.decide([c], registered=8).rows()[2][3] == "provisional"
 
 
 def test_the_rules_table_names_the_worse_problems_and_the_outcome() -> None:
