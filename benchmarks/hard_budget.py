@@ -380,12 +380,15 @@ PROBLEM_HEADER = [
 
 def build(
     groups: dict[str, tuple[Path, list[Problem], list[int]]],
+    scoring: dict[str, Problem] | None = None,
 ) -> tuple[
     list[Comparison], dict[tuple[str, str, str], list[RunStats]], dict[tuple[str, str], int]
 ]:
     """Comparisons and per-(group, half, method) runs of every group (name -> (runs root, its
-    problems with the f* of their regrets, seeds)), and the runs registered per method of each
-    (group, half)."""
+    problems, seeds)), and the runs registered per method of each (group, half). ``scoring``:
+    a problem's definition with the f* its regrets are taken against, when that is not the
+    one its runs were made with (``best_known.rescored``: the cache checks the runs against
+    the latter's fingerprint)."""
     comparisons: list[Comparison] = []
     runs: dict[tuple[str, str, str], list[RunStats]] = {}
     expected: dict[tuple[str, str], int] = {}
@@ -398,15 +401,16 @@ def build(
                     continue
                 expected[(group, half)] = expected.get((group, half), 0) + len(seeds)
                 valid, _, _ = cache.load_all(root, p, methods, seeds)
+                q = (scoring or {}).get(p.name, p)
                 by_method = {
                     m: {s: valid[(m, s)] for s in seeds if (m, s) in valid} for m in methods
                 }
                 for m in methods:
                     runs.setdefault((group, half, m), []).extend(
-                        run_stats(r, p) for r in by_method[m].values()
+                        run_stats(r, q) for r in by_method[m].values()
                     )
                 for m in HARD_METHODS:
-                    c = compare(p, half, m, by_method[m], by_method[SOFT])
+                    c = compare(q, half, m, by_method[m], by_method[SOFT])
                     if c is not None:
                         comparisons.append(c)
     return comparisons, runs, expected
@@ -504,15 +508,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     }
     notes: list[str] = []
+    scoring: dict[str, Problem] = {}
     try:
         from benchmarks.problems.yahpo import real_problems
 
         table = best_known.load(BEST_KNOWN)
-        real = [best_known.rescored(p, table) for p in real_problems().values()]
+        real = list(real_problems().values())
+        scoring = {p.name: best_known.rescored(p, table) for p in real}
         groups["real"] = (args.folder / "real" / "runs", real, list(range(args.real_seeds)))
     except (ImportError, FileNotFoundError) as exc:
         notes += [f"**The YAHPO instances were not read**: {report.shorten(str(exc))}", ""]
-    comparisons, runs, expected = build(groups)
+    comparisons, runs, expected = build(groups, scoring)
     command = "python -m benchmarks suite hard-budget " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
