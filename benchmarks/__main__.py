@@ -48,6 +48,10 @@ STUDIES: dict[str, Study] = {
                 "benchmarks.yahpo_calibrate",
                 "budgets and best known values of the YAHPO instances",
             ),
+            "hard-budget": Command(
+                "benchmarks.hard_budget",
+                "the hard budget against the soft one: overruns, regrets at equal spend",
+            ),
         },
     ),
     "paper": Study(

@@ -31,7 +31,10 @@ Names:
   float, ``true``/``false``/``none`` or else text. So benchmark-only variants of the sampler
   are a name here, never a flag in the package: options that are not sampler parameters
   (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``, ``dashboard_chart``) are
-  set on the sampler object through :mod:`.package_probes`;
+  set on the sampler object through :mod:`.package_probes`; ``known_cost=true`` gives ours
+  the problem's own cost as ``cost_fn`` (``Problem.known_cost``: a synthetic problem's cost
+  formula; the hard budget's study, benchmarks/results/hard-budget), a problem without one
+  fails the run;
 - any other name ``ACQ`` or ``ACQ-hN`` is ours with ``acquisition="ACQ"`` (``horizon=N``), so a
   new acquisition needs no change here; a name the installed package rejects is skipped
   with its error message (:func:`unavailable`);
@@ -92,6 +95,12 @@ class Method:
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.options)
+
+
+KNOWN_COST = "known_cost"
+"""The spec option of ours that hands the sampler the problem's own cost as ``cost_fn``
+(``rollout:overrun_risk=0.05,known_cost=true``); the runner reads it, the sampler never sees
+it."""
 
 
 def _ours(name: str, label: str, **options: Any) -> Method:
@@ -436,10 +445,12 @@ def make_pruner(method: Method, max_step: int) -> Any:
 
 def _sampler_kwargs(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``options`` split into the sampler's parameters and the settings of one sampler object
-    (:data:`benchmarks.harness.package_probes.INTERNAL_OPTIONS`); a removed option raises
-    ``ValueError`` saying so."""
+    (:data:`benchmarks.harness.package_probes.INTERNAL_OPTIONS`), without the harness's own
+    (:data:`KNOWN_COST`, read by the runner); a removed option raises ``ValueError`` saying
+    so."""
     from benchmarks.harness import package_probes
 
+    options = {k: v for k, v in options.items() if k != KNOWN_COST}
     if options.get("pruned_trials") == "censored":  # what the sampler always does now
         options = {k: v for k, v in options.items() if k != "pruned_trials"}
     for name, why in package_probes.REMOVED_OPTIONS.items():

@@ -13,7 +13,9 @@
   budget) or ``"wall"`` (the budget is the wall clock of the whole study, sampler included;
   nothing is reported, so ``CostRolloutSampler`` measures the trials and charges its own time);
 - ``f_star``: the known optimum (results are regrets), or None (raw values);
-- ``cost_fn``: a known cost handed to ``CostRolloutSampler`` (``cost_fn(params, previous)``),
+- ``cost_fn``: a known cost handed to ``CostRolloutSampler`` (``cost_fn(params, previous)``);
+  :attr:`Problem.known_cost` is it, or a :class:`Separate` evaluator's cost formula, for the
+  methods given the cost by the spec option ``known_cost=true``;
   and ``sampler_options``: further keyword arguments for it (``n_startup_trials``);
 - ``params``: a fixed space, also the unit-box codec of the BoTorch references
   (:meth:`Problem.encode` / :meth:`Problem.decode`);
@@ -281,6 +283,18 @@ class Problem:
     def true_value(self, params: dict[str, Any]) -> float:
         """The noise-free value of ``params`` (the value itself on a problem without noise)."""
         return float(self.evaluator(params, None)[0])
+
+    @property
+    def known_cost(self) -> Callable[..., float] | None:
+        """The problem's own cost of a configuration, for a method that is given it (the spec
+        option ``known_cost=true``): :attr:`cost_fn` when set, else the cost formula of a
+        :class:`Separate` evaluator (the synthetic problems); None when the cost is not a
+        function the harness can hand over (a surrogate's prediction, a measured time)."""
+        if self.cost_fn is not None:
+            return self.cost_fn
+        if isinstance(self.evaluator, Separate):
+            return self.evaluator.cost
+        return None
 
     @property
     def has_steps(self) -> bool:

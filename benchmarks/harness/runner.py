@@ -236,8 +236,13 @@ def _run_optuna(
             study.stop()
 
     options: dict[str, Any] = dict(problem.sampler_options)
-    if problem.cost_fn is not None:
-        options["cost_fn"] = problem.cost_fn
+    cost_fn = problem.cost_fn
+    if method.kwargs.get(methods_mod.KNOWN_COST):
+        cost_fn = problem.known_cost
+        if cost_fn is None:
+            raise ValueError(f"{method.name}: problem {problem.name!r} has no known cost")
+    if cost_fn is not None:
+        options["cost_fn"] = cost_fn
     if problem.constraints_fn is not None:
         options["constraints_func"] = constraints_of_trial
     sampler = methods_mod.make_sampler(method, problem.budget, seed, options)
