@@ -72,15 +72,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--groups",
         nargs="+",
         default=list(SYNTHETIC_GROUPS),
-        choices=[*SYNTHETIC_GROUPS, "real", "constrained", *NOISY_GROUPS],
+        choices=[*SYNTHETIC_GROUPS, "real", "constrained", *NOISY_GROUPS, "multi"],
         help="problem groups (default: the synthetic ones); real: YAHPO Gym surrogates, which "
         "need the benchmark environment of benchmarks/problems/README_yahpo.md; constrained: "
         "three suite problems with a constraints_func (benchmarks/problems/constrained.py); "
         "noisy: suite problems with additive noise (benchmarks/problems/noisy.py); "
         "noisy-real: YAHPO rbv2 instances with the replication drawn per trial (the YAHPO "
         "environment); noisy-live: scikit-learn decision trees with the validation split "
-        "drawn per trial (benchmarks/problems/hpo.py). --problems finds the names of the "
-        "synthetic, noisy and constrained groups whatever --groups says",
+        "drawn per trial (benchmarks/problems/hpo.py); multi: ZDT / DTLZ2 with costs, 2-3 "
+        "objectives, scored by hypervolume regret (benchmarks/problems/multi.py). --problems "
+        "finds the names of the synthetic, noisy, constrained and multi groups whatever "
+        "--groups says",
     )
     parser.add_argument(
         "--split",
@@ -132,7 +134,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 SYNTHETIC_GROUPS = ("adversarial", "control")
 NOISY_GROUPS = ("noisy", "noisy-real", "noisy-live")
-LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy")
+LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy", "multi")
 """The groups that need nothing beyond the package's test environment."""
 
 
@@ -152,6 +154,10 @@ def all_problems(groups: Sequence[str]) -> dict[str, Problem]:
         from benchmarks.problems.noisy import noisy_problems
 
         out.update(noisy_problems())
+    if "multi" in groups:
+        from benchmarks.problems.multi import multi_problems
+
+        out.update(multi_problems())
     if "noisy-live" in groups:
         from benchmarks.problems.hpo import noisy_live_problems
 
