@@ -16,8 +16,10 @@ front), fixed with the problem. The best known front is the analytic Pareto fron
 hypervolume ``hv_star`` is exact (ZDT1: 1.21 - 1/3, ZDT2: 1.21 - 2/3, DTLZ2: 1.1^3 - pi/6) or
 computed on 200,001 points of the Pareto set (ZDT3; on ZDT1 the same grid is 2.5e-6 below
 the closed form). Budgets:
-25 times the mean cost of a uniform random point (``python -m benchmarks.problems.multi``
-prints them), at most 50 trials.
+30 times the mean cost of a uniform random point (``python -m benchmarks.problems.multi``
+prints them), but at least 4 times the dearest cost (else a method on the front of a
+``-front`` problem could buy one or two points), at most 40 trials (as the suite's cap: a
+method that settles in a cheap region would buy hundreds).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from benchmarks.harness.problem import Param
 from benchmarks.harness.problem import Problem
 
 
-MULTI_MAX_TRIALS = 50
-"""Trials per run at most (GP methods on 2 loaded cores: a run of 50 trials takes minutes)."""
+MULTI_MAX_TRIALS = 40
+"""Trials per run at most (GPSampler on 3 objectives: about 4 s per suggestion at 30 trials on
+the shared 2-core machine)."""
 WIDTH = 0.15
 """Width of the ``-front`` cost's bump (the suite's w)."""
 GROUP = "multi"
@@ -155,14 +158,16 @@ SPECS: tuple[tuple[str, str, int, str, float], ...] = (
     ("dtlz2-front-expensive", "dtlz2", 5, "front", 100.0),
     ("dtlz2-corner", "dtlz2", 5, "corner", 10.0),
 )
-BUDGET_TRIALS = 25
-"""Budget = this many times the mean cost of a uniform random point (rounded to 2 digits)."""
+BUDGET_TRIALS = 30
+"""Budget = this many times the mean cost of a uniform random point (rounded to 2 digits), at
+least ``BUDGET_DEAREST`` times the dearest cost."""
+BUDGET_DEAREST = 4
 
 
 def _make(name: str, family: str, d: int, where: str, span: float) -> Problem:
     ref, hv_star = calibration(family)
     mean = random_cost_mean(family, where, span, d)
-    budget = float(f"{BUDGET_TRIALS * mean:.2g}")
+    budget = max(float(f"{BUDGET_TRIALS * mean:.2g}"), BUDGET_DEAREST * span)
     m = len(ref)
     return Problem(
         name=name,
