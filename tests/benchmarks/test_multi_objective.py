@@ -172,3 +172,17 @@ def test_suite_command_line_runs_a_multi_objective_problem(tmp_path: Path) -> No
     assert sum(ours.costs[:-1]) < problem.budget
     text = (tmp_path / "report.md").read_text()
     assert "zdt3-front" in text and "| ours EI |" in text
+
+
+def test_yahpo_best_known_front_is_the_union_with_the_runs() -> None:
+    from benchmarks.problems import yahpo_multi
+
+    problems = yahpo_multi.multi_real_problems()  # definitions only: no yahpo-gym needed
+    assert {p.group for p in problems.values()} == {"multi-real"}
+    problem = problems["yahpo-glmnet-41146-mo"]
+    front = yahpo_multi.calibration_front(problem.name)  # (k, 2)
+    assert problem.hv_star == pytest.approx(stats.hypervolume(front, problem.reference_point))
+    assert yahpo_multi.best_known_hv(problem, []) == pytest.approx(problem.hv_star)
+    run = Run(problem.name, "m", 0, costs=[1.0, 1.0], values=[math.nan] * 2)
+    run.objectives = [[float(front[0, 0]) * 0.5, float(front[0, 1])], [math.nan, math.nan]]
+    assert yahpo_multi.best_known_hv(problem, [run]) > problem.hv_star  # a better point counts
