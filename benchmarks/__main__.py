@@ -48,6 +48,10 @@ STUDIES: dict[str, Study] = {
                 "benchmarks.yahpo_calibrate",
                 "budgets and best known values of the YAHPO instances",
             ),
+            "multi-summary": Command(
+                "benchmarks.multi_objective_summary",
+                "the multi-objective halves' ranks, paired verdicts and speed in one report",
+            ),
         },
     ),
     "paper": Study(

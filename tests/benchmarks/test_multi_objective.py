@@ -186,3 +186,26 @@ def test_yahpo_best_known_front_is_the_union_with_the_runs() -> None:
     run = Run(problem.name, "m", 0, costs=[1.0, 1.0], values=[math.nan] * 2)
     run.objectives = [[float(front[0, 0]) * 0.5, float(front[0, 1])], [math.nan, math.nan]]
     assert yahpo_multi.best_known_hv(problem, [run]) > problem.hv_star  # a better point counts
+
+
+def test_summary_ranks_and_verdicts_on_constructed_halves(tmp_path: Path) -> None:
+    import csv
+
+    from benchmarks import multi_objective_summary as summary
+
+    methods = ["rollout", "optuna-gp", "optuna-tpe", "optuna-nsga2", "random"]
+    half = tmp_path / "tuning"
+    half.mkdir()
+    with (half / "runs_summary.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["problem", "method", "seed", "final_regret", "half_regret"])
+        for p in ("a", "b"):
+            for k, m in enumerate(methods):
+                for s in range(6):  # the default lowest at the end on every seed
+                    writer.writerow([p, m, s, 0.1 * k + 0.01 * s, 0.5 - 0.1 * k])
+    assert summary.main(["--dir", str(tmp_path)]) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "- best average rank at the end: yes" in text
+    assert "- best average rank at half budget: **no**" in text  # the highest at half budget
+    assert "- not significantly worse than any peer on any problem: **no**" in text
+    assert "**better** (p 0.031, 6/0/0)" in text  # 6 seeds: the smallest two-sided p
