@@ -81,6 +81,15 @@ def average_ranks(
     return {m: float(avg[k]) for k, m in enumerate(methods)}
 
 
+def _budgets(folder: Path) -> dict[str, float]:
+    """Budget per problem of the groups ``multi`` and ``multi-real`` (definitions only)."""
+    from benchmarks.problems.multi import multi_problems
+    from benchmarks.problems.yahpo_multi import multi_real_problems
+
+    problems = (*multi_problems().values(), *multi_real_problems().values())
+    return {p.name: p.budget for p in problems}
+
+
 def half_section(name: str, folder: Path) -> tuple[list[str], dict[str, bool]]:
     """The Markdown of one half and its "done when" checks."""
     problems, methods, seeds, values = _table(_rows(folder / "runs_summary.csv"))
@@ -118,6 +127,32 @@ def half_section(name: str, folder: Path) -> tuple[list[str], dict[str, bool]]:
             ends = [values[(p, m, s, "end")] for s in seeds if (p, m, s, "end") in values]
             halves = [values[(p, m, s, "half")] for s in seeds if (p, m, s, "half") in values]
             cells.append(f"{np.mean(ends):.3f} / {np.mean(halves):.3f}" if ends else "-")
+        lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
+    rows = _rows(folder / "runs_summary.csv")
+    budgets = _budgets(folder)
+    lines += [
+        "",
+        "What the runs bought: median trials, median share of the budget spent, runs stopped "
+        "by the 60-trial cap:",
+        "",
+        "| problem | " + " | ".join(label(m) for m in methods) + " |",
+        "|---" * (len(methods) + 1) + "|",
+    ]
+    for p in problems:
+        cells = []
+        for m in methods:
+            mine = [r for r in rows if r["problem"] == p and r["method"] == m]
+            if not mine:
+                cells.append("-")
+                continue
+            trials = float(np.median([float(r["n_trials"]) for r in mine]))
+            share = (
+                f"{np.median([float(r['spent']) for r in mine]) / budgets[p]:.0%}"
+                if p in budgets
+                else "?"
+            )
+            capped = sum(int(r["capped"]) for r in mine)
+            cells.append(f"{trials:g} / {share} / {capped}")
         lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
     lines += [
         "",
