@@ -198,14 +198,16 @@ def test_summary_ranks_and_verdicts_on_constructed_halves(tmp_path: Path) -> Non
     half.mkdir()
     with (half / "runs_summary.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["problem", "method", "seed", "final_regret", "half_regret"])
+        columns = "problem method seed final_regret half_regret n_trials spent capped"
+        writer.writerow(columns.split())
         for p in ("a", "b"):
             for k, m in enumerate(methods):
                 for s in range(6):  # the default lowest at the end on every seed
-                    writer.writerow([p, m, s, 0.1 * k + 0.01 * s, 0.5 - 0.1 * k])
+                    writer.writerow([p, m, s, 0.1 * k + 0.01 * s, 0.5 - 0.1 * k, 20, 9.0, 0])
     assert summary.main(["--dir", str(tmp_path)]) == 0
     text = (tmp_path / "report.md").read_text()
     assert "- best average rank at the end: yes" in text
     assert "- best average rank at half budget: **no**" in text  # the highest at half budget
     assert "- not significantly worse than any peer on any problem: **no**" in text
     assert "**better** (p 0.031, 6/0/0)" in text  # 6 seeds: the smallest two-sided p
+    assert "| `a` | 20 / ? / 0 |" in text  # trials / share of an unknown budget / capped
