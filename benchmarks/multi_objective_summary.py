@@ -1,9 +1,10 @@
 """The multi-objective benchmark's summary (issue 52): ``python -m benchmarks suite
 multi-summary [--dir DIR]``.
 
-Reads what the suite wrote for each half (``DIR/<half>/runs_summary.csv``: one row per run
-with the normalized hypervolume regret at the end and at half budget; halves ``tuning``,
-``confirmation``, ``real-tuning``, ``real-confirmation``, those present) and the speed table
+Reads what the suite wrote for each half and group (``DIR/<folder>/runs_summary.csv``: one
+row per run with the normalized hypervolume regret at the end and at half budget; folders
+``tuning`` and ``real-tuning`` for the tuning half, ``confirmation`` and
+``real-confirmation`` for the confirmation half, those present) and the speed table
 (``DIR/suggest_speed.md``), and writes ``DIR/report.md``: per half the average ranks among the
 issue's five methods (the default and GPSampler, TPE, NSGA-II, Random) and among all methods
 run, the paired verdicts of the default against each peer per problem, whether the issue's
@@ -26,7 +27,11 @@ from benchmarks.harness.methods import label
 
 
 DEFAULT_DIR = Path(__file__).resolve().parent / "results" / "multi-objective"
-HALVES = ("tuning", "confirmation", "real-tuning", "real-confirmation")
+HALVES = {
+    "Tuning half": ("tuning", "real-tuning"),
+    "Confirmation half": ("confirmation", "real-confirmation"),
+}
+"""Each half of the split and the folders of its groups' runs (``multi``, ``multi-real``)."""
 DEFAULT = "rollout"
 PEERS = ("optuna-gp", "optuna-tpe", "optuna-nsga2", "random")
 POINTS = {"end": "final_regret", "half": "half_regret"}
@@ -81,7 +86,7 @@ def average_ranks(
     return {m: float(avg[k]) for k, m in enumerate(methods)}
 
 
-def _budgets(folder: Path) -> dict[str, float]:
+def _budgets() -> dict[str, float]:
     """Budget per problem of the groups ``multi`` and ``multi-real`` (definitions only)."""
     from benchmarks.problems.multi import multi_problems
     from benchmarks.problems.yahpo_multi import multi_real_problems
@@ -90,33 +95,49 @@ def _budgets(folder: Path) -> dict[str, float]:
     return {p.name: p.budget for p in problems}
 
 
-def half_section(name: str, folder: Path) -> tuple[list[str], dict[str, bool]]:
-    """The Markdown of one half and its "done when" checks."""
-    problems, methods, seeds, values = _table(_rows(folder / "runs_summary.csv"))
+def half_section(name: str, folders: Sequence[Path]) -> tuple[list[str], dict[str, bool]]:
+    """The Markdown of one half (the runs of ``folders``: one per group) and its "done when"
+    checks."""
+    rows = [r for folder in folders for r in _rows(folder / "runs_summary.csv")]
+    problems, methods, seeds, values = _table(rows)
+    group_of = {r["problem"]: r.get("group", "") for r in rows}
+    groups = list(dict.fromkeys(group_of[p] for p in problems))
     five = [m for m in (DEFAULT, *PEERS) if m in methods]
+    links = ", ".join(
+        f"[`{f.name}/report.md`]({f.name}/report.md) ([figure]({f.name}/regret_vs_cost.png))"
+        for f in folders
+    )
+    scopes = [("all", problems)] + (
+        [(g, [p for p in problems if group_of[p] == g]) for g in groups] if len(groups) > 1 else []
+    )
     lines = [f"## {name}", ""]
     lines += [
-        f"Problems: {', '.join(f'`{p}`' for p in problems)}; seeds {seeds[0]}..{seeds[-1]} "
-        f"({len(seeds)}). Full report: [`{folder.name}/report.md`]({folder.name}/report.md), "
-        f"figure [`{folder.name}/regret_vs_cost.png`]({folder.name}/regret_vs_cost.png).",
+        f"Problems: {', '.join(f'`{p}` ({group_of[p]})' for p in problems)}; seeds "
+        f"{seeds[0]}..{seeds[-1]} ({len(seeds)}). Reports: {links}.",
         "",
-        "Average rank of the normalized hypervolume regret (1 = best), among the issue's five "
-        "methods and among every method run:",
+        "Average rank of the normalized hypervolume regret (1 = best) among the issue's five "
+        "methods, over all the half's problems"
+        + (" and over each group's" if len(scopes) > 1 else "")
+        + ", then among every method run:",
         "",
-        "| method | five: end | five: half | all: end | all: half |",
-        "|---|---|---|---|---|",
+        "| method | "
+        + " | ".join(f"five, {scope}: {point}" for scope, _ in scopes for point in POINTS)
+        + " | every method: end | every method: half |",
+        "|---" * (2 * len(scopes) + 3) + "|",
     ]
     ranks = {
-        (scope, point): average_ranks(values, problems, group, seeds, point)
-        for scope, group in (("five", five), ("all", methods))
+        (scope, point): average_ranks(values, chosen, five, seeds, point)
+        for scope, chosen in scopes
         for point in POINTS
     }
+    every = {point: average_ranks(values, problems, methods, seeds, point) for point in POINTS}
     for m in methods:
         cells = [
             f"{ranks[(scope, point)][m]:.2f}" if m in ranks[(scope, point)] else "-"
-            for scope in ("five", "all")
+            for scope, _ in scopes
             for point in POINTS
         ]
+        cells += [f"{every[point][m]:.2f}" for point in POINTS]
         lines.append(f"| {label(m)} | " + " | ".join(cells) + " |")
     lines += ["", "Mean normalized hypervolume regret per problem (end / half):", ""]
     lines += ["| problem | " + " | ".join(label(m) for m in methods) + " |"]
@@ -128,8 +149,7 @@ def half_section(name: str, folder: Path) -> tuple[list[str], dict[str, bool]]:
             halves = [values[(p, m, s, "half")] for s in seeds if (p, m, s, "half") in values]
             cells.append(f"{np.mean(ends):.3f} / {np.mean(halves):.3f}" if ends else "-")
         lines.append(f"| `{p}` | " + " | ".join(cells) + " |")
-    rows = _rows(folder / "runs_summary.csv")
-    budgets = _budgets(folder)
+    budgets = _budgets()
     lines += [
         "",
         "What the runs bought: median trials, median share of the budget spent, runs stopped "
@@ -190,7 +210,7 @@ def half_section(name: str, folder: Path) -> tuple[list[str], dict[str, bool]]:
                 )
             lines.append(f"| `{p}` | {point} | " + " | ".join(cells) + " |")
     best = {
-        point: all(ranks[("five", point)][DEFAULT] < ranks[("five", point)][m] for m in five[1:])
+        point: all(ranks[("all", point)][DEFAULT] < ranks[("all", point)][m] for m in five[1:])
         for point in POINTS
     }
     checks = {
@@ -212,9 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     intro = folder / "intro.md"
     if intro.is_file():
         md += [intro.read_text().strip(), ""]
-    for half in HALVES:
-        if _has_runs(folder / half):
-            lines, _ = half_section(half, folder / half)
+    for half, parts in HALVES.items():
+        present = [folder / part for part in parts if _has_runs(folder / part)]
+        if present:
+            lines, _ = half_section(half, present)
             md += lines
     speed = folder / "suggest_speed.md"
     if speed.is_file():
