@@ -211,3 +211,19 @@ def test_summary_ranks_and_verdicts_on_constructed_halves(tmp_path: Path) -> Non
     assert "- not significantly worse than any peer on any problem: **no**" in text
     assert "**better** (p 0.031, 6/0/0)" in text  # 6 seeds: the smallest two-sided p
     assert "| `a` | 20 / ? / 0 |" in text  # trials / share of an unknown budget / capped
+
+
+def test_committed_multi_objective_runs_match_the_problem_definitions() -> None:
+    from benchmarks.problems.yahpo_multi import multi_real_problems
+
+    root = Path(__file__).resolve().parents[2] / "benchmarks/results/multi-objective/runs"
+    files = cache.glob(root, "*/*/seed*.csv")  # packed: multi-objective/runs.tar.xz
+    problems = {**multi.multi_problems(), **multi_real_problems()}
+    assert {path.parts[-3] for path in files} == set(problems)
+    for path in files:
+        run = cache.read_run(path)
+        assert run is not None and not run.error, path
+        problem = problems[run.problem]
+        assert problem.accepts(run.meta["fingerprint"]), path
+        assert len(run.objectives) == run.n_trials and run.objectives
+        assert sum(run.costs[:-1]) < problem.budget  # the budget rule
