@@ -52,6 +52,10 @@ STUDIES: dict[str, Study] = {
                 "benchmarks.hard_budget",
                 "the hard budget against the soft one: overruns, regrets at equal spend",
             ),
+            "multi-summary": Command(
+                "benchmarks.multi_objective_summary",
+                "the multi-objective halves' ranks, paired verdicts and speed in one report",
+            ),
         },
     ),
     "paper": Study(

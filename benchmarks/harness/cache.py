@@ -8,9 +8,11 @@ wall-clock problems, ``step,state`` (the last step reached; ``complete``, ``prun
 ``fail``) for problems with steps, ``true_value,best_trial,best_true,recommended,
 recommended_true`` for noisy problems (the noise-free value of the trial's configuration,
 then the numbers of ``study.best_trial`` and of the recommendation once the trial finished,
--1 for none, with their noise-free values; ``runner.Run``), and ``params`` (JSON) for
-problems that record them. Columns are only added: a reader takes what a file has, so the
-runs written before a column existed load as they were. The
+-1 for none, with their noise-free values; ``runner.Run``), ``objectives`` (JSON list of
+the m values, empty for a trial that did not complete; the ``value`` column is then empty)
+for multi-objective problems, and ``params`` (JSON) for problems that record them. Columns
+are only added: a reader takes what a file has, so the runs written before a column existed
+load as they were. The
 cost of a pruned trial is what it had spent at the step it was pruned at. A cached run counts
 (:func:`load_valid`) only if its problem fingerprint matches the current definition and it
 has no error; failed runs are written too (the report lists them), and run again by a resumed
@@ -217,6 +219,13 @@ def _number(x: float) -> str:
     return "" if math.isnan(x) else repr(x)
 
 
+def _objectives_text(values: list[float]) -> str:
+    """A trial's objective values as a JSON list (repr: round-trips), empty if any is nan."""
+    if any(math.isnan(v) for v in values):
+        return ""
+    return "[" + ", ".join(repr(float(v)) for v in values) + "]"
+
+
 def write_run(root: Path, problem: Problem, run: Run) -> Path:
     """Write ``run`` (atomically: a stopped session never leaves half a file)."""
     path = run_path(root, run.problem, run.method, run.seed)
@@ -233,6 +242,7 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
         "capped": run.capped,
         "error": run.error,
         "versions": _versions(),
+        **({"reference_point": list(problem.reference_point)} if problem.multi else {}),
         **run.meta,
     }
     columns = ["trial", "cost", "value"]
@@ -244,6 +254,8 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
     recommended_true = run.incumbent_true("recommended")
     if run.true_values:
         columns += NOISY_COLUMNS
+    if run.objectives:
+        columns.append("objectives")
     if run.params:
         columns.append("params")
     buf = io.StringIO()
@@ -264,6 +276,8 @@ def write_run(root: Path, problem: Problem, run: Run) -> Path:
                 run.recommended[k],
                 _number(recommended_true[k]),
             ]
+        if run.objectives:
+            row.append(_objectives_text(run.objectives[k]))
         if run.params:
             row.append(json.dumps(run.params[k]))
         writer.writerow(row)
@@ -308,6 +322,10 @@ def read_run(path: Path, max_trials: int | None = None) -> Run | None:
             run.true_values.append(float(row["true_value"]) if row["true_value"] else math.nan)
             run.best_trials.append(int(row["best_trial"]))
             run.recommended.append(int(row["recommended"]))
+        if "objectives" in row:
+            text = row["objectives"]
+            m = len(meta.get("reference_point", ())) or (len(json.loads(text)) if text else 1)
+            run.objectives.append(json.loads(text) if text else [math.nan] * m)
         if row.get("params"):
             run.params.append(json.loads(row["params"]))
     if max_trials is not None and len(run.costs) > max_trials:
@@ -321,6 +339,7 @@ def read_run(path: Path, max_trials: int | None = None) -> Run | None:
             run.true_values,
             run.best_trials,
             run.recommended,
+            run.objectives,
         )
         for column in columns:
             del column[max_trials:]

@@ -144,6 +144,7 @@ REGISTRY: dict[str, Method] = {
             "tpe",
             (("multivariate", True), ("group", True)),
         ),
+        Method("optuna-nsga2", "Optuna NSGA-II", "optuna", "nsga2"),
         Method("random", "Random", "optuna", "random"),
         Method("botorch-logei", "BoTorch LogEI", "botorch", "logei"),
         Method("botorch-logeipu", "BoTorch LogEIpu", "botorch", "logeipu"),
@@ -351,10 +352,11 @@ def make_sampler(method: Method, budget: float, seed: int, problem_options: dict
     cls = {
         "gp": optuna.samplers.GPSampler,
         "tpe": optuna.samplers.TPESampler,
+        "nsga2": optuna.samplers.NSGAIISampler,
         "random": optuna.samplers.RandomSampler,
     }[method.kind]
     extra: dict[str, Any] = {}
-    if "constraints_func" in problem_options and method.kind in ("gp", "tpe"):
+    if "constraints_func" in problem_options and method.kind in ("gp", "tpe", "nsga2"):
         extra["constraints_func"] = problem_options["constraints_func"]
     return cls(seed=seed, **extra, **method.kwargs)
 

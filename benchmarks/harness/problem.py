@@ -42,7 +42,14 @@
   ``evaluator`` is then the noise-free evaluation (:meth:`Problem.true_value`), by which the
   reports score the incumbents. :class:`AdditiveNoise` is the synthetic case (a noise-free
   evaluator plus a Gaussian of a fixed sd); name the noise in ``settings`` so the fingerprint
-  tells a noisy variant apart.
+  tells a noisy variant apart;
+- multi-objective problems (issue 52): ``reference_point`` set (m >= 2 values, one per
+  objective, every objective minimized) makes the evaluator's value a sequence of m floats
+  (:meth:`Problem.evaluate_objectives`); ``hv_star`` is the hypervolume of the best known front
+  within the box bounded by the reference point (both fixed with the problem and part of the
+  fingerprint); the runner creates a study with m ``"minimize"`` directions and records every
+  objective, the reports score a run by its normalized hypervolume regret
+  (``stats.hv_regret_trace``). ``f_star`` is then None.
 """
 
 from __future__ import annotations
@@ -139,7 +146,9 @@ class _Text(str):
         return str(self)
 
 
-Evaluator = Callable[[dict[str, Any], "dict[str, Any] | None"], tuple[float, float]]
+Evaluator = Callable[[dict[str, Any], "dict[str, Any] | None"], tuple[Any, float]]
+"""``evaluate(params, previous)`` -> ``(value, cost)``: value a float, or a sequence of m floats
+on a multi-objective problem (``Problem.reference_point``)."""
 NoisyEvaluator = Callable[
     [dict[str, Any], "dict[str, Any] | None", np.random.Generator], tuple[float, float]
 ]
@@ -239,6 +248,8 @@ class Problem:
     curve_fn: Curve | None = None
     steps: tuple[int, ...] = ()
     noisy_evaluator: NoisyEvaluator | None = None  # set: noisy; evaluator is then noise-free
+    reference_point: tuple[float, ...] = ()  # set: multi-objective (m values, all minimized)
+    hv_star: float | None = None  # multi-objective: HV of the best known front
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -264,6 +275,40 @@ class Problem:
             raise ValueError(
                 f"problem {self.name!r}: a noisy problem has neither steps nor constraints"
             )
+        if self.reference_point:
+            if len(self.reference_point) < 2 or self.hv_star is None or not self.hv_star > 0:
+                raise ValueError(
+                    f"problem {self.name!r}: a multi-objective problem needs a reference point "
+                    f"of 2 or more values and a positive hv_star, got "
+                    f"{self.reference_point!r} and {self.hv_star!r}"
+                )
+            if self.f_star is not None or self.noisy_evaluator is not None or self.steps:
+                raise ValueError(
+                    f"problem {self.name!r}: a multi-objective problem has no f_star, noise "
+                    "or steps"
+                )
+
+    @property
+    def n_objectives(self) -> int:
+        """Number of objectives (1 unless ``reference_point`` is set)."""
+        return max(1, len(self.reference_point))
+
+    @property
+    def multi(self) -> bool:
+        """Whether the problem has several objectives (``reference_point`` set)."""
+        return bool(self.reference_point)
+
+    def evaluate_objectives(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[tuple[float, ...], float]:
+        """(the m values to minimize, cost) of a multi-objective problem."""
+        values, cost = self.evaluator(params, previous)
+        out = tuple(float(v) for v in values)
+        if len(out) != self.n_objectives:
+            raise ValueError(
+                f"{self.name}: the evaluator gave {len(out)} values, expected {self.n_objectives}"
+            )
+        return out, float(cost)
 
     @property
     def noisy(self) -> bool:
@@ -386,6 +431,9 @@ class Problem:
             extra["clock"] = self.clock
         if self.steps:
             extra["steps"] = list(self.steps)
+        if self.reference_point:
+            extra["reference_point"] = list(self.reference_point)
+            extra["hv_star"] = self.hv_star
         if extra:
             parts.append(_Text(repr(sorted(extra.items()))))
         return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:12]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 import csv
+import dataclasses
 from dataclasses import dataclass
 import math
 from pathlib import Path
@@ -75,7 +76,26 @@ class Scored:
         return len(self.run.costs)
 
 
+def hv_regret_run(run: Run, problem: Problem) -> Run:
+    """A copy of a multi-objective ``run`` whose ``values`` are, per trial, the normalized
+    hypervolume regret of the front found so far (``stats.hv_regret_trace``: non-increasing,
+    so the best-so-far of these values, which every aggregate and figure takes, is the regret
+    of the front at that point)."""
+    if problem.hv_star is None:
+        raise ValueError(f"{problem.name} is not a multi-objective problem")
+    trace = stats.hv_regret_trace(
+        np.asarray(run.objectives, dtype=float).reshape(-1, problem.n_objectives),
+        problem.reference_point,
+        problem.hv_star,
+    )
+    return dataclasses.replace(run, values=[float(v) for v in trace])
+
+
 def score(run: Run, problem: Problem) -> Scored:
+    """The run's regrets; on a multi-objective problem (``problem.multi``) the normalized
+    hypervolume regret at the end and at half budget (:func:`hv_regret_run`)."""
+    if problem.multi:
+        run = hv_regret_run(run, problem)
     offset = problem.f_star if problem.f_star is not None else 0.0
     half_budget = problem.budget / 2
     values = np.asarray(run.values, dtype=float)

@@ -44,6 +44,12 @@ the method's recommendation then: the study user attr ``cost_recommended_trial``
 ``CostRolloutSampler`` (the complete trial with the best posterior mean, updated at each
 suggestion and at the end; ``study.best_trial`` before its first one), and ``study.best_trial``
 for every other method (the BoTorch references: the lowest observed value).
+
+A multi-objective problem (``problem.multi``, issue 52) runs in a study with one
+``"minimize"`` direction per objective; ``Run.objectives`` holds every trial's values (nan for
+a trial that did not complete or is infeasible) and ``Run.values`` is nan (the reports score
+the front by its hypervolume regret, ``stats.hv_regret_trace``). The budget rule is the same.
+The BoTorch references are single-objective and refuse such a problem.
 """
 
 from __future__ import annotations
@@ -106,6 +112,7 @@ class Run:
     true_values: list[float] = field(default_factory=list)  # noisy: noise-free value of trial
     best_trials: list[int] = field(default_factory=list)  # noisy: study.best_trial after it
     recommended: list[int] = field(default_factory=list)  # noisy: the recommendation after it
+    objectives: list[list[float]] = field(default_factory=list)  # multi-objective: (n, m)
     run_s: float = 0.0
     cpu_s: float = 0.0
     suggest_s: float = 0.0  # total time in the method's proposals (the suggest_* calls)
@@ -188,7 +195,12 @@ def _run_optuna(
         # NOTE: the previous trial moves on even if this one fails, as in
         # CostRolloutSampler (a failed trial's configuration was still set up).
         before, previous[0] = previous[0], dict(params)
-        value, cost = problem.observe(params, before, seed, trial.number)
+        if problem.multi:
+            value: Any
+            value, cost = problem.evaluate_objectives(params, before)
+            value = list(value)
+        else:
+            value, cost = problem.observe(params, before, seed, trial.number)
         measured[trial.number] = (cost, time.perf_counter() - start, params)
         if not wall:
             report_cost(trial, cost)
@@ -253,7 +265,10 @@ def _run_optuna(
     # Optuna's default name is random, so a problem with steps gets a name of its own: the
     # same brackets for a seed on every run, and for every method of that seed.
     name = f"{problem.name}-seed{seed}" if problem.has_steps else None
-    study = optuna.create_study(sampler=sampler, pruner=pruner, study_name=name)
+    directions = ["minimize"] * problem.n_objectives
+    study = optuna.create_study(
+        sampler=sampler, pruner=pruner, study_name=name, directions=directions
+    )
     start = time.perf_counter()
     callbacks = [
         *([track_incumbents] if noisy else []),
@@ -271,11 +286,17 @@ def _run_optuna(
             trial.number, (float(trial.user_attrs.get("cost", math.nan)), math.nan, {})
         )
         run.costs.append(cost)
-        done = trial.state == optuna.trial.TrialState.COMPLETE and trial.value is not None
+        done = trial.state == optuna.trial.TrialState.COMPLETE and trial.values is not None
         if done and problem.constraints_fn is not None and not feasible(trial):
             done = False  # the best feasible value is what counts
             run.meta["n_infeasible"] = run.meta.get("n_infeasible", 0) + 1
-        run.values.append(float(trial.value) if done and trial.value is not None else math.nan)
+        if problem.multi:
+            m = problem.n_objectives
+            ok = done and trial.values is not None
+            run.objectives.append([float(v) for v in trial.values] if ok else [math.nan] * m)
+            run.values.append(math.nan)
+        else:
+            run.values.append(float(trial.value) if done and trial.value is not None else math.nan)
         if wall:
             run.elapsed.append(at)
         if problem.record_params:
@@ -298,6 +319,8 @@ def _run_botorch(method: methods_mod.Method, problem: Problem, seed: int, run: R
         raise ValueError(f"the BoTorch references need a fixed space; {problem.name} has none")
     if problem.constraints_fn is not None:
         raise ValueError(f"the BoTorch references take no constraints; {problem.name} has some")
+    if problem.multi:
+        raise ValueError(f"the BoTorch references have one objective; {problem.name} has more")
     from benchmarks.harness import botorch_ref
 
     startup = botorch_ref.sobol_startup(problem.encoded_dim, problem.n_startup, seed)

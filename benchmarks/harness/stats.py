@@ -199,3 +199,72 @@ def paired(a: Sequence[float], b: Sequence[float], *, alpha: float = ALPHA) -> P
         median_diff=float(np.median(dd)) if len(dd) else math.nan,
         alpha=alpha,
     )
+
+
+# -- multi-objective: hypervolume regret ------------------------------------------------------
+
+
+def pareto_front(points: np.ndarray) -> np.ndarray:
+    """The non-dominated rows of ``points`` (n, m) -> (k, m), all objectives minimized;
+    duplicates kept once, order of first appearance."""
+    p = np.unique(np.asarray(points, dtype=float), axis=0)  # (u, m)
+    if not len(p):
+        return p
+    le = np.all(p[:, None, :] <= p[None, :, :], axis=2)  # (u, u): row i <= row j everywhere
+    dominated = np.any(le & ~np.eye(len(p), dtype=bool), axis=0)  # j dominated by some i != j
+    return p[~dominated]
+
+
+def hypervolume(points: np.ndarray, reference: Sequence[float]) -> float:
+    """The hypervolume dominated by ``points`` (n, m) and bounded by ``reference`` (m,), all
+    objectives minimized; points not strictly below the reference in every objective add
+    nothing. Exact: a sweep for m = 2, slices along the last objective above (m <= 4 and a
+    few hundred points: what the benchmarks need)."""
+    ref = np.asarray(reference, dtype=float)  # (m,)
+    p = np.asarray(points, dtype=float).reshape(-1, len(ref))  # (n, m)
+    p = p[np.all(np.isfinite(p), axis=1) & np.all(p < ref, axis=1)]
+    if not len(p):
+        return 0.0
+    return _hv(pareto_front(p), ref)
+
+
+def _hv(p: np.ndarray, ref: np.ndarray) -> float:
+    """Hypervolume of the non-dominated ``p`` (k, m), every row below ``ref`` (m,)."""
+    m = p.shape[1]
+    if m == 1:
+        return float(ref[0] - p[:, 0].min())
+    if m == 2:
+        order = np.lexsort((p[:, 1], p[:, 0]))  # by f1, then f2
+        total, low = 0.0, float(ref[1])
+        for f1, f2 in p[order]:
+            if f2 < low:
+                total += (ref[0] - f1) * (low - f2)
+                low = float(f2)
+        return float(total)
+    order = np.argsort(p[:, -1], kind="stable")
+    q = p[order]  # (k, m), by the last objective
+    total = 0.0
+    for i in range(len(q)):
+        upper = q[i + 1, -1] if i + 1 < len(q) else ref[-1]
+        depth = float(upper - q[i, -1])
+        if depth > 0:
+            total += depth * _hv(pareto_front(q[: i + 1, :-1]), ref[:-1])
+    return total
+
+
+def hv_regret_trace(
+    objectives: np.ndarray, reference: Sequence[float], hv_star: float
+) -> np.ndarray:
+    """Per trial, the normalized hypervolume regret of the front found so far:
+    (HV* - HV(trials 0..k)) / HV*, (n, m) -> (n,); a row with a nan (the trial did not
+    complete) adds nothing. 1 before any point dominates part of the box, 0 at the best known
+    front (clamped at 0: a front beyond the best known one scores 0). Non-increasing."""
+    obj = np.asarray(objectives, dtype=float).reshape(-1, len(reference))  # (n, m)
+    out = np.empty(len(obj))  # (n,)
+    hv = 0.0
+    for k in range(len(obj)):
+        row = obj[k]
+        if np.all(np.isfinite(row)) and np.all(row < np.asarray(reference)):
+            hv = hypervolume(obj[: k + 1], reference)
+        out[k] = max(hv_star - hv, 0.0) / hv_star
+    return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+import dataclasses
 from pathlib import Path
 import sys
 
@@ -72,15 +73,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--groups",
         nargs="+",
         default=list(SYNTHETIC_GROUPS),
-        choices=[*SYNTHETIC_GROUPS, "real", "constrained", *NOISY_GROUPS],
+        choices=[*SYNTHETIC_GROUPS, "real", "constrained", *NOISY_GROUPS, *MULTI_GROUPS],
         help="problem groups (default: the synthetic ones); real: YAHPO Gym surrogates, which "
         "need the benchmark environment of benchmarks/problems/README_yahpo.md; constrained: "
         "three suite problems with a constraints_func (benchmarks/problems/constrained.py); "
         "noisy: suite problems with additive noise (benchmarks/problems/noisy.py); "
         "noisy-real: YAHPO rbv2 instances with the replication drawn per trial (the YAHPO "
         "environment); noisy-live: scikit-learn decision trees with the validation split "
-        "drawn per trial (benchmarks/problems/hpo.py). --problems finds the names of the "
-        "synthetic, noisy and constrained groups whatever --groups says",
+        "drawn per trial (benchmarks/problems/hpo.py); multi: ZDT / DTLZ2 with costs, 2-3 "
+        "objectives, scored by hypervolume regret (benchmarks/problems/multi.py); multi-real: "
+        "three YAHPO instances with a second objective (benchmarks/problems/yahpo_multi.py, "
+        "the YAHPO environment). --problems "
+        "finds the names of the synthetic, noisy, constrained and multi groups whatever "
+        "--groups says",
     )
     parser.add_argument(
         "--split",
@@ -132,7 +137,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 SYNTHETIC_GROUPS = ("adversarial", "control")
 NOISY_GROUPS = ("noisy", "noisy-real", "noisy-live")
-LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy")
+MULTI_GROUPS = ("multi", "multi-real")
+LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy", "multi")
 """The groups that need nothing beyond the package's test environment."""
 
 
@@ -152,6 +158,14 @@ def all_problems(groups: Sequence[str]) -> dict[str, Problem]:
         from benchmarks.problems.noisy import noisy_problems
 
         out.update(noisy_problems())
+    if "multi" in groups:
+        from benchmarks.problems.multi import multi_problems
+
+        out.update(multi_problems())
+    if "multi-real" in groups:
+        from benchmarks.problems.yahpo_multi import multi_real_problems
+
+        out.update(multi_real_problems())
     if "noisy-live" in groups:
         from benchmarks.problems.hpo import noisy_live_problems
 
@@ -219,6 +233,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     scored = {}
     table = best_known.load(BEST_KNOWN)
     scoring = [best_known.rescored(p, table) for p in problems]
+    for k, p in enumerate(problems):
+        if p.group == "multi-real":  # HV of the calibration's front and every reported run
+            from benchmarks.problems.yahpo_multi import best_known_hv
+
+            runs = [cache.load_valid(root, p, m, s) for m in methods for s in seeds]
+            hv = best_known_hv(p, [r for r in runs if r is not None])
+            scoring[k] = dataclasses.replace(p, hv_star=max(hv, p.hv_star or 0.0))
     beaten = 0
     for p, q in zip(problems, scoring, strict=True):
         for m in methods:
@@ -232,6 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     preamble = []
     if args.split != "all":
         preamble = [f"Split: {args.split} ({', '.join(p.name for p in problems)}).", ""]
+    if any(p.group == "multi-real" for p in problems):
+        preamble += [
+            "Hypervolume regret of a `multi-real` problem: against the hypervolume of the "
+            "union of the calibration's random front and every run reported here "
+            "(`benchmarks/problems/yahpo_multi.py`).",
+            "",
+        ]
     if any(q.f_star != p.f_star for p, q in zip(problems, scoring, strict=True)):
         preamble += [
             "f* of a YAHPO problem: the lower of the calibration's and the best final value "

@@ -59,3 +59,18 @@ def test_a_baseline_comparison_takes_each_time_as_the_median_over_its_rounds() -
         {"a": [2.0, 7.0, 7.0], "b": [6.0, 4.0, 3.0]},
     ]
     assert suggest_speed._median_of(rounds) == {"a": [2.0, 2.0, 8.0], "b": [5.0, 5.0, 3.0]}
+
+
+def test_two_objective_studies_are_timed_on_the_models_suggestions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(suggest_speed, "_OBJECTIVES", 2)
+    sampler = CostRolloutSampler(1e9, n_startup_trials=0, seed=0)
+    study = suggest_speed.make_study(sampler, 3, 15, seed=3)
+    assert len(study.directions) == 2
+    times = suggest_speed.time_suggestions(study, 3, 2)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    for t in study.trials:
+        values, _ = suggest_speed._values(t.params, 3)
+        assert t.values == pytest.approx(values)
+    assert "costbo:proposed_params" in study.trials[-1].system_attrs  # the model's proposal
