@@ -16,16 +16,15 @@ monotonicity properties and exact computation" (CEC 2011) for two objectives ove
 strips, Yang et al., "Efficient computation of expected hypervolume improvement using box
 decomposition algorithms" (J. Glob. Optim. 2019) for more. :func:`log_ehvi` evaluates it in
 log space (:func:`.ei.log_h`), so that it neither underflows nor loses its gradient far from
-the front. :func:`ehvi_qmc` estimates the same expectation by quasi-Monte Carlo over fixed
-scrambled-Sobol normal draws (Daulton et al., "Differentiable expected hypervolume improvement
-for parallel multi-objective Bayesian optimization", NeurIPS 2020), deterministic; it is the
-form that extends to correlated outcomes and batches.
+the front.
 
 NOTE(ehvi): with independent objectives the closed form is exact for every m and costs
-O(n B m) for n points and B boxes, against QMC's O(n S B m) for S draws (and a relative error
-of about 0.2 % at S = 8192 on the tests' 3- and 4-objective problems), so
-:class:`LogEHVIPerCost` uses the closed form for every m; the QMC estimate is kept for the
-correlated or batched cases issue 52 may need.
+O(n B m) for n points and B boxes, against quasi-Monte Carlo's O(n S B m) for S draws over the
+same boxes (Daulton et al., "Differentiable expected hypervolume improvement for parallel
+multi-objective Bayesian optimization", NeurIPS 2020; about 0.2 % off at S = 8192 on the
+tests' 3- and 4-objective problems), so :class:`LogEHVIPerCost` uses the closed form for every
+m. The QMC estimate, the form that extends to correlated outcomes and batches, is the tests'
+second reference beside brute-force Monte Carlo (tests/helpers/_ehvi_qmc.py).
 """
 
 from __future__ import annotations
@@ -37,8 +36,6 @@ import numpy as np
 from scipy.special import erf
 from scipy.special import log_ndtr
 from scipy.special import logsumexp
-from scipy.stats import norm
-from scipy.stats import qmc
 
 from optuna_costbo._numerics.acquisition.ei import Feasible
 from optuna_costbo._numerics.acquisition.ei import LogCostModel
@@ -52,12 +49,8 @@ from optuna_costbo._numerics.pareto import reference_point
 __all__ = [
     "LogEHVIPerCost",
     "ehvi",
-    "ehvi_qmc",
     "log_ehvi",
     "log_ehvi_and_grad",
-    "log_ehvi_per_cost",
-    "log_ehvi_qmc",
-    "normal_base_samples",
 ]
 
 # NOTE(ehvi): standard-deviation floor, the square root of ei.py's variance floor (1e-100):
@@ -70,7 +63,6 @@ _Z_MAX = 1e150
 # clamps it at 1e-12 alike), so that every log is finite: a draw outside a box then adds at
 # most 1e-300 times the box's other widths, far below any improvement that matters; a point
 # whose draws all miss every box gets a log EHVI near -690 per missed objective, flat there.
-_OVERLAP_FLOOR = 1e-300
 # NOTE(ehvi): the (points, draws or boxes, boxes, objectives) arrays are formed in chunks of
 # points holding at most about 4 million entries.
 _CHUNK_ENTRIES = 1 << 22
@@ -209,101 +201,6 @@ def log_ehvi_and_grad(
         log_phi_l = np.where(np.isfinite(zl), -0.5 * zl * zl, -np.inf) - _LOG_SQRT_2PI
         g_std[sl] = (np.exp(log_w + log_phi_u) - np.exp(log_w + log_phi_l)).sum(axis=1)
     return value, g_mean, g_std
-
-
-def normal_base_samples(n_samples: int, m: int, seed: int = 0) -> np.ndarray:
-    """Fixed standard-normal QMC draws: scrambled Sobol points through the normal quantile.
-
-    Args:
-        n_samples: Number of draws, a power of 2 (Sobol's balance holds at powers of 2).
-        m: Number of objectives.
-        seed: Seed of the scrambling; the same seed gives the same draws.
-
-    Returns:
-        Draws (n_samples, m); an acquisition built on them is deterministic.
-    """
-    if n_samples < 1 or n_samples & (n_samples - 1):
-        raise ValueError(f"n_samples must be a power of 2, got {n_samples}")
-    u = qmc.Sobol(d=m, scramble=True, seed=seed).random_base2(int(math.log2(n_samples)))
-    draws: np.ndarray = norm.ppf(np.clip(u, 1e-12, 1.0 - 1e-12))  # (n_samples, m)
-    return draws
-
-
-def _overlaps(
-    mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray, base: np.ndarray
-) -> np.ndarray:
-    """``(u_bj - max(l_bj, y_sj))_+`` for the draws ``y = mean + std * base``: (n, S, B, m)."""
-    y = mean[:, None, :] + std[:, None, :] * base[None]  # (n, S, m)
-    out: np.ndarray = np.clip(upper - np.maximum(lower, y[:, :, None, :]), 0.0, None)
-    return out
-
-
-def _check_base(base: np.ndarray, m: int) -> np.ndarray:
-    """``base`` as a float (S, m) array of finite draws."""
-    base = np.asarray(base, dtype=float)
-    if base.ndim != 2 or base.shape[1] != m or not np.all(np.isfinite(base)):
-        raise ValueError(f"base must be a finite (S, {m}) array, got shape {base.shape}")
-    return base
-
-
-def ehvi_qmc(
-    mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray, base: np.ndarray
-) -> np.ndarray:
-    """EHVI estimated by quasi-Monte Carlo: the mean HVI over the draws, (n,).
-
-    Args:
-        mean, std, lower, upper: As :func:`log_ehvi`.
-        base: Standard-normal draws (S, m), e.g. :func:`normal_base_samples`; fixed draws
-            make the estimate deterministic in ``mean`` and ``std``.
-    """
-    mean, std, lower, upper = _check(mean, std, lower, upper)
-    base = _check_base(base, mean.shape[1])
-    n, m = mean.shape
-    out = np.empty(n)  # (n,)
-    step = _chunks(n, len(base) * len(lower) * m).step
-    for start in range(0, n, step):
-        sl = slice(start, start + step)
-        hvi = _overlaps(mean[sl], std[sl], lower, upper, base).prod(axis=3).sum(axis=2)  # (c, S)
-        out[sl] = hvi.mean(axis=1)
-    return out
-
-
-def log_ehvi_qmc(
-    mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray, base: np.ndarray
-) -> np.ndarray:
-    """log of the QMC EHVI with each per-objective overlap floored at 1e-300: (n,), finite.
-
-    ``log mean_s sum_b prod_j max(overlap_sbj, 1e-300)``, formed as log-sum-exps; it exceeds
-    ``log ehvi_qmc`` by a relative ``B * 1e-300``-order amount wherever that is not tiny.
-    Arguments as :func:`ehvi_qmc`.
-    """
-    mean, std, lower, upper = _check(mean, std, lower, upper)
-    base = _check_base(base, mean.shape[1])
-    n, m = mean.shape
-    out = np.empty(n)  # (n,)
-    step = _chunks(n, len(base) * len(lower) * m).step
-    for start in range(0, n, step):
-        sl = slice(start, start + step)
-        overlap = _overlaps(mean[sl], std[sl], lower, upper, base)  # (c, S, B, m)
-        log_hvi = logsumexp(np.log(np.maximum(overlap, _OVERLAP_FLOOR)).sum(axis=3), axis=2)
-        out[sl] = logsumexp(log_hvi, axis=1) - math.log(len(base))  # (c,)
-    return out
-
-
-def log_ehvi_per_cost(
-    log_ehvi_values: np.ndarray, log_cost: np.ndarray, cost_exponent: float | np.ndarray
-) -> np.ndarray:
-    """``log EHVI - cost_exponent * log c``: EHVI per unit cost (exponent 1), EHVI (0), or
-    its cooled form with the exponent of :func:`.ei.cool_exponent` (Lee et al. 2020), as
-    :class:`.ei.LogEIPerCost` forms EI's; all arrays (n,) or broadcastable.
-    """
-    exponent = np.asarray(cost_exponent, dtype=float)
-    if not (np.all(np.isfinite(exponent)) and np.all(exponent >= 0.0)):
-        raise ValueError(f"cost_exponent must be finite and >= 0, got {cost_exponent}")
-    out: np.ndarray = np.asarray(log_ehvi_values, dtype=float) - exponent * np.asarray(
-        log_cost, dtype=float
-    )
-    return out
 
 
 class LogEHVIPerCost:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 
+from _ehvi_qmc import ehvi_qmc
+from _ehvi_qmc import log_ehvi_qmc
+from _ehvi_qmc import normal_base_samples
 from _pareto_reference import hvi_of_draws
 from _pareto_reference import hypervolume_ie
 from _pareto_reference import random_front
@@ -13,14 +16,9 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from optuna_costbo._numerics.acquisition.ehvi import LogEHVIPerCost
 from optuna_costbo._numerics.acquisition.ehvi import ehvi
-from optuna_costbo._numerics.acquisition.ehvi import ehvi_qmc
 from optuna_costbo._numerics.acquisition.ehvi import log_ehvi
 from optuna_costbo._numerics.acquisition.ehvi import log_ehvi_and_grad
-from optuna_costbo._numerics.acquisition.ehvi import log_ehvi_per_cost
-from optuna_costbo._numerics.acquisition.ehvi import log_ehvi_qmc
-from optuna_costbo._numerics.acquisition.ehvi import normal_base_samples
 from optuna_costbo._numerics.pareto import non_dominated_boxes
 from optuna_costbo._numerics.pareto import pareto_front
 from optuna_costbo._numerics.pareto import reference_point
@@ -187,69 +185,6 @@ def test_the_gradient_matches_finite_differences(m: int) -> None:
         )
         np.testing.assert_allclose(g_mean[:, j], fd_mean / (2 * eps), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(g_std[:, j], fd_std / (2 * eps), rtol=1e-5, atol=1e-6)
-
-
-def test_ehvi_per_unit_cost_and_its_cooled_form() -> None:
-    log_values, log_cost = np.array([-1.0, -3.0]), np.array([2.0, 0.5])
-    np.testing.assert_allclose(log_ehvi_per_cost(log_values, log_cost, 1.0), [-3.0, -3.5])
-    np.testing.assert_allclose(log_ehvi_per_cost(log_values, log_cost, 0.0), log_values)
-    np.testing.assert_allclose(log_ehvi_per_cost(log_values, log_cost, 0.5), [-2.0, -3.25])
-    with pytest.raises(ValueError, match="cost_exponent"):
-        log_ehvi_per_cost(log_values, log_cost, -1.0)
-
-
-class _Smooth:
-    """A toy posterior: mean sin(Z a), variance 0.01 + (Z b)^2, with their gradients."""
-
-    def __init__(self, a: np.ndarray, b: np.ndarray) -> None:
-        self.a, self.b = a, b
-
-    def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
-        za, zb = Xq @ self.a, Xq @ self.b  # (k,) each
-        mean, var = np.sin(za), 0.01 + zb**2
-        if not return_grad:
-            return mean, var
-        return mean, var, np.cos(za)[:, None] * self.a, 2.0 * zb[:, None] * self.b
-
-
-class _LogCost:
-    """log c(Z) = 0.3 * sum(Z), with its gradient."""
-
-    def log_cost(self, Z: np.ndarray) -> np.ndarray:
-        out: np.ndarray = 0.3 * Z.sum(axis=1)
-        return out
-
-    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.log_cost(Z), np.full(Z.shape, 0.3)
-
-
-@pytest.mark.parametrize("m", [2, 3])
-def test_the_acquisition_composes_the_models_and_the_cost_and_its_gradient_is_right(
-    m: int,
-) -> None:
-    rng = np.random.default_rng(70 + m)
-    D = 3
-    models = [_Smooth(rng.standard_normal(D), rng.standard_normal(D)) for _ in range(m)]
-    observed = rng.uniform(-1.0, 1.0, size=(8, m))
-    acq = LogEHVIPerCost(models, observed, cost_model=_LogCost(), cost_exponent=0.7)
-    Z = rng.random((6, D))  # (6, D)
-    mean = np.column_stack([mo.predict(Z)[0] for mo in models])
-    std = np.sqrt(np.column_stack([mo.predict(Z)[1] for mo in models]))
-    lower, upper = non_dominated_boxes(observed, reference_point(observed))
-    expected = log_ehvi(mean, std, lower, upper) - 0.7 * 0.3 * Z.sum(axis=1)
-    np.testing.assert_allclose(acq(Z), expected, rtol=1e-13)
-    value, grad = acq.value_and_grad(Z)
-    np.testing.assert_array_equal(value, acq(Z))
-    eps = 1e-6
-    for d in range(D):
-        step = np.zeros_like(Z)
-        step[:, d] = eps
-        fd = (acq(Z + step) - acq(Z - step)) / (2 * eps)
-        np.testing.assert_allclose(grad[:, d], fd, rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="one column per model"):
-        LogEHVIPerCost(models, observed[:, :1])
-    with pytest.raises(ValueError, match="needs a cost_model"):
-        LogEHVIPerCost(models, observed, cost_exponent=1.0)
 
 
 def test_bad_inputs_are_rejected_with_what_was_wrong() -> None:
