@@ -181,6 +181,7 @@ class GPModel:
     _w: np.ndarray  # (n,) L^-1 (z - mean)
     _alpha: np.ndarray  # (n,) K^-1 (z - mean)
     _jitter: float
+    _loo: np.ndarray | None  # (n,) loo_scores, once asked
 
     def __init__(
         self,
@@ -243,6 +244,7 @@ class GPModel:
         self._w = w
         self._alpha = solve_triangular(L, w, lower=True, trans="T", check_finite=False)
         self._jitter = jitter
+        self._loo = None
 
     @property
     def n(self) -> int:
@@ -370,11 +372,13 @@ class GPModel:
         ``(y_i - m_i) / s_i`` with ``m_i``, ``s_i^2`` the predictive mean and variance (noise
         included) of ``y_i`` given the others, at these hyperparameters, in closed form:
         ``alpha_i / sqrt([K^-1]_ii)`` (Rasmussen and Williams, 2006, eq. 5.12). For a
-        calibrated model they are about standard normal."""
-        L_inv = self._solve(np.eye(self.n))  # (n, n) L^-1
-        diag = np.einsum("ij,ij->j", L_inv, L_inv)  # (n,) the diagonal of K^-1
-        out: np.ndarray = self._alpha / np.sqrt(diag)
-        return out
+        calibrated model they are about standard normal. O(n^3) once per model: kept, since
+        one suggestion's hard budget asks twice (the models, then the proposal's check)."""
+        if self._loo is None:
+            L_inv = self._solve(np.eye(self.n))  # (n, n) L^-1
+            diag = np.einsum("ij,ij->j", L_inv, L_inv)  # (n,) the diagonal of K^-1
+            self._loo = self._alpha / np.sqrt(diag)
+        return self._loo
 
     def posterior_cov(self, Xq: np.ndarray) -> np.ndarray:
         """Joint latent posterior covariance in original units.
