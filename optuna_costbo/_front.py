@@ -23,6 +23,7 @@ from optuna.trial import TrialState
 from optuna_costbo._numerics.pareto import hypervolume
 from optuna_costbo._numerics.pareto import non_dominated_mask
 from optuna_costbo._optuna_compat import trial_constraints
+from optuna_costbo._sampler.snapshot import minimize_signs
 
 
 __all__ = [
@@ -33,16 +34,12 @@ __all__ = [
 ]
 
 
-def _signs(directions: Sequence[StudyDirection]) -> np.ndarray:
-    return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in directions])
-
-
 def minimized_values(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> np.ndarray:
     """Each trial's values turned into values to minimize, (n, m); a row of NaN for a trial
     that is not COMPLETE, has no values or breaks a constraint."""
-    signs = _signs(directions)  # (m,)
+    signs = minimize_signs(directions)  # (m,)
     out = np.full((len(trials), len(signs)), np.nan)  # (n, m)
     for i, trial in enumerate(trials):
         if trial.state != TrialState.COMPLETE or trial.values is None:
@@ -63,7 +60,7 @@ def _reference(
             raise ValueError(
                 f"reference_point must be {len(directions)} finite numbers, got {reference!r}"
             )
-        ref: np.ndarray = _signs(directions) * given  # (m,)
+        ref: np.ndarray = minimize_signs(directions) * given  # (m,)
         return ref
     usable = Y[np.all(np.isfinite(Y), axis=1)]  # (k, m)
     return monitor_reference(usable) if len(usable) else None
@@ -109,7 +106,9 @@ def hypervolume_history(
     usable = np.all(np.isfinite(Y), axis=1)  # (n,)
     current = np.nan
     for i in range(len(ordered)):
-        if usable[i]:  # only a new front point can change it
+        before = Y[:i][usable[:i]]  # (k, m)
+        # Only a point that no earlier one weakly dominates can change it.
+        if usable[i] and not np.any(np.all(before <= Y[i], axis=1)):
             current = hypervolume(Y[: i + 1][usable[: i + 1]], ref)
         out[i] = current
     return out

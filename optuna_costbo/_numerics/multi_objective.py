@@ -18,6 +18,7 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.ehvi import LogEHVIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
+from optuna_costbo._numerics.acquisition.strategies import excluded_rows
 from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.optimize import maximize_acquisition
@@ -26,7 +27,6 @@ from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
-from optuna_costbo._numerics.search_space import rows_among
 
 
 __all__ = ["front_exponent", "propose_front"]
@@ -117,33 +117,21 @@ def propose_front(
 def _other_objective(
     request: ProposalRequest, y: np.ndarray, warm: WarmStart, j: int
 ) -> ProposalRequest:
-    """The request of objective ``j`` >= 1: its values and warm start, without what the first
-    objective's models carry for all (costs, constraints, the hard budget)."""
+    """The request of objective ``j`` >= 1: its values and warm start, without the
+    constraints, whose models the first objective's carry for all (built without a cost model,
+    its models have no budget check either)."""
     return dataclasses.replace(
         request,
         y=y,
         Y=None,
         warm=warm.others[j - 1] if len(warm.others) >= j else WarmStart(),
-        cost_data=None,
-        known_cost=None,
         constraints=None,
-        overrun_risk=None,
-        plug_in_incumbent=False,
     )
 
 
 def _exclusion(request: ProposalRequest, first: Models) -> Callable[[np.ndarray], np.ndarray]:
-    """Which rows of Z (k, D) must not be proposed: evaluated points and, under a hard budget,
-    points that do not fit it, (k,) bool."""
+    """:func:`.acquisition.strategies.excluded_rows` of the request's evaluated points and,
+    under a hard budget, the first objective's models' budget check."""
     evaluated = request.not_again
     fit = None if first.feasibility is None else first.feasibility.budget
-
-    def excluded(Z: np.ndarray) -> np.ndarray:
-        bad = np.zeros(len(Z), dtype=bool)
-        if evaluated is not None and len(evaluated) > 0:
-            bad |= rows_among(Z, evaluated)
-        if fit is not None:
-            bad |= ~fit.fits(Z)
-        return bad
-
-    return excluded
+    return lambda Z: excluded_rows(Z, evaluated, fit)

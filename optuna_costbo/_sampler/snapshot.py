@@ -59,9 +59,10 @@ def minimize_sign(study: optuna.Study) -> float:
     return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
 
 
-def minimize_signs(study: optuna.Study) -> np.ndarray:
-    """The factor of each objective, (m,): 1 to minimize, -1 to maximize."""
-    return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in study.directions])
+def minimize_signs(directions: Sequence[StudyDirection]) -> np.ndarray:
+    """The factor of each objective of a study's ``directions``, (m,): 1 to minimize, -1 to
+    maximize."""
+    return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in directions])
 
 
 class _SpaceOfStudy:

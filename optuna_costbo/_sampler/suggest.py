@@ -263,7 +263,7 @@ class Suggester:
             trials,
             trial,
             bridge,
-            sign=minimize_signs(study),
+            sign=minimize_signs(study.directions),
             cost_attr=self.cost_attr,
             pending=self.pending.snapshot(),
             remaining=ledger.remaining,

@@ -47,6 +47,7 @@ __all__ = [
     "Choice",
     "EICool",
     "EIPerCost",
+    "excluded_rows",
 ]
 
 
@@ -124,14 +125,7 @@ class AcquisitionContext:
         Legal points are exact fixed points of the codec, so a configuration that a trial
         already has encodes to exactly these bytes.
         """
-        bad = (
-            np.zeros(len(Z), dtype=bool)
-            if self.evaluated is None
-            else rows_among(Z, self.evaluated)
-        )
-        if self.budget_fit is not None:
-            bad = bad | ~self.budget_fit.fits(Z)
-        return bad
+        return excluded_rows(Z, self.evaluated, self.budget_fit)
 
     def _exclusion(self) -> Callable[[np.ndarray], np.ndarray] | None:
         """:meth:`excluded`, or None when nothing is excluded (no evaluated point, soft)."""
@@ -252,6 +246,17 @@ class AcquisitionContext:
             return None
         done = self.maximized.get(1.0)
         return float(done[1]) if done is not None else float(self.maximize(1.0)[1])
+
+
+def excluded_rows(
+    Z: np.ndarray, evaluated: np.ndarray | None, fit: BudgetFit | None
+) -> np.ndarray:
+    """Which rows of Z (m, D) must not be proposed: rows of ``evaluated`` (k, D), and under a
+    hard budget (``fit``) the points that do not fit it, (m,) bool."""
+    bad = np.zeros(len(Z), dtype=bool) if evaluated is None else rows_among(Z, evaluated)
+    if fit is not None:
+        bad = bad | ~fit.fits(Z)
+    return bad
 
 
 class AcquisitionStrategy(Protocol):
