@@ -52,6 +52,10 @@ STUDIES: dict[str, Study] = {
                 "benchmarks.hard_budget",
                 "the hard budget against the soft one: overruns, regrets at equal spend",
             ),
+            "noise-fit": Command(
+                "benchmarks.noise_fit",
+                "the objective GP's fitted noise sd against the true one (group noisy)",
+            ),
             "multi-summary": Command(
                 "benchmarks.multi_objective_summary",
                 "the multi-objective halves' ranks, paired verdicts and speed in one report",
