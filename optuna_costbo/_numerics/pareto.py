@@ -84,26 +84,29 @@ def pareto_front(Y: np.ndarray, ref: np.ndarray | None = None) -> np.ndarray:
 def reference_point(Y: np.ndarray, scale: float = 0.1) -> np.ndarray:
     """The reference point of the observed values ``Y`` (n, m): (m,).
 
-    ``ref = worst + scale * max(worst - mean, 1e-7)`` per objective, over every row of ``Y``:
-    Optuna GPSampler's rule (``optuna/_gp/acqf.py::_get_reference_point``, the worst
-    standardized value ``w`` moved to ``1.1 w``) written in the objectives' own units, so it
-    commutes with shifting and scaling an objective.
+    ``ref = nadir + scale * max(range, 1e-7)`` per objective, with the nadir taken over the
+    Pareto front of ``Y`` and the range over all of ``Y``.
 
-    NOTE(pareto): the box reaches past every observation, so EHVI values a point that widens
-    the front as well as one that advances it. BoTorch's ``infer_reference_point`` (the
-    front's nadir plus a tenth of the front's range) was the first rule here; it collapses
-    when the front is one point with a zero coordinate (ZDT's x = 0 gives f = (0, 1): the box
-    is 1e-8 wide in f1 and every later proposal sits on x1 = 0), and it lost to this rule on
-    the multi-objective benchmark (benchmarks/results/multi-objective/reference-point.md).
+    NOTE(pareto): the rule of BoTorch's ``infer_reference_point``
+    (``botorch/utils/multi_objective/hypervolume.py``, written there for maximization:
+    ``nadir - scale * range``, ``scale = 0.1`` after Ishibuchi et al. 2011), mirrored for
+    minimization, with one change: BoTorch takes the range over the front, and for a front of
+    one point ``p`` uses ``|p|``; a one-point front with a zero coordinate (ZDT's x = 0 gives
+    f = (0, 1)) then gets a box 1e-7 wide in that objective and every later proposal sits on
+    its edge. The range of all observations is never zero unless an objective is constant
+    (benchmarks/results/multi-objective/reference-point/report.md). Optuna's GPSampler
+    (``optuna/_gp/acqf.py::_get_reference_point``) moves the worst observed standardized value
+    ``w`` to ``1.1 w``, a box past every observation; that rule lost to this one on the
+    benchmark's tuning half (same report).
     """
     Y = _check_points(Y)
     if len(Y) == 0:
         raise ValueError("reference_point needs at least one observation, got none")
     if not (np.isfinite(scale) and scale > 0.0):
         raise ValueError(f"scale must be a positive finite number, got {scale}")
-    worst = Y.max(axis=0)  # (m,)
-    margin = np.maximum(worst - Y.mean(axis=0), _MIN_RANGE)  # (m,)
-    ref: np.ndarray = worst + scale * margin
+    nadir = pareto_front(Y).max(axis=0)  # (m,)
+    spread = np.maximum(Y.max(axis=0) - Y.min(axis=0), _MIN_RANGE)  # (m,)
+    ref: np.ndarray = nadir + scale * spread
     return ref
 
 
