@@ -9,6 +9,11 @@ row per run with the normalized hypervolume regret at the end and at half budget
 issue's five methods (the default and GPSampler, TPE, NSGA-II, Random) and among all methods
 run, the paired verdicts of the default against each peer per problem, whether the issue's
 "done when" holds, and the speed table.
+
+``--variant DIR`` takes the default's runs from ``DIR`` (a changed default's folders, same
+layout) and shows ``--dir``'s default beside them as ``ours, before``: how a change to the
+default is judged against the committed runs of every peer
+(``results/multi-objective/reference-point``); the report goes to ``DIR/report.md``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ HALVES = {
 }
 """Each half of the split and the folders of its groups' runs (``multi``, ``multi-real``)."""
 DEFAULT = "rollout"
+BEFORE = "rollout-before"
+"""The name of the committed default's runs when a variant's runs take its place."""
 PEERS = ("optuna-gp", "optuna-tpe", "optuna-nsga2", "random")
 POINTS = {"end": "final_regret", "half": "half_regret"}
 
@@ -95,10 +102,21 @@ def _budgets() -> dict[str, float]:
     return {p.name: p.budget for p in problems}
 
 
-def half_section(name: str, folders: Sequence[Path]) -> tuple[list[str], dict[str, bool]]:
+def _label(method: str) -> str:
+    return "ours, before (committed runs)" if method == BEFORE else label(method)
+
+
+def half_section(
+    name: str, folders: Sequence[Path], variant: Sequence[Path] = ()
+) -> tuple[list[str], dict[str, bool]]:
     """The Markdown of one half (the runs of ``folders``: one per group) and its "done when"
-    checks."""
+    checks; with ``variant`` (the same groups' folders of a changed default), its runs are the
+    default's and those of ``folders`` are :data:`BEFORE`."""
     rows = [r for folder in folders for r in _rows(folder / "runs_summary.csv")]
+    if variant:
+        for r in rows:
+            r["method"] = BEFORE if r["method"] == DEFAULT else r["method"]
+        rows = [r for folder in variant for r in _rows(folder / "runs_summary.csv")] + rows
     problems, methods, seeds, values = _table(rows)
     group_of = {r["problem"]: r.get("group", "") for r in rows}
     groups = list(dict.fromkeys(group_of[p] for p in problems))
@@ -138,9 +156,9 @@ def half_section(name: str, folders: Sequence[Path]) -> tuple[list[str], dict[st
             for point in POINTS
         ]
         cells += [f"{every[point][m]:.2f}" for point in POINTS]
-        lines.append(f"| {label(m)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_label(m)} | " + " | ".join(cells) + " |")
     lines += ["", "Mean normalized hypervolume regret per problem (end / half):", ""]
-    lines += ["| problem | " + " | ".join(label(m) for m in methods) + " |"]
+    lines += ["| problem | " + " | ".join(_label(m) for m in methods) + " |"]
     lines += ["|---" * (len(methods) + 1) + "|"]
     for p in problems:
         cells = []
@@ -155,7 +173,7 @@ def half_section(name: str, folders: Sequence[Path]) -> tuple[list[str], dict[st
         "What the runs bought: median trials, median share of the budget spent, runs stopped "
         "by the 60-trial cap:",
         "",
-        "| problem | " + " | ".join(label(m) for m in methods) + " |",
+        "| problem | " + " | ".join(_label(m) for m in methods) + " |",
         "|---" * (len(methods) + 1) + "|",
     ]
     for p in problems:
@@ -182,7 +200,7 @@ def half_section(name: str, folders: Sequence[Path]) -> tuple[list[str], dict[st
         "",
     ]
     peers = [m for m in methods if m != DEFAULT]
-    lines += ["| problem | point | " + " | ".join(label(m) for m in peers) + " |"]
+    lines += ["| problem | point | " + " | ".join(_label(m) for m in peers) + " |"]
     lines += ["|---|---" + "|---" * len(peers) + "|"]
     worse = False
     for p in problems:
@@ -226,23 +244,28 @@ def half_section(name: str, folders: Sequence[Path]) -> tuple[list[str], dict[st
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--variant", type=Path, default=None)
     args = parser.parse_args(argv)
     folder: Path = args.dir
+    out: Path = args.variant or folder
     md = ["# Multi-objective benchmark (issue 52): results", ""]
-    intro = folder / "intro.md"
+    intro = out / "intro.md"
     if intro.is_file():
         md += [intro.read_text().strip(), ""]
     for half, parts in HALVES.items():
-        present = [folder / part for part in parts if _has_runs(folder / part)]
+        present = [part for part in parts if _has_runs(folder / part)]
+        if args.variant is not None:
+            present = [part for part in present if _has_runs(out / part)]
         if present:
-            lines, _ = half_section(half, present)
+            variant = [out / part for part in present] if args.variant is not None else []
+            lines, _ = half_section(half, [folder / part for part in present], variant)
             md += lines
     speed = folder / "suggest_speed.md"
     if speed.is_file():
         text = speed.read_text().strip().replace("\n## ", "\n### ")  # under this heading
         md += ["## Suggestion time, 2 objectives, 200 trials", "", text, ""]
-    (folder / "report.md").write_text("\n".join(md))
-    print(f"report: {folder / 'report.md'}")
+    (out / "report.md").write_text("\n".join(md))
+    print(f"report: {out / 'report.md'}")
     return 0
 
 

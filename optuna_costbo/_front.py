@@ -4,7 +4,7 @@ The progress bar, the plots and the dashboard chart show a multi-objective study
 (the COMPLETE, feasible trials no other dominates, as ``study.best_trials``) and the
 hypervolume it dominates. The reference point is the worst value of each objective over the
 COMPLETE feasible trials read, plus a tenth of its range (the caller may give one in the
-study's own units instead). Unlike the acquisition's point (the front's nadir,
+study's own units instead). Unlike the acquisition's point (the front's nadir plus a margin,
 :func:`optuna_costbo._numerics.pareto.reference_point`), it only moves outward as trials come,
 so the hypervolume the progress bar shows never falls; the bar shows none until every
 objective has a range. A plot takes one point over all its trials (where an objective has no

@@ -84,31 +84,28 @@ def pareto_front(Y: np.ndarray, ref: np.ndarray | None = None) -> np.ndarray:
 def reference_point(Y: np.ndarray, scale: float = 0.1) -> np.ndarray:
     """The reference point of the observed values ``Y`` (n, m): (m,).
 
-    ``ref = nadir + scale * max(ideal_range, 1e-7)`` per objective, with the nadir and the
-    range taken over the Pareto front of ``Y``; for a front of one point ``p`` the range is
-    ``max(|p|, 1e-7)``.
+    ``ref = nadir + scale * max(range, 1e-7)`` per objective, with the nadir taken over the
+    Pareto front of ``Y`` and the range over all of ``Y``.
 
     NOTE(pareto): the rule of BoTorch's ``infer_reference_point``
     (``botorch/utils/multi_objective/hypervolume.py``, written there for maximization:
     ``nadir - scale * range``, ``scale = 0.1`` after Ishibuchi et al. 2011), mirrored for
-    minimization. Optuna's GPSampler (``optuna/_gp/acqf.py::_get_reference_point``) instead
-    takes the worst observed value ``w`` of every objective over all trials and moves it to
-    ``max(1.1 w, 0.9 w)`` (then one ulp up); that rule depends on where 0 is (a worst value of
-    0 gets no margin, an objective shifted by a constant gets another margin), whereas the
-    range-scaled rule commutes with shifting and scaling an objective, which matters for
-    objectives standardized before modeling.
+    minimization, with one change: BoTorch takes the range over the front, and for a front of
+    one point ``p`` uses ``|p|``; a one-point front with a zero coordinate (ZDT's x = 0 gives
+    f = (0, 1)) then gets a box 1e-7 wide in that objective and every later proposal sits on
+    its edge. The range of all observations is never zero unless an objective is constant
+    (benchmarks/results/multi-objective/reference-point/report.md). Optuna's GPSampler
+    (``optuna/_gp/acqf.py::_get_reference_point``) moves the worst observed standardized value
+    ``w`` to ``1.1 w``, a box past every observation; that rule lost to this one on the
+    benchmark's tuning half (same report).
     """
     Y = _check_points(Y)
     if len(Y) == 0:
         raise ValueError("reference_point needs at least one observation, got none")
     if not (np.isfinite(scale) and scale > 0.0):
         raise ValueError(f"scale must be a positive finite number, got {scale}")
-    front = pareto_front(Y)  # (k, m)
-    nadir = front.max(axis=0)  # (m,)
-    if len(front) == 1:
-        spread = np.maximum(np.abs(nadir), _MIN_RANGE)  # (m,)
-    else:
-        spread = np.maximum(nadir - front.min(axis=0), _MIN_RANGE)  # (m,)
+    nadir = pareto_front(Y).max(axis=0)  # (m,)
+    spread = np.maximum(Y.max(axis=0) - Y.min(axis=0), _MIN_RANGE)  # (m,)
     ref: np.ndarray = nadir + scale * spread
     return ref
 

@@ -77,13 +77,17 @@ def test_hypervolume_matches_inclusion_exclusion_and_monte_carlo(m: int) -> None
     assert se < 0.02 * estimate  # sharp enough to mean something
 
 
-def test_the_reference_point_is_the_nadir_plus_a_tenth_of_the_range() -> None:
+def test_the_reference_point_is_the_nadir_plus_a_tenth_of_the_observed_range() -> None:
     Y = np.array([[0.0, 4.0], [1.0, 1.0], [3.0, 0.0], [5.0, 5.0]])  # the last is dominated
-    # Front nadir (3, 4), range (3, 4): ref = (3.3, 4.4); the dominated (5, 5) is ignored.
-    np.testing.assert_allclose(reference_point(Y), [3.3, 4.4], rtol=1e-15)
-    np.testing.assert_allclose(reference_point(Y, scale=0.5), [4.5, 6.0], rtol=1e-15)
-    # One point: the margin scales with |p|, and stays positive at 0.
-    np.testing.assert_allclose(reference_point(np.array([[-2.0, 0.0]])), [-1.8, 1e-8])
+    # Front nadir (3, 4), range of all rows (5, 5): ref = (3.5, 4.5).
+    np.testing.assert_allclose(reference_point(Y), [3.5, 4.5], rtol=1e-15)
+    np.testing.assert_allclose(reference_point(Y, scale=0.5), [5.5, 6.5], rtol=1e-15)
+    # A one-point front with a zero coordinate keeps a box as wide as a tenth of what was
+    # observed (BoTorch's rule, the range over the front, |p| for one point, gave 1e-8 in f1).
+    Y = np.array([[0.0, 1.0], [0.5, 3.0], [0.9, 4.0]])  # (0, 1) dominates the others
+    np.testing.assert_allclose(reference_point(Y), [0.09, 1.3], rtol=1e-15)
+    # All rows equal: the margin stays positive.
+    assert np.all(reference_point(np.array([[-2.0, 0.0], [-2.0, 0.0]])) > [-2.0, 0.0])
 
 
 @pytest.mark.parametrize("m", [2, 3, 4])
