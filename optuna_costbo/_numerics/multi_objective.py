@@ -16,8 +16,6 @@ import dataclasses
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.ehvi import LogEHVIPerCost
-from optuna_costbo._numerics.acquisition.ehvi_rollout import hvi_rollout_values
-from optuna_costbo._numerics.acquisition.ehvi_rollout import qmc_outcome_normals
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.acquisition.strategies import excluded_rows
@@ -33,22 +31,15 @@ from optuna_costbo._numerics.request import WarmStart
 
 __all__ = ["front_exponent", "propose_front"]
 
-# NOTE: the rollout's action set: a Sobol pool screened by log EHVI and by log EHVI per unit
-# cost; the first actions are the cooled maximizer and the pool's best few by each, the last
-# step chooses among the pool's best by each (the single-objective rollout's sizes, smaller:
-# one fantasy has m dimensions and a box decomposition of its own).
-_POOL = 256
-_FIRST = 8
-_INNER = 24
-_DRAWS = 16
-
 
 def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
     """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"`` (EHVI), 1 for
     ``"eipu"`` (EHVI per unit cost), and the cooled ``remaining / budget`` for the others.
 
-    NOTE: the rollouts have no hypervolume form yet; EHVI-cool is their myopic limit (the
-    default rollout values its plans per unit of budget, cooled as EI-cool).
+    NOTE: the rollouts use EHVI-cool, their myopic limit (the default rollout values its plans
+    per unit of budget, cooled as EI-cool): a two-step rollout with hypervolume-improvement
+    rewards ranked no better at 2-7x the time
+    (benchmarks/results/multi-objective/hvi-rollout/report.md).
     """
     if not acquisition.needs_cost:
         return 0.0
@@ -103,7 +94,6 @@ def propose_front(
         if cost.origin is not None:  # a moving cost: the cheap moves are next to the origin
             starts = np.vstack([starts, cost.origin[None]])
         max_evals = cost.max_evals
-    exclude = _exclusion(request, first)
     z, value = maximize_acquisition(
         acq.value_and_grad,
         request.codec,
@@ -111,10 +101,8 @@ def propose_front(
         extra_starts=starts,
         fun=acq,
         max_evals=max_evals,
-        exclude=exclude,
+        exclude=_exclusion(request, first),
     )
-    if acquisition.name.startswith("rollout") and cost is not None and not acq.empty:
-        z, value = _roll_out(request, models, observed, acq, z, value, exponent, rng, exclude)
     new_warm = dataclasses.replace(first.warm, others=tuple(m.warm for m in others))
     return Proposal(
         z=z,
@@ -126,49 +114,6 @@ def propose_front(
         cost_data=request.cost_data,
         observed=(first.X, first.y),
     )
-
-
-def _roll_out(
-    request: ProposalRequest,
-    models: list[Models],
-    observed: np.ndarray,  # (k, m) feasible observations
-    acq: LogEHVIPerCost,
-    z: np.ndarray,  # (D,) the cooled maximizer
-    value: float,
-    exponent: float,
-    rng: np.random.Generator,
-    exclude: Callable[[np.ndarray], np.ndarray],
-) -> tuple[np.ndarray, float]:
-    """The first action of largest two-step value (:mod:`.acquisition.ehvi_rollout`) among
-    ``z`` and the best of a Sobol pool; ``z`` when every value underflows."""
-    first = models[0]
-    assert first.cost is not None
-    pool = request.codec.sobol_points(_POOL, seed=int(rng.integers(2**31)))  # (M, D)
-    log_ehvi = LogEHVIPerCost(acq.models, observed, ref=acq.ref, feasibility=acq.feasibility)(
-        pool
-    )  # (M,)
-    per_cost = log_ehvi - first.cost.log_cost(pool)  # (M,)
-    fresh = ~exclude(pool)  # (M,)
-    log_ehvi, per_cost = np.where(fresh, log_ehvi, -np.inf), np.where(fresh, per_cost, -np.inf)
-    firsts = np.vstack(
-        [z, pool[np.argsort(-log_ehvi)[:_FIRST]], pool[np.argsort(-per_cost)[:_FIRST]]]
-    )
-    firsts = np.unique(firsts, axis=0)  # (F, D)
-    inner = pool[np.union1d(np.argsort(-log_ehvi)[:_INNER], np.argsort(-per_cost)[:_INNER])]
-    actions = np.vstack([firsts, inner])  # (P, D)
-    means = np.stack([m.model.predict(actions)[0] for m in models])  # (m, P)
-    covs = np.stack([m.model.posterior_cov(actions) for m in models])  # (m, P, P)
-    pf = None if first.feasibility is None else first.feasibility.pf(actions)
-    normals = qmc_outcome_normals(_DRAWS, len(models), rng)
-    values = hvi_rollout_values(
-        means, covs, observed, acq.ref, len(firsts), first.cost.cost(actions), normals,
-        exponent, pf,
-    )  # fmt: skip  # (F,)
-    values = np.where(exclude(firsts), -np.inf, values)
-    if not np.isfinite(values).any():
-        return z, value
-    i = int(np.argmax(values))
-    return firsts[i], float(values[i])
 
 
 def _other_objective(
