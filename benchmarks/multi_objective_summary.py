@@ -14,6 +14,8 @@ run, the paired verdicts of the default against each peer per problem, whether t
 layout) and shows ``--dir``'s default beside them as ``ours, before``: how a change to the
 default is judged against the committed runs of every peer
 (``results/multi-objective/reference-point``); the report goes to ``DIR/report.md``.
+``--before DIR2`` takes ``ours, before`` from ``DIR2`` (an earlier variant that became the
+default) instead of ``--dir``.
 """
 
 from __future__ import annotations
@@ -107,13 +109,19 @@ def _label(method: str) -> str:
 
 
 def half_section(
-    name: str, folders: Sequence[Path], variant: Sequence[Path] = ()
+    name: str,
+    folders: Sequence[Path],
+    variant: Sequence[Path] = (),
+    before: Sequence[Path] = (),
 ) -> tuple[list[str], dict[str, bool]]:
     """The Markdown of one half (the runs of ``folders``: one per group) and its "done when"
     checks; with ``variant`` (the same groups' folders of a changed default), its runs are the
-    default's and those of ``folders`` are :data:`BEFORE`."""
+    default's and the default's of ``before`` (else of ``folders``) are :data:`BEFORE`."""
     rows = [r for folder in folders for r in _rows(folder / "runs_summary.csv")]
     if variant:
+        if before:
+            rows = [r for r in rows if r["method"] != DEFAULT]
+            rows += [r for folder in before for r in _rows(folder / "runs_summary.csv")]
         for r in rows:
             r["method"] = BEFORE if r["method"] == DEFAULT else r["method"]
         rows = [r for folder in variant for r in _rows(folder / "runs_summary.csv")] + rows
@@ -245,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--variant", type=Path, default=None)
+    parser.add_argument("--before", type=Path, default=None)
     args = parser.parse_args(argv)
     folder: Path = args.dir
     out: Path = args.variant or folder
@@ -258,7 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             present = [part for part in present if _has_runs(out / part)]
         if present:
             variant = [out / part for part in present] if args.variant is not None else []
-            lines, _ = half_section(half, [folder / part for part in present], variant)
+            before = [args.before / part for part in present] if args.before is not None else []
+            lines, _ = half_section(half, [folder / part for part in present], variant, before)
             md += lines
     speed = folder / "suggest_speed.md"
     if speed.is_file():

@@ -36,8 +36,10 @@ def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: f
     """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"`` (EHVI), 1 for
     ``"eipu"`` (EHVI per unit cost), and the cooled ``remaining / budget`` for the others.
 
-    NOTE: the rollouts have no hypervolume form yet; EHVI-cool is their myopic limit (the
-    default rollout values its plans per unit of budget, cooled as EI-cool).
+    NOTE: the rollouts use EHVI-cool, their myopic limit (the default rollout values its plans
+    per unit of budget, cooled as EI-cool): a two-step rollout with hypervolume-improvement
+    rewards ranked no better at 2-7x the time
+    (benchmarks/results/multi-objective/hvi-rollout/report.md).
     """
     if not acquisition.needs_cost:
         return 0.0
