@@ -109,6 +109,12 @@ STUDIES: dict[str, Study] = {
     "cheap-trials": Study(
         "benchmarks.cheap_trials",
         "trials of 5 ms to 2 s, the study's wall clock as the budget",
+        {
+            "hard-live": Command(
+                "benchmarks.hard_budget_live",
+                "the hard budget against the soft one on these problems: overruns, regrets",
+            ),
+        },
     ),
     "storage": Study(
         "benchmarks.storage_traffic",
