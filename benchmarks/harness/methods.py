@@ -457,7 +457,7 @@ def _sampler_kwargs(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
         options = {k: v for k, v in options.items() if k != "pruned_trials"}
     for name, why in package_probes.REMOVED_OPTIONS.items():
         if name in options:
-            raise ValueError(f"{name} was a sampler parameter: {why}")
+            raise ValueError(f"{name} can no longer be set: {why}")
     internal = {k: v for k, v in options.items() if k in package_probes.INTERNAL_OPTIONS}
     return {k: v for k, v in options.items() if k not in internal}, internal
 

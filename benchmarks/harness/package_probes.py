@@ -161,8 +161,6 @@ INTERNAL_OPTIONS = (
     "max_sampler_share",
     "n_samples",
     "dashboard_chart",
-    "plug_in_incumbent",
-    "repeats",
 )
 """Method options that are settings of one sampler object, not parameters of the sampler."""
 
@@ -171,6 +169,10 @@ REMOVED_OPTIONS = {
     "pruned_trials": "removed in 0.2: pruned trials are always censored observations",
     "warn_independent_sampling": "removed in 0.2: the warning is always logged",
     "cost_unit": "removed in 0.2: set the study user attr cost_unit",
+    "plug_in_incumbent": "removed after issue 51's study (benchmarks/results/noisy/report.md; "
+    "code at f56d20c1)",
+    "repeats": "removed after issue 51's study: it never acted (benchmarks/results/noisy/"
+    "report.md; code at f56d20c1)",
 }
 """Former sampler parameters whose methods cannot run any more; their cached runs still report."""
 
@@ -198,10 +200,6 @@ def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
         suggester.acquisition = dataclasses.replace(
             suggester.acquisition, n_samples=int(options["n_samples"])
         )
-    if "plug_in_incumbent" in options:
-        suggester.plug_in_incumbent = bool(options["plug_in_incumbent"])
-    if "repeats" in options:
-        suggester.repeats = bool(options["repeats"])
     if options.get("dashboard_chart") is False:
         sampler._chart.wanted = lambda study: False
 

@@ -134,6 +134,6 @@ def _other_objective(
 def _exclusion(request: ProposalRequest, first: Models) -> Callable[[np.ndarray], np.ndarray]:
     """:func:`.acquisition.strategies.excluded_rows` of the request's evaluated points and,
     under a hard budget, the first objective's models' budget check."""
-    evaluated = request.not_again
+    evaluated = request.evaluated
     fit = None if first.feasibility is None else first.feasibility.budget
     return lambda Z: excluded_rows(Z, evaluated, fit)

@@ -124,7 +124,7 @@ def _full(
         budget=request.budget,
         starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
         X_running=request.X_running,
-        evaluated=request.not_again,
+        evaluated=request.evaluated,
         feasibility=models.feasibility,
     )
     # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
@@ -152,7 +152,7 @@ def _within_budget(
     if fit.fits(proposal.z[None])[0]:
         proposal.overrun_chance = 1.0 - float(fit.pf(proposal.z[None])[0])
         return proposal
-    evaluated = request.not_again
+    evaluated = request.evaluated
     z, margin = maximize_acquisition(
         lambda Z: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
         request.codec,

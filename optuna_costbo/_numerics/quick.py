@@ -97,8 +97,8 @@ def quick_propose(
         # 5 ms and one of 50 ms cost the budget 15 and 60 ms, not a factor of 10.
         values = values - alpha * np.log(cost.cost(Z) + max(route.overhead, 0.0))
     values = np.where(np.isfinite(values), values, -np.inf)
-    if request.not_again is not None and len(request.not_again) > 0:
-        taken = rows_among(Z, request.not_again)  # (m,)
+    if request.evaluated is not None and len(request.evaluated) > 0:
+        taken = rows_among(Z, request.evaluated)  # (m,)
         if not taken.all():
             values = np.where(taken, -np.inf, values)
     i = int(np.argmax(values))

@@ -127,10 +127,6 @@ class ProposalRequest:
         y_lower: Lower bounds of censored observations (trials stopped early, see
             :mod:`.censored`), NaN where ``y`` is exact, shape (n,); ``None``: every value is
             taken as exact (a stopped trial at its imputed value).
-        repeats: A finished trial's configuration may be proposed again (unless
-            ``deterministic``): the acquisition decides whether a repeat is worth its cost.
-        plug_in_incumbent: Improvement is measured against the smallest posterior mean at the
-            observations, not the smallest observed value (unless ``deterministic``).
         labels: The caller's name of each observation (the sampler's: trial numbers), shape (n,):
             carried, not read here, so that a proposal's ``recommended`` row can be named.
         overrun_risk: A hard budget: only configurations whose cost fits the budget left (less
@@ -162,17 +158,7 @@ class ProposalRequest:
     stopped: np.ndarray | None = None  # (n,) bool
     overrun_risk: float | None = None
     labels: np.ndarray | None = None  # (n,) int
-    plug_in_incumbent: bool = False
-    repeats: bool = False
     Y: np.ndarray | None = None  # (n, m)
-
-    @property
-    def not_again(self) -> np.ndarray | None:
-        """Points not to propose, (k, D): the running trials', and the finished ones' unless
-        ``repeats`` (a noisy objective, where a repeat can be worth its cost)."""
-        if self.repeats and not self.deterministic:
-            return self.X_running
-        return self.evaluated
 
 
 @dataclass

@@ -242,8 +242,6 @@ def read_snapshot(
     schedule: FitSchedule,
     rate_needed: bool,
     overrun_risk: float | None = None,
-    plug_in_incumbent: bool = False,
-    repeats: bool = False,
 ) -> ProposalRequest:
     """Read ``trials`` once for the suggestion of ``trial`` into the policy's request
     (nothing is written).
@@ -265,8 +263,6 @@ def read_snapshot(
         rate_needed: Whether a stopping rule reads the largest EI per unit cost.
         overrun_risk: A hard budget's risk for the whole study, or None (soft); the request
             carries what is left of it (:func:`risk_left`).
-        plug_in_incumbent: Measure improvement against the best posterior mean.
-        repeats: A finished configuration may be proposed again.
 
     The completed trials are observations; a trial a pruner stopped after it reported is a
     censored one, at its imputed final value above a lower bound, with its partial cost
@@ -349,8 +345,6 @@ def read_snapshot(
         stopped=stopped[observed] if pruning is not None else None,
         overrun_risk=None if overrun_risk is None else risk_left(overrun_risk, trials, trial),
         labels=np.array([t.number for t in finished], dtype=int)[observed],
-        plug_in_incumbent=plug_in_incumbent,
-        repeats=repeats,
     )
 
 

@@ -131,8 +131,6 @@ class Suggester:
         self.reads = TrialReads()  # one read of the study per suggestion
         self.budget_end_noted: set[int] = set()  # studies told the budget buys no more
         self.recommendations = Recommendations()
-        self.plug_in_incumbent = False  # noisy EI's incumbent (see ProposalRequest)
-        self.repeats = False  # finished configurations may be proposed again
         self.last_read: list[FrozenTrial] = []  # the trials the last proposal was made from
 
     def __getstate__(self) -> dict[str, Any]:
@@ -274,8 +272,6 @@ class Suggester:
             schedule=self.schedule,
             rate_needed=self.stop_rule is not None,
             overrun_risk=overrun_risk(self.overrun_option, charged),
-            plug_in_incumbent=self.plug_in_incumbent,
-            repeats=self.repeats,
         )
         if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
             startup = self._startup(request, bridge, trial)

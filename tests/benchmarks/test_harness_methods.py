@@ -55,9 +55,13 @@ def test_former_sampler_parameters_are_set_on_the_sampler_or_refused() -> None:
     assert suggester.acquisition.n_samples == 8 and suggester.acquisition.horizon == 2
     assert sampler._chart.wanted(None) is False
     assert methods.unavailable(variant) is None
-    for removed in ("rollout:prefetch=true", "ours:pruned_trials=impute"):
+    for removed in (
+        "rollout:prefetch=true",
+        "ours:pruned_trials=impute",
+        "rollout:plug_in_incumbent=true",
+    ):
         why = methods.unavailable(methods.resolve(removed))
-        assert why is not None and "was a sampler parameter" in why
+        assert why is not None and "can no longer be set" in why
     assert methods.unavailable(methods.resolve("ours:pruned_trials=censored")) is None
 
 
