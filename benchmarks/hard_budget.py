@@ -168,6 +168,12 @@ def within_share(runs: Sequence[RunStats]) -> float:
     return float(np.mean([not r.overran for r in runs])) if runs else math.nan
 
 
+def pool_scale(soft_finals: Sequence[float]) -> float:
+    """What a problem's regrets are divided by before they pool: the mean of its soft runs'
+    final regrets plus :data:`POOL_EPS`."""
+    return float(np.mean(soft_finals)) + POOL_EPS
+
+
 def pooled(comparisons: Sequence[Comparison]) -> stats.Paired | None:
     """The secondary pooled test (PREREG.md): one paired Wilcoxon over every (problem, seed)
     of the equal-spend regrets, each problem's divided by the mean of its soft final regrets
@@ -175,7 +181,7 @@ def pooled(comparisons: Sequence[Comparison]) -> stats.Paired | None:
     a: list[float] = []
     b: list[float] = []
     for c in comparisons:
-        scale = float(np.mean([r.final for r in c.soft])) + POOL_EPS
+        scale = pool_scale([r.final for r in c.soft])
         a += [x / scale for x in c.equal_hard]
         b += [x / scale for x in c.equal_soft]
     return stats.paired(a, b) if a else None

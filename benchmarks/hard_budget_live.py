@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.hard_budget import pool_scale
 from benchmarks.harness import cache
 from benchmarks.harness import report
 from benchmarks.harness import stats
@@ -46,7 +47,6 @@ from benchmarks.problems.hpo import live_problems
 FOLDER = Path(__file__).resolve().parent / "results" / "hard-budget" / "live"
 SOFT = "rollout"
 METHODS = (SOFT, "rollout:overrun_risk=0.05", "rollout:overrun_risk=0.2")
-POOL_EPS = 1e-12
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             eq = [min(a.spent, b.spent) for a, b in zip(h, o, strict=True)]
             eh = [a.best_by(s) for a, s in zip(h, eq, strict=True)]
             es = [b.best_by(s) for b, s in zip(o, eq, strict=True)]
-            scale = float(np.mean([b.final for b in o])) + POOL_EPS
+            scale = pool_scale([b.final for b in o])
             part = pool.setdefault(m, [[], [], [], [], [], []])
             for k, (a, b) in enumerate(
                 [
