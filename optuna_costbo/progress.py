@@ -33,6 +33,7 @@ from optuna_costbo._ledger import STOP_REASON_ATTR
 from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import compute_ledger
 from optuna_costbo._ledger import cost_unit as _cost_unit
+from optuna_costbo._ledger import imported_rule
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
@@ -176,7 +177,11 @@ class CostProgressBar:
                     )
             trials = storage_trials(study)  # the one storage read per update
             ledger = compute_ledger(
-                trials, self._budget, self._cost_attr, charges_sampler_time(trials)
+                trials,
+                self._budget,
+                self._cost_attr,
+                charges_sampler_time(trials),
+                imported=imported_rule(study, trials),
             )
             self.spent = ledger.spent
             self.n_trials = ledger.n_finished
@@ -192,6 +197,8 @@ class CostProgressBar:
                 if volume is not None:
                     postfix["hv"] = volume
             postfix["trials"] = self.n_trials
+            if ledger.n_imported:
+                postfix["imported"] = ledger.n_imported  # added trials, not charged
             if ledger.overrun > 0.0:
                 postfix["overrun"] = ledger.overrun  # the bar stops at the budget
             position = min(ledger.spent, self._budget)

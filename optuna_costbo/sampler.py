@@ -26,6 +26,7 @@ from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import Ledger
 from optuna_costbo._ledger import SamplerTimeCharge
+from optuna_costbo._ledger import mark_run
 from optuna_costbo._ledger import record_finished_trial
 from optuna_costbo._ledger import refresh_ledger
 from optuna_costbo._ledger import store_ledger
@@ -296,6 +297,7 @@ class CostRolloutSampler(BaseSampler):
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         hint_cost_progress_bar(study)
+        mark_run(study, trial)  # run under this budget, unlike trials added to the study
         self._suggester.before_trial(study, trial)
         self._chart.warm_imports(study)
         ledger = self.ledger(study)

@@ -6,6 +6,7 @@ Modules (the ledger imports nothing from the suggestion pipeline, ``_sampler``):
 - :mod:`.costs`: checked costs, ``report_cost``, what one trial costs and is charged;
 - :mod:`.ledger`: :class:`.ledger.Ledger`, summed incrementally, stored on the study;
 - :mod:`.finished`: the trials finished since the last read, per storage and study;
+- :mod:`.runs`: which trials ran under the budget and which were imported (``add_trials``);
 - :mod:`.dead_trials`: a dead worker's trial charged to its last heartbeat (writes, once);
 - :mod:`.record`: a finished trial's cost, written on it (reported, ``cost_fn``, wall clock);
 - :mod:`.sampler_time`: whether the sampler's own time is charged;
@@ -28,6 +29,7 @@ from optuna_costbo._ledger.keys import CostSource
 from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.ledger import compute_ledger
+from optuna_costbo._ledger.ledger import imported_rule
 from optuna_costbo._ledger.ledger import measured_costs
 from optuna_costbo._ledger.ledger import refresh_ledger
 from optuna_costbo._ledger.ledger import storage_trials
@@ -35,6 +37,7 @@ from optuna_costbo._ledger.ledger import store_ledger
 from optuna_costbo._ledger.ledger import stored_budget
 from optuna_costbo._ledger.ledger import write_ledger
 from optuna_costbo._ledger.record import record_finished_trial
+from optuna_costbo._ledger.runs import mark_run
 from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
 from optuna_costbo._ledger.sampler_time import charges_sampler_time
 from optuna_costbo._ledger.units import cost_unit
@@ -56,6 +59,8 @@ __all__ = [
     "charges_sampler_time",
     "compute_ledger",
     "cost_unit",
+    "imported_rule",
+    "mark_run",
     "measured_costs",
     "record_finished_trial",
     "refresh_ledger",

@@ -19,12 +19,16 @@ __all__ = [
     "COST_ATTR",
     "COST_SOURCE_ATTR",
     "FINISHED_STATES",
+    "IMPORTED_ATTR",
+    "IMPORTED_TRIALS_ATTR",
     "INVALID_COST_ATTR",
     "NEXT_RATE_ATTR",
     "OVERRUN_ATTR",
     "RECOMMENDED_ATTR",
     "REMAINING_ATTR",
     "RISK_ATTR",
+    "RUNNER_ATTR_PREFIX",
+    "RUN_ATTR",
     "SAMPLER_SECONDS_ATTR",
     "SKIPPED_ATTR",
     "SPENT_ATTR",
@@ -41,6 +45,8 @@ BUDGET_ATTR = "cost_budget"
 SPENT_ATTR = "cost_spent"
 REMAINING_ATTR = "cost_remaining"
 OVERRUN_ATTR = "cost_overrun"  # spent beyond the budget (0 within it)
+IMPORTED_ATTR = "cost_imported"  # the imported trials' summed cost, not charged (_ledger.runs)
+IMPORTED_TRIALS_ATTR = "cost_imported_trials"  # how many trials were imported
 RISK_ATTR = "cost_overrun_risk"  # the sampler's hard budget: its overrun risk (absent: soft)
 RECOMMENDED_ATTR = "cost_recommended_trial"  # the trial with the best posterior mean (number)
 STOP_REASON_ATTR = "cost_stop_reason"  # why the study stopped (budget spent, not worth it)
@@ -51,6 +57,9 @@ SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
 COST_SOURCE_ATTR = "costbo:cost_source"
 INVALID_COST_ATTR = "costbo:invalid_reported_cost"
 SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
+RUN_ATTR = "costbo:run"  # the token of the process that started the trial (_ledger.runs)
+# Study system attr keys: prefix + the token of each process that started trials.
+RUNNER_ATTR_PREFIX = "costbo:runner:"
 # With a stopping rule: the largest log(EI / c) over the space when the trial was proposed, the
 # quantity the rule compares with log(value_per_cost) (a trial of the start-up design has none).
 NEXT_RATE_ATTR = "costbo:best_log_rate"

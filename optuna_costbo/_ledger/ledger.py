@@ -2,7 +2,8 @@
 
 Everything here is recomputed from storage on demand. A sampler object is never the only
 holder of the ledger: other processes may share the study, a crashed worker's trial may be
-failed by heartbeat, and trials may be added with :func:`optuna.study.Study.add_trial`.
+failed by heartbeat, and trials may be added with :func:`optuna.study.Study.add_trial` (they
+are imported, counted apart and not charged: :mod:`.runs`).
 
 Recomputed, but not from scratch: :func:`charge_and_sum` keeps, per storage object and study,
 the charges of the finished trials it has seen, summed, and adds only the trials that finished
@@ -20,6 +21,7 @@ and :func:`store_ledger` write the study's user attrs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,16 +42,21 @@ from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import IMPORTED_ATTR
+from optuna_costbo._ledger.keys import IMPORTED_TRIALS_ATTR
 from optuna_costbo._ledger.keys import OVERRUN_ATTR
 from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo._ledger.keys import CostSource
+from optuna_costbo._ledger.runs import Runs
+from optuna_costbo._ledger.runs import study_runs
 
 
 __all__ = [
     "Ledger",
     "charge_and_sum",
     "compute_ledger",
+    "imported_rule",
     "measured_costs",
     "refresh_ledger",
     "storage_trials",
@@ -68,8 +75,11 @@ class Ledger:
         spent: Summed cost of finished trials (COMPLETE, PRUNED and FAIL, and trials whose
             cost the sampler has recorded while their final state is being stored).
         running_elapsed: Cost accrued so far by trials still running.
-        n_finished: Number of finished trials.
+        n_finished: Number of finished trials (run under the budget).
         n_running: Number of running trials.
+        n_imported: Number of finished trials imported (``add_trial(s)``, :mod:`.runs`):
+            they inform the models and are not charged.
+        imported_cost: Their summed cost (not in ``spent``).
     """
 
     budget: float
@@ -77,6 +87,8 @@ class Ledger:
     running_elapsed: float
     n_finished: int
     n_running: int
+    n_imported: int = 0
+    imported_cost: float = 0.0
 
     @property
     def remaining(self) -> float:
@@ -113,38 +125,65 @@ def compute_ledger(
     cost_attr: str,
     charge_sampler_time: bool = False,
     now: datetime.datetime | None = None,
+    imported: Callable[[FrozenTrial], bool] | None = None,
 ) -> Ledger:
-    """Sum the costs of ``trials`` into a :class:`Ledger` (in the order given)."""
+    """Sum the costs of ``trials`` into a :class:`Ledger` (in the order given); a trial
+    ``imported`` says was imported is counted apart, not charged (None: none was)."""
     now = now or datetime.datetime.now()
-    spent = 0.0
-    running = 0.0
-    n_finished = 0
-    n_running = 0
+    spent = running = imported_cost = 0.0
+    n_finished = n_running = n_imported = 0
     for trial in trials:
-        if _finishing(trial):
+        if imported is not None and imported(trial):
+            if trial.state in FINISHED_STATES:
+                imported_cost += charged_cost(trial, cost_attr, False)
+                n_imported += 1
+        elif _finishing(trial):
             spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
             n_finished += 1
         elif trial.state == TrialState.RUNNING:
             running += charged_cost(trial, cost_attr, charge_sampler_time, now)
             n_running += 1
-    return Ledger(budget, spent, running, n_finished, n_running)
+    return Ledger(budget, spent, running, n_finished, n_running, n_imported, imported_cost)
 
 
 class _Charges:
     """The finished trials of one study seen so far, for one way of charging them.
 
-    The sum is kept as :func:`compute_ledger` makes it, left to right in trial-number order,
-    so that both give the same float: ``prefix_sum`` holds the charges of trials
-    ``0 .. prefix - 1``, all final; ``final`` the charges of final trials numbered above.
+    The sums are kept as :func:`compute_ledger` makes them, left to right in trial-number
+    order, so that both give the same floats: ``prefix_sum`` and ``prefix_imported`` hold the
+    charges and imported costs of trials ``0 .. prefix - 1``, all final; ``final`` those of
+    final trials numbered above (charge, imported cost or None for a trial run here).
+    ``active``: whether untokened trials counted as imported (:mod:`.runs`) when they were seen.
     """
 
     def __init__(self) -> None:
-        self.scan = FinishedScan()
-        self.prefix = 0
-        self.prefix_sum = 0.0
-        self.final: dict[int, float] = {}
-        self.unpriced: list[int] = []  # numbers of failed trials not charged yet (see above)
         self.lock = threading.Lock()
+        self.reset(active=False)
+
+    def reset(self, active: bool) -> None:
+        """Forget every trial seen (the way trials are told imported changed)."""
+        self.active = active
+        self.scan = FinishedScan()
+        self.prefix = self.n_finished = self.n_imported = 0
+        self.prefix_sum = self.prefix_imported = 0.0
+        self.final: dict[int, tuple[float, float | None]] = {}
+        self.unpriced: list[int] = []  # numbers of failed trials not charged yet (see above)
+
+    def settle(self, trial: FrozenTrial, cost_attr: str, charge: bool, imported: bool) -> None:
+        cost = charged_cost(trial, cost_attr, charge and not imported)
+        self.final[trial.number] = (0.0, cost) if imported else (cost, None)
+
+    def advance(self) -> None:
+        """Move the final trials that follow the prefix into it."""
+        while self.prefix in self.final:
+            charge, imported = self.final.pop(self.prefix)
+            if imported is None:
+                self.prefix_sum += charge
+                self.n_finished += 1
+            else:
+                self.prefix_imported += imported
+                self.n_imported += 1
+            self.prefix += 1
 
 
 def charge_and_sum(
@@ -158,16 +197,16 @@ def charge_and_sum(
     """The ledger of ``trials``, the trial list just read from ``study``'s storage.
 
     Dead workers' trials are charged to their heartbeat first (WRITES: see
-    :func:`.dead_trials.charge_dead_trials`). Equal to
-    :func:`compute_ledger` of the same list, but reads only the trials that finished since
-    the last call and those after the oldest trial not finished (in a study run by W workers,
-    about W); a list that is not the study's whole list in number order (HyperbandPruner's
-    brackets) is summed in full.
+    :func:`.dead_trials.charge_dead_trials`); imported trials are counted apart
+    (:mod:`.runs`). Equal to :func:`compute_ledger` of the same list, but reads only the
+    trials that finished since the last call and those after the oldest trial not finished
+    (in a study run by W workers, about W); a list that is not the study's whole list in
+    number order (HyperbandPruner's brackets) is summed in full.
     """
+    runs = study_runs(study)
     cache = per_storage(study._storage)
     if cache is None:
-        charge_dead_trials(study, trials, cost_attr)
-        return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now)
+        return _full(study, runs, trials, budget, cost_attr, charge_sampler_time, now)
     with _cache_lock:
         entry = cache.setdefault(
             ("ledger", study._study_id, cost_attr, bool(charge_sampler_time)), _Charges()
@@ -176,40 +215,76 @@ def charge_and_sum(
     with entry.lock:
         finished = entry.scan.take(trials)
         if finished is None:
-            charge_dead_trials(study, trials, cost_attr)
-            return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now)
+            return _full(study, runs, trials, budget, cost_attr, charge_sampler_time, now)
+        runs.learn(study, [*finished, *trials[entry.prefix :]])
+        if runs.active != entry.active:  # the first token: untokened trials are imported now
+            entry.reset(runs.active)
+            finished = entry.scan.take(trials) or []
         unpriced = [trials[number] for number in entry.unpriced]
         for trial in finished:
-            if unpriced_failure(trial, cost_attr):
+            if runs.imported(trial):
+                entry.settle(trial, cost_attr, charge_sampler_time, imported=True)
+            elif unpriced_failure(trial, cost_attr):
                 unpriced.append(trial)
             else:
-                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
+                entry.settle(trial, cost_attr, charge_sampler_time, imported=False)
         charge_dead_trials(study, unpriced, cost_attr)
         entry.unpriced = []
         for trial in unpriced:
             if unpriced_failure(trial, cost_attr):
                 entry.unpriced.append(trial.number)
             else:  # charged: final now
-                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
-        while entry.prefix in entry.final:
-            entry.prefix_sum += entry.final.pop(entry.prefix)
-            entry.prefix += 1
-        spent, n_finished = entry.prefix_sum, entry.prefix
+                entry.settle(trial, cost_attr, charge_sampler_time, imported=False)
+        entry.advance()
+        spent, n_finished = entry.prefix_sum, entry.n_finished
+        imported_cost, n_imported = entry.prefix_imported, entry.n_imported
         running, n_running = 0.0, 0
         for number in range(entry.prefix, len(trials)):
-            cost = entry.final.get(number)
-            if cost is not None:
-                spent += cost
-                n_finished += 1
+            final = entry.final.get(number)
+            if final is not None:
+                if final[1] is None:
+                    spent += final[0]
+                    n_finished += 1
+                else:
+                    imported_cost += final[1]
+                    n_imported += 1
                 continue
             trial = trials[number]
+            if runs.imported(trial):
+                continue
             if _finishing(trial):
                 spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
                 n_finished += 1
             elif trial.state == TrialState.RUNNING:
                 running += charged_cost(trial, cost_attr, charge_sampler_time, now)
                 n_running += 1
-    return Ledger(budget, spent, running, n_finished, n_running)
+    return Ledger(budget, spent, running, n_finished, n_running, n_imported, imported_cost)
+
+
+def _full(
+    study: optuna.Study,
+    runs: Runs,
+    trials: Sequence[FrozenTrial],
+    budget: float,
+    cost_attr: str,
+    charge_sampler_time: bool,
+    now: datetime.datetime | None,
+) -> Ledger:
+    """:func:`charge_and_sum` without its cache: every trial looked at."""
+    runs.learn(study, trials)
+    charge_dead_trials(study, [t for t in trials if not runs.imported(t)], cost_attr)
+    return compute_ledger(
+        trials, budget, cost_attr, charge_sampler_time, now, imported_rule(study, trials)
+    )
+
+
+def imported_rule(
+    study: optuna.Study, trials: Sequence[FrozenTrial]
+) -> Callable[[FrozenTrial], bool] | None:
+    """Which of ``trials`` of ``study`` were imported (:mod:`.runs`); None: none of them."""
+    runs = study_runs(study)
+    runs.learn(study, trials)
+    return runs.imported if runs.active else None
 
 
 _cache_lock = threading.Lock()
@@ -234,8 +309,8 @@ def refresh_ledger(
 def write_ledger(
     study: optuna.Study, ledger: Ledger, stored: dict[str, Any] | None = None
 ) -> None:
-    """Store budget, spent, remaining and overrun as study user attrs (shown by
-    optuna-dashboard).
+    """Store budget, spent, remaining and overrun (and, if any, the imported trials' cost
+    and count) as study user attrs (shown by optuna-dashboard).
 
     ``stored``: the study's user attrs as just read; values already stored are not written
     again (each write is a transaction, the slowest storage call on SQLite). A study run
@@ -243,11 +318,13 @@ def write_ledger(
     infinity.
     """
     storage, study_id = study._storage, study._study_id
+    imports = ((IMPORTED_ATTR, ledger.imported_cost), (IMPORTED_TRIALS_ATTR, ledger.n_imported))
     for key, value in (
         (BUDGET_ATTR, ledger.budget),
         (SPENT_ATTR, ledger.spent),
         (REMAINING_ATTR, ledger.remaining),
         (OVERRUN_ATTR, ledger.overrun),
+        *(imports if ledger.n_imported else ()),
     ):
         if not math.isfinite(value):
             continue
