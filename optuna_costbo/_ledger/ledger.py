@@ -48,7 +48,6 @@ from optuna_costbo._ledger.keys import OVERRUN_ATTR
 from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo._ledger.keys import CostSource
-from optuna_costbo._ledger.runs import Runs
 from optuna_costbo._ledger.runs import study_runs
 
 
@@ -153,7 +152,7 @@ class _Charges:
     order, so that both give the same floats: ``prefix_sum`` and ``prefix_imported`` hold the
     charges and imported costs of trials ``0 .. prefix - 1``, all final; ``final`` those of
     final trials numbered above (charge, imported cost or None for a trial run here).
-    ``active``: whether untokened trials counted as imported (:mod:`.runs`) when they were seen.
+    ``active``: whether untokened trials counted as imported (:mod:`.runs`) when seen.
     """
 
     def __init__(self) -> None:
@@ -193,6 +192,7 @@ def charge_and_sum(
     cost_attr: str,
     charge_sampler_time: bool = False,
     now: datetime.datetime | None = None,
+    marked: bool = False,
 ) -> Ledger:
     """The ledger of ``trials``, the trial list just read from ``study``'s storage.
 
@@ -201,28 +201,28 @@ def charge_and_sum(
     (:mod:`.runs`). Equal to :func:`compute_ledger` of the same list, but reads only the
     trials that finished since the last call and those after the oldest trial not finished
     (in a study run by W workers, about W); a list that is not the study's whole list in
-    number order (HyperbandPruner's brackets) is summed in full.
+    number order (HyperbandPruner's brackets) is summed in full. ``marked``: the ledger of a
+    :class:`~optuna_costbo.CostRolloutSampler`, which marks its runs (:meth:`.runs.Runs.active`).
     """
     runs = study_runs(study)
     cache = per_storage(study._storage)
     if cache is None:
-        return _full(study, runs, trials, budget, cost_attr, charge_sampler_time, now)
+        return _full(study, trials, budget, cost_attr, charge_sampler_time, now, marked)
+    key = ("ledger", study._study_id, cost_attr, bool(charge_sampler_time), marked)
     with _cache_lock:
-        entry = cache.setdefault(
-            ("ledger", study._study_id, cost_attr, bool(charge_sampler_time)), _Charges()
-        )
+        entry = cache.setdefault(key, _Charges())
     now = now or datetime.datetime.now()
     with entry.lock:
         finished = entry.scan.take(trials)
         if finished is None:
-            return _full(study, runs, trials, budget, cost_attr, charge_sampler_time, now)
+            return _full(study, trials, budget, cost_attr, charge_sampler_time, now, marked)
         runs.learn(study, [*finished, *trials[entry.prefix :]])
-        if runs.active != entry.active:  # the first token: untokened trials are imported now
-            entry.reset(runs.active)
+        if runs.active(marked) != entry.active:  # the first token: untokened trials imported
+            entry.reset(runs.active(marked))
             finished = entry.scan.take(trials) or []
         unpriced = [trials[number] for number in entry.unpriced]
         for trial in finished:
-            if runs.imported(trial):
+            if runs.imported(trial, marked):
                 entry.settle(trial, cost_attr, charge_sampler_time, imported=True)
             elif unpriced_failure(trial, cost_attr):
                 unpriced.append(trial)
@@ -250,7 +250,7 @@ def charge_and_sum(
                     n_imported += 1
                 continue
             trial = trials[number]
-            if runs.imported(trial):
+            if runs.imported(trial, marked):
                 continue
             if _finishing(trial):
                 spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
@@ -263,28 +263,29 @@ def charge_and_sum(
 
 def _full(
     study: optuna.Study,
-    runs: Runs,
     trials: Sequence[FrozenTrial],
     budget: float,
     cost_attr: str,
     charge_sampler_time: bool,
     now: datetime.datetime | None,
+    marked: bool,
 ) -> Ledger:
     """:func:`charge_and_sum` without its cache: every trial looked at."""
-    runs.learn(study, trials)
-    charge_dead_trials(study, [t for t in trials if not runs.imported(t)], cost_attr)
-    return compute_ledger(
-        trials, budget, cost_attr, charge_sampler_time, now, imported_rule(study, trials)
-    )
+    imported = imported_rule(study, trials, marked)
+    priced = trials if imported is None else [t for t in trials if not imported(t)]
+    charge_dead_trials(study, priced, cost_attr)
+    return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now, imported)
 
 
 def imported_rule(
-    study: optuna.Study, trials: Sequence[FrozenTrial]
+    study: optuna.Study, trials: Sequence[FrozenTrial], marked: bool = False
 ) -> Callable[[FrozenTrial], bool] | None:
     """Which of ``trials`` of ``study`` were imported (:mod:`.runs`); None: none of them."""
     runs = study_runs(study)
     runs.learn(study, trials)
-    return runs.imported if runs.active else None
+    if not runs.active(marked):
+        return None
+    return lambda trial: runs.imported(trial, marked)
 
 
 _cache_lock = threading.Lock()
@@ -301,9 +302,10 @@ def refresh_ledger(
     cost_attr: str,
     charge_sampler_time: bool = False,
 ) -> Ledger:
-    """The ledger of ``study`` as stored right now, dead workers' trials charged first
-    (writes them, see :func:`charge_and_sum`)."""
-    return charge_and_sum(study, storage_trials(study), budget, cost_attr, charge_sampler_time)
+    """The sampler's ledger of ``study`` as stored right now (trials it did not start are
+    imported), dead workers' trials charged first (writes them, see :func:`charge_and_sum`)."""
+    trials = storage_trials(study)
+    return charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time, marked=True)
 
 
 def write_ledger(

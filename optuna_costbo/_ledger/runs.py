@@ -8,8 +8,9 @@ with a registered token, a trial without one of the study's tokens was imported:
 another study (``add_trials`` copies system attrs, and trial ids of two databases can
 coincide, so neither a copied token nor a trial id can pass for a run), made with
 ``create_trial``, or run by another sampler. It feeds the models and is not charged. A study
-without a registered token (another sampler with :class:`~optuna_costbo.CostBudgetPruner` or
-:class:`~optuna_costbo.progress.CostProgressBar`) charges every trial.
+without a registered token charges every trial, to :class:`~optuna_costbo.CostBudgetPruner` and
+:class:`~optuna_costbo.progress.CostProgressBar` used with another sampler; a
+:class:`~optuna_costbo.CostRolloutSampler`'s own ledger (``marked``) charges none of them.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ class Runs:
         self.foreign: set[str] = set()
         self.lock = threading.Lock()
 
-    @property
-    def active(self) -> bool:
-        """Whether the study has a registered token (then untokened trials are imported)."""
-        return bool(self.valid)
+    def active(self, marked: bool = False) -> bool:
+        """Whether trials without a token of the study count as imported: always in a
+        sampler's own ledger (``marked``), else once the study has a registered token."""
+        return marked or bool(self.valid)
 
     def learn(self, study: optuna.Study, trials: Iterable[FrozenTrial]) -> None:
         """Settle the tokens of ``trials`` not seen before (reads the study once if any)."""
@@ -65,9 +66,9 @@ class Runs:
             self.valid |= {key[n:] for key in attrs if key.startswith(RUNNER_ATTR_PREFIX)}
             self.foreign |= unknown - self.valid
 
-    def imported(self, trial: FrozenTrial) -> bool:
+    def imported(self, trial: FrozenTrial, marked: bool = False) -> bool:
         """Whether ``trial`` was imported: not started under this study's budget."""
-        return bool(self.valid) and trial.system_attrs.get(RUN_ATTR) not in self.valid
+        return self.active(marked) and trial.system_attrs.get(RUN_ATTR) not in self.valid
 
 
 _lock = threading.Lock()

@@ -282,12 +282,14 @@ def test_added_trials_without_timestamps_or_costs(acquisition: str) -> None:
         trial_id=0,
     )
     study._storage.create_new_trial(study._study_id, template_trial=bare)
+    # Added trials are imported: counted apart (costs 0, 0, 0, 0, 2, 1, 0), not charged.
     ledger = sampler.ledger(study)
-    assert ledger.spent == 3.0 and ledger.n_finished == 7
+    assert (ledger.spent, ledger.n_finished, ledger.n_imported) == (0.0, 0, 7)
+    assert ledger.imported_cost == 3.0
 
     study.optimize(_costed(lambda t, x: (x - 0.4) ** 2))
     assert sampler.ledger(study).spent == 10.0
-    assert len(study.trials) == 7 + 7
+    assert len(study.trials) == 7 + 10
     _assert_legal(study)
 
 

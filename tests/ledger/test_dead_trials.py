@@ -131,7 +131,7 @@ def _dead_trial(url: str, name: str, run_seconds: float) -> tuple[int, float, fl
     resolution (a second on SQLite).
     """
     storage = _heartbeat_storage(url)
-    study = optuna.create_study(study_name=name, storage=storage)
+    study = optuna.create_study(study_name=name, storage=storage, sampler=_sampler())
     trial = study.ask()
     trial.suggest_float("x", 0.0, 1.0)
     storage.record_heartbeat(trial._trial_id)
@@ -145,6 +145,11 @@ def _dead_trial(url: str, name: str, run_seconds: float) -> tuple[int, float, fl
     start = storage.get_trial(trial._trial_id).datetime_start
     assert start is not None
     return trial.number, (before - start).total_seconds(), (after - start).total_seconds()
+
+
+def _sampler() -> CostRolloutSampler:
+    """The sampler that starts the trials (a trial it did not start is imported, not charged)."""
+    return CostRolloutSampler(budget=100.0, seed=0)
 
 
 def _resolution(url: str) -> float:
@@ -233,7 +238,7 @@ def test_heartbeats_on_the_database_clock_are_compared_in_local_time(
 
 
 def _fail_by_hand(storage: optuna.storages.BaseStorage, name: str) -> optuna.Study:
-    study = optuna.create_study(study_name=name, storage=storage)
+    study = optuna.create_study(study_name=name, storage=storage, sampler=_sampler())
     trial = study.ask()
     trial.suggest_float("x", 0.0, 1.0)
     time.sleep(0.2)

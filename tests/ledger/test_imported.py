@@ -95,14 +95,17 @@ def test_enqueued_trials_are_charged_and_added_ones_are_not() -> None:
     assert (ledger.spent, ledger.n_finished, ledger.n_imported) == (3.0, 3, 2)
 
 
-def test_a_study_the_sampler_never_ran_charges_every_trial() -> None:
-    # CostBudgetPruner or CostProgressBar with another sampler: nothing marks runs there.
+def test_a_study_the_sampler_never_ran_charges_every_trial_to_a_pruner() -> None:
+    # CostBudgetPruner or CostProgressBar with another sampler: nothing marks runs there. The
+    # sampler's own ledger charges only what it started: nothing.
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     study.add_trials(_made(3))
     study.optimize(_unit_cost, n_trials=2)
-    ledger = CostRolloutSampler(budget=10.0).ledger(study)
+    ledger = charge_and_sum(study, storage_trials(study), 10.0, "cost")
     assert (ledger.spent, ledger.n_finished, ledger.n_imported) == (5.0, 5, 0)
     assert imported_rule(study, study.trials) is None
+    ledger = CostRolloutSampler(budget=10.0).ledger(study)
+    assert (ledger.spent, ledger.n_finished, ledger.n_imported) == (0.0, 0, 5)
     pruner_study = optuna.create_study(pruner=CostBudgetPruner(4.5))
     pruner_study.add_trials(_made(3))
     trial = pruner_study.ask()

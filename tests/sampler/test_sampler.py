@@ -428,14 +428,7 @@ def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
     )
     study = optuna.create_study(sampler=sampler)
     for x in (0.1, 0.9):
-        study.add_trial(
-            optuna.create_trial(
-                params={"x": x},
-                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
-                value=x,
-                user_attrs={"cost": 6.0},
-            )
-        )
+        _run_enqueued(study, x, cost=6.0)
     optuna.logging.enable_propagation()
     try:
         with caplog.at_level("INFO", logger="optuna"):
@@ -453,6 +446,16 @@ def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
     assert "remaining budget, 3 of 15" in said[0].getMessage()
 
 
+def _run_enqueued(study: optuna.Study, x: float, cost: float) -> None:
+    """A trial at ``x`` of value ``x`` and cost ``cost``, run under the budget (an added
+    trial would be imported, not charged)."""
+    study.enqueue_trial({"x": x})
+    trial = study.ask()
+    trial.suggest_float("x", 0, 1)
+    trial.set_user_attr("cost", cost)
+    study.tell(trial, x)
+
+
 def _package_records(caplog: pytest.LogCaptureFixture, verbosity: int) -> list[str]:
     """The package's log messages (under either logger namespace) of one suggestion that
     finds the budget buys no more trials (the paper's rule, 1 left), at ``verbosity``."""
@@ -460,14 +463,7 @@ def _package_records(caplog: pytest.LogCaptureFixture, verbosity: int) -> list[s
         budget=15.0, seed=0, n_startup_trials=1, acquisition="rollout-paper"
     )
     study = optuna.create_study(sampler=sampler)
-    study.add_trial(
-        optuna.create_trial(
-            params={"x": 0.5},
-            distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
-            value=0.5,
-            user_attrs={"cost": 14.0},
-        )
-    )
+    _run_enqueued(study, 0.5, cost=14.0)
     optuna.logging.enable_propagation()
     before = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(verbosity)
