@@ -33,6 +33,7 @@ from optuna_costbo._ledger import store_ledger
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
 from optuna_costbo._ledger.finished import finishing_trial
+from optuna_costbo._ledger.record import CostFnError
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
@@ -341,6 +342,7 @@ class CostRolloutSampler(BaseSampler):
             sampler_seconds=seconds,
             cost_attr=self._cost_attr,
             user_cost=self._user_cost,
+            reported_unit=not self._suggester.charges_time(study),
         )
         charged = self._suggester.trial_finished(study, trial, seconds)
         spent = store_ledger(study, self._budget, self._cost_attr, charged)
@@ -359,5 +361,7 @@ class CostRolloutSampler(BaseSampler):
             # After the cost and the ledger: a constraints_func that raises fails the trial
             # (as Optuna's samplers do), but what it spent is already charged.
             store_constraints(self._constraints_func, study, trial, state)
+        if isinstance(error, CostFnError) and state == TrialState.COMPLETE:
+            raise error  # charged and booked first: the study's books agree on resume
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)

@@ -18,9 +18,11 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import CostSource
 from optuna_costbo._numerics.checks import is_real
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
@@ -28,6 +30,7 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 __all__ = [
     "charged_cost",
     "checked_costs",
+    "estimated_cost",
     "objective_cost",
     "previous_params",
     "report_cost",
@@ -171,3 +174,15 @@ def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[s
         and not t.system_attrs.get(SKIPPED_ATTR)
     ]
     return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
+
+
+def estimated_cost(trials: Sequence[FrozenTrial], cost_attr: str) -> float:
+    """The median of the costs reported or given by ``cost_fn`` so far (0 before any): what
+    a trial without a valid cost is charged in a study whose costs are in the user's unit."""
+    known = [
+        cost
+        for t in trials
+        if t.system_attrs.get(COST_SOURCE_ATTR) in (CostSource.REPORTED, CostSource.COST_FN)
+        and (cost := _reported_cost(t, cost_attr)) is not None
+    ]
+    return float(np.median(known)) if known else 0.0

@@ -17,6 +17,7 @@ __all__ = [
     "BUDGET_ATTR",
     "CHOSEN_EI_ATTR",
     "COST_ATTR",
+    "COST_FN_ERROR_ATTR",
     "COST_SOURCE_ATTR",
     "FINISHED_STATES",
     "IMPORTED_ATTR",
@@ -56,6 +57,7 @@ UNIT_ATTR = "cost_unit"  # set by the user: the unit of the costs ("$", "kWh"), 
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
 COST_SOURCE_ATTR = "costbo:cost_source"
 INVALID_COST_ATTR = "costbo:invalid_reported_cost"
+COST_FN_ERROR_ATTR = "costbo:cost_fn_error"  # what cost_fn raised (the cost is then estimated)
 SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
 RUN_ATTR = "costbo:run"  # the token of the process that started the trial (_ledger.runs)
 # Study system attr keys: prefix + the token of each process that started trials.
@@ -87,3 +89,6 @@ class CostSource(str, enum.Enum):
     """Given by the user's ``cost_fn``."""
     HEARTBEAT = "heartbeat"
     """A dead worker's trial, charged from its start to its last heartbeat."""
+    ESTIMATED = "estimated"
+    """No valid cost in the budget's unit (``cost_fn`` failed, or a trial of a study of
+    reported costs reported none): the median cost so far (:func:`.costs.estimated_cost`)."""

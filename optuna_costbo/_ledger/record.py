@@ -1,4 +1,5 @@
-"""What a finished trial cost: the objective's report, the user's cost_fn, or the wall clock.
+"""What a finished trial cost: the objective's report, the user's cost_fn, an estimate in the
+user's unit when neither gives one, or the wall clock.
 
 Written on the trial as its numeric user attr (``cost`` by default, where optuna-dashboard shows
 and sorts it), with where it came from in a system attr; the ledger then reads it from storage.
@@ -14,8 +15,10 @@ from typing import Protocol
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.costs import estimated_cost
 from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.costs import validate_cost
+from optuna_costbo._ledger.keys import COST_FN_ERROR_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import INVALID_COST_ATTR
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
@@ -25,7 +28,7 @@ from optuna_costbo._ledger.ledger import storage_trials
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
-__all__ = ["CostFunction", "record_finished_trial", "store_cost"]
+__all__ = ["CostFnError", "CostFunction", "record_finished_trial", "store_cost"]
 
 
 class CostFunction(Protocol):
@@ -43,6 +46,10 @@ class CostFunction(Protocol):
         ...
 
 
+class CostFnError(RuntimeError):
+    """The user's ``cost_fn`` raised or returned a bad value for a finished trial."""
+
+
 def record_finished_trial(
     study: optuna.Study,
     trial: FrozenTrial,
@@ -50,7 +57,8 @@ def record_finished_trial(
     sampler_seconds: float,
     cost_attr: str,
     user_cost: CostFunction | None,
-) -> ValueError | None:
+    reported_unit: bool,
+) -> Exception | None:
     """After a trial: store the sampler's seconds on it and, unless the trial was cut short
     because the budget was already spent (it costs nothing), its cost (:func:`store_cost`).
 
@@ -61,7 +69,12 @@ def record_finished_trial(
     if trial.system_attrs.get(SKIPPED_ATTR):
         return None
     return store_cost(
-        study, trial, sampler_seconds=sampler_seconds, cost_attr=cost_attr, user_cost=user_cost
+        study,
+        trial,
+        sampler_seconds=sampler_seconds,
+        cost_attr=cost_attr,
+        user_cost=user_cost,
+        reported_unit=reported_unit,
     )
 
 
@@ -72,38 +85,49 @@ def store_cost(
     sampler_seconds: float,
     cost_attr: str,
     user_cost: CostFunction | None,
-) -> ValueError | None:
-    """Store the trial's cost as a numeric user attr; return an error for a bad report.
+    reported_unit: bool,
+) -> Exception | None:
+    """Store the trial's cost as a numeric user attr; return the error of a bad report (a
+    ValueError) or of a failed ``cost_fn`` (a :class:`CostFnError`), the trial charged.
 
-    NOTE: the caller logs the error as a warning and the run goes on, as Optuna treats a bad
-    return value. Optuna stores the trial's state after the sampler's ``after_trial`` and gives
-    a sampler no way to change it, so the trial keeps its state; the sampler treats it as
-    failed (its value stays out of the models) and the ledger charges its wall-clock time.
+    NOTE: the caller logs a bad report as a warning and the run goes on, as Optuna treats a
+    bad return value. Optuna stores the trial's state after the sampler's ``after_trial`` and
+    gives a sampler no way to change it, so the trial keeps its state; the sampler treats it
+    as failed (its value stays out of the models).
 
     Precedence: a valid cost the objective reported (kept as is); else ``user_cost`` of the
-    trial's parameters; else the wall-clock time since the trial started, less the sampler's
-    own time. A reported value that is not a valid cost is kept in a system attr, the trial is
-    charged its wall-clock time, and the error is returned for the caller to report.
+    trial's parameters; else, in a study whose costs are in the user's unit (``cost_fn``,
+    ``reported_unit``, or a report was attempted), the median cost so far, marked as
+    estimated (never seconds charged as dollars); else the wall-clock time since the trial
+    started, less the sampler's own time.
     """
     storage, trial_id = study._storage, trial._trial_id
     raw = trial.user_attrs.get(cost_attr)
-    error = None
     if raw is not None:
         try:
             validate_cost(raw, name=f"the reported cost {cost_attr!r}")
             storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, CostSource.REPORTED.value)
             return None
         except ValueError as exc:
-            error = ValueError(
-                f"Trial {trial.number} failed because of its cost: {exc}. It was charged its "
-                f"wall-clock time instead, its value stays out of the models, and the "
-                f"reported cost is kept in system attr {INVALID_COST_ATTR!r}."
-            )
+            bad_report: ValueError | None = exc
             storage.set_trial_system_attr(trial_id, INVALID_COST_ATTR, repr(raw))
-    if user_cost is not None and error is None:
+    else:
+        bad_report = None
+    failed: Exception | None = None  # what cost_fn raised
+    if user_cost is not None and bad_report is None:
         previous = previous_params(storage_trials(study), trial) if user_cost.moving else None
-        cost = user_cost.charge(trial.params, previous, f"trial {trial.number}")
-        source = CostSource.COST_FN
+        try:
+            cost = user_cost.charge(trial.params, previous, f"trial {trial.number}")
+            storage.set_trial_user_attr(trial_id, cost_attr, cost)
+            storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, CostSource.COST_FN.value)
+            return None
+        except Exception as exc:
+            failed = exc
+            storage.set_trial_system_attr(trial_id, COST_FN_ERROR_ATTR, repr(exc))
+    if reported_unit or user_cost is not None or raw is not None:
+        cost = estimated_cost(storage_trials(study), cost_attr)
+        source = CostSource.ESTIMATED
+        how = f"{cost:.6g}, the median cost so far (system attr {COST_SOURCE_ATTR!r}: estimated)"
     else:
         start = trial.datetime_start or datetime.datetime.now()
         elapsed = (datetime.datetime.now() - start).total_seconds()
@@ -111,6 +135,20 @@ def store_cost(
         # the clock's resolution.
         cost = max(elapsed - sampler_seconds, COST_FLOOR)
         source = CostSource.WALL_CLOCK
+        how = "its wall-clock time"
     storage.set_trial_user_attr(trial_id, cost_attr, cost)
     storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, source.value)
-    return error
+    if failed is not None:
+        error = CostFnError(
+            f"cost_fn failed for trial {trial.number}: {failed!r}. The trial "
+            f"was charged {how}; the ledger and the study attrs agree."
+        )
+        error.__cause__ = failed
+        return error
+    if bad_report is not None:
+        return ValueError(
+            f"Trial {trial.number} failed because of its cost: {bad_report}. It was charged "
+            f"{how} instead, its value stays out of the models, and the reported cost is kept "
+            f"in system attr {INVALID_COST_ATTR!r}."
+        )
+    return None

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from optuna_costbo._ledger.costs import checked_costs
+from optuna_costbo._ledger.record import CostFnError
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._sampler.space import SpaceBridge
 
@@ -50,8 +51,9 @@ class UserCost:
         return float(checked_costs([self.fn(*args)], what)[0])
 
     def on_box(self, bridge: SpaceBridge, previous: Params | None) -> KnownCost:
-        """The cost as a function of box points, for the acquisitions."""
-        cost_fn = self.fn
+        """The cost as a function of box points, for the acquisitions; what the function
+        raises there is re-raised as a :class:`CostFnError` that names it."""
+        cost_fn = _named(self.fn)
         if not self.moving:
 
             def single(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
@@ -73,6 +75,18 @@ class UserCost:
         if previous is not None and bridge.holds_params(previous):
             origin = bridge.encode_params([previous])[0]  # (D,)
         return KnownCost(fn=first, pair_fn=pair, origin=origin)
+
+
+def _named(cost_fn: Callable[..., float]) -> Callable[..., float]:
+    def call(*args: Any) -> float:
+        try:
+            return cost_fn(*args)
+        except Exception as exc:
+            raise CostFnError(
+                f"cost_fn failed on candidate parameters {args[0]!r}: {exc!r}"
+            ) from exc
+
+    return call
 
 
 def _arity(cost_fn: Callable[..., float]) -> int:
