@@ -17,7 +17,6 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import FrameType
-from types import ModuleType
 from typing import Any
 
 import optuna
@@ -33,7 +32,6 @@ __all__ = [
     "heartbeat_thread",
     "in_optimize_loop",
     "optimize_call_locals",
-    "rdb_models",
     "rdb_private_methods",
     "root_study",
     "store_constraints",
@@ -50,14 +48,6 @@ def heartbeat_thread(
 
     thread: AbstractContextManager[Any] = get_heartbeat_thread(trial_id, storage)  # type: ignore[assignment]
     return thread
-
-
-def rdb_models() -> ModuleType:
-    """``optuna.storages._rdb.models``: the SQLAlchemy tables of RDBStorage (the heartbeat
-    table and the trial attribute tables, read and written by :mod:`._ledger.dead_trials`)."""
-    from optuna.storages._rdb import models
-
-    return models
 
 
 # The error a storage raises when a finished trial is updated; Optuna < 4.3 raises a plain

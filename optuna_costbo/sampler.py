@@ -32,6 +32,7 @@ from optuna_costbo._ledger import refresh_ledger
 from optuna_costbo._ledger import store_ledger
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
+from optuna_costbo._ledger.dead_trials import LifeStamps
 from optuna_costbo._ledger.finished import finishing_trial
 from optuna_costbo._ledger.record import CostFnError
 from optuna_costbo._logging import get_logger
@@ -224,6 +225,7 @@ class CostRolloutSampler(BaseSampler):
         )
         self._chart = ChartSchedule(cost_attr)
         self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
+        self._stamps = LifeStamps()  # running trials' signs of life (_ledger.dead_trials)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -311,6 +313,7 @@ class CostRolloutSampler(BaseSampler):
             study._storage.set_study_user_attr(study._study_id, RISK_ATTR, risk)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
+        self._stamps.start(study, trial)  # its last sign of life, should its worker die
 
     def after_trial(
         self,
@@ -319,6 +322,7 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
+        self._stamps.stop(trial._trial_id)
         self._suggester.after_trial(study, trial, state, values)
         # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
         # cost, the ledger and the chart are written, or another worker's fail_stale_trials

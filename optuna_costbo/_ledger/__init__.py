@@ -7,7 +7,7 @@ Modules (the ledger imports nothing from the suggestion pipeline, ``_sampler``):
 - :mod:`.ledger`: :class:`.ledger.Ledger`, summed incrementally, stored on the study;
 - :mod:`.finished`: the trials finished since the last read, per storage and study;
 - :mod:`.runs`: which trials ran under the budget and which were imported (``add_trials``);
-- :mod:`.dead_trials`: a dead worker's trial charged to its last heartbeat (writes, once);
+- :mod:`.dead_trials`: a dead worker's trial charged to its last sign of life (stamped);
 - :mod:`.record`: a finished trial's cost, written on it (reported, ``cost_fn``, wall clock);
 - :mod:`.sampler_time`: whether the sampler's own time is charged;
 - :mod:`.units`: the unit of a study's costs, for labels.

@@ -17,6 +17,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger.dead_trials import alive_seconds
 from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
@@ -112,17 +113,18 @@ def objective_cost(
     """Cost of the objective alone for ``trial`` (the quantity the cost model learns).
 
     In order of precedence: the valid number the trial carries as user attr ``cost_attr``
-    (reported by the objective, recorded by the sampler after the trial, or, for a trial
-    failed by heartbeat, its start to last heartbeat, written by
-    :func:`.dead_trials.charge_dead_trials`); else the trial's wall-clock duration less the
-    sampler's own time (a trial failed by heartbeat before it is charged or on a storage
-    without heartbeats, trials added with
+    (reported by the objective or recorded by the sampler after the trial); else, for a
+    dead worker's trial, its last sign of life (:func:`.dead_trials.alive_seconds`); else
+    the trial's wall-clock duration less the sampler's own time (trials added with
     ``add_trial``: zero when they have no timestamps). A running trial's cost so far is
     measured up to ``now``.
     """
     reported = _reported_cost(trial, cost_attr)
     if reported is not None:
         return reported
+    alive = alive_seconds(trial)
+    if alive is not None:
+        return alive
     end = trial.datetime_complete
     if end is None and trial.state == TrialState.RUNNING:
         end = now or datetime.datetime.now()

@@ -5,8 +5,6 @@ its attrs or values (``check_trial_is_updatable``); Optuna's ``_CachedStorage`` 
 RDBStorage a study is given) and the gRPC proxy's client never re-read one. So whatever is
 summed or intersected over finished trials can be kept per study and updated with only the
 trials that finished since, while running and waiting trials are looked at afresh every time.
-The one exception, a dead worker's trial charged after it failed, is the ledger's to handle
-(:mod:`.ledger`).
 
 :class:`FinishedScan` relies on the list being the study's whole trial list in trial-number
 order (trial ``i`` at index ``i``), as ``BaseStorage.get_all_trials`` returns it. Anything else

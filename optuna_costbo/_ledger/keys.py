@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 
 
 __all__ = [
+    "ALIVE_ATTR",
     "BUDGET_ATTR",
     "CHOSEN_EI_ATTR",
     "COST_ATTR",
@@ -55,6 +56,7 @@ UNIT_ATTR = "cost_unit"  # set by the user: the unit of the costs ("$", "kWh"), 
 
 # Trial system attrs written by the sampler.
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
+ALIVE_ATTR = "costbo:alive_seconds"  # a running trial's last sign of life (_ledger.dead_trials)
 COST_SOURCE_ATTR = "costbo:cost_source"
 INVALID_COST_ATTR = "costbo:invalid_reported_cost"
 COST_FN_ERROR_ATTR = "costbo:cost_fn_error"  # what cost_fn raised (the cost is then estimated)
@@ -88,7 +90,8 @@ class CostSource(str, enum.Enum):
     COST_FN = "cost_fn"
     """Given by the user's ``cost_fn``."""
     HEARTBEAT = "heartbeat"
-    """A dead worker's trial, charged from its start to its last heartbeat."""
+    """A dead worker's trial charged to its last heartbeat by an earlier version (now its
+    charge is derived from ``costbo:alive_seconds``, nothing written)."""
     ESTIMATED = "estimated"
     """No valid cost in the budget's unit (``cost_fn`` failed, or a trial of a study of
     reported costs reported none): the median cost so far (:func:`.costs.estimated_cost`)."""

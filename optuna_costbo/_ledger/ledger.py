@@ -8,15 +8,11 @@ are imported, counted apart and not charged: :mod:`.runs`).
 Recomputed, but not from scratch: :func:`charge_and_sum` keeps, per storage object and study,
 the charges of the finished trials it has seen, summed, and adds only the trials that finished
 since (:mod:`.finished`); running trials are charged afresh every time. A finished trial's
-charge never changes, except a dead worker's trial before it is charged to its heartbeat
-(:func:`.dead_trials.charge_dead_trials` writes its charge later, perhaps from another
-worker): such trials are kept apart and charged afresh, after an attempt to charge them to
-their heartbeat, until they carry a cost. Both add the charges in trial-number order, so the
-incremental ledger is the full recomputation :func:`compute_ledger`, to the last bit.
+charge never changes (a dead worker's too: :mod:`.dead_trials`). Both add the charges in
+trial-number order, so the incremental ledger is the full recomputation
+:func:`compute_ledger`, to the last bit.
 
-The functions that write say so in their names: :func:`charge_and_sum` and
-:func:`refresh_ledger` may write a dead worker's charge on its trial; :func:`write_ledger`
-and :func:`store_ledger` write the study's user attrs.
+Only :func:`write_ledger` and :func:`store_ledger` write: the study's user attrs.
 """
 
 from __future__ import annotations
@@ -35,8 +31,6 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger.costs import charged_cost
-from optuna_costbo._ledger.dead_trials import charge_dead_trials
-from optuna_costbo._ledger.dead_trials import unpriced_failure
 from optuna_costbo._ledger.finished import FinishedScan
 from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._ledger.keys import BUDGET_ATTR
@@ -166,7 +160,6 @@ class _Charges:
         self.prefix = self.n_finished = self.n_imported = 0
         self.prefix_sum = self.prefix_imported = 0.0
         self.final: dict[int, tuple[float, float | None]] = {}
-        self.unpriced: list[int] = []  # numbers of failed trials not charged yet (see above)
 
     def settle(self, trial: FrozenTrial, cost_attr: str, charge: bool, imported: bool) -> None:
         cost = charged_cost(trial, cost_attr, charge and not imported)
@@ -196,13 +189,12 @@ def charge_and_sum(
 ) -> Ledger:
     """The ledger of ``trials``, the trial list just read from ``study``'s storage.
 
-    Dead workers' trials are charged to their heartbeat first (WRITES: see
-    :func:`.dead_trials.charge_dead_trials`); imported trials are counted apart
-    (:mod:`.runs`). Equal to :func:`compute_ledger` of the same list, but reads only the
-    trials that finished since the last call and those after the oldest trial not finished
-    (in a study run by W workers, about W); a list that is not the study's whole list in
-    number order (HyperbandPruner's brackets) is summed in full. ``marked``: the ledger of a
-    :class:`~optuna_costbo.CostRolloutSampler`, which marks its runs (:meth:`.runs.Runs.active`).
+    Imported trials are counted apart (:mod:`.runs`). Equal to :func:`compute_ledger` of the
+    same list, but reads only the trials that finished since the last call and those after
+    the oldest trial not finished (in a study run by W workers, about W); a list that is not
+    the study's whole list in number order (HyperbandPruner's brackets) is summed in full.
+    ``marked``: the ledger of a :class:`~optuna_costbo.CostRolloutSampler`, which marks its
+    runs (:meth:`.runs.Runs.active`).
     """
     runs = study_runs(study)
     cache = per_storage(study._storage)
@@ -220,21 +212,8 @@ def charge_and_sum(
         if runs.active(marked) != entry.active:  # the first token: untokened trials imported
             entry.reset(runs.active(marked))
             finished = entry.scan.take(trials) or []
-        unpriced = [trials[number] for number in entry.unpriced]
         for trial in finished:
-            if runs.imported(trial, marked):
-                entry.settle(trial, cost_attr, charge_sampler_time, imported=True)
-            elif unpriced_failure(trial, cost_attr):
-                unpriced.append(trial)
-            else:
-                entry.settle(trial, cost_attr, charge_sampler_time, imported=False)
-        charge_dead_trials(study, unpriced, cost_attr)
-        entry.unpriced = []
-        for trial in unpriced:
-            if unpriced_failure(trial, cost_attr):
-                entry.unpriced.append(trial.number)
-            else:  # charged: final now
-                entry.settle(trial, cost_attr, charge_sampler_time, imported=False)
+            entry.settle(trial, cost_attr, charge_sampler_time, runs.imported(trial, marked))
         entry.advance()
         spent, n_finished = entry.prefix_sum, entry.n_finished
         imported_cost, n_imported = entry.prefix_imported, entry.n_imported
@@ -272,8 +251,6 @@ def _full(
 ) -> Ledger:
     """:func:`charge_and_sum` without its cache: every trial looked at."""
     imported = imported_rule(study, trials, marked)
-    priced = trials if imported is None else [t for t in trials if not imported(t)]
-    charge_dead_trials(study, priced, cost_attr)
     return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now, imported)
 
 
@@ -303,7 +280,7 @@ def refresh_ledger(
     charge_sampler_time: bool = False,
 ) -> Ledger:
     """The sampler's ledger of ``study`` as stored right now (trials it did not start are
-    imported), dead workers' trials charged first (writes them, see :func:`charge_and_sum`)."""
+    imported)."""
     trials = storage_trials(study)
     return charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time, marked=True)
 
