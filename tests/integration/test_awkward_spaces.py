@@ -24,6 +24,7 @@ import pytest
 
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import SPENT_ATTR
+from optuna_costbo._ledger.runs import mark_run
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -325,7 +326,8 @@ def test_waiting_and_orphaned_running_trials_are_not_spent() -> None:
         trial_id=0,
     )
     # (a RUNNING trial an hour old, as a worker that died without heartbeat leaves it)
-    study._storage.create_new_trial(study._study_id, template_trial=running_long)
+    trial_id = study._storage.create_new_trial(study._study_id, template_trial=running_long)
+    mark_run(study, study._storage.get_trial(trial_id))  # the sampler started it
     ledger = sampler.ledger(study)
     # A running trial is not spent yet (only accrued), a waiting one costs nothing.
     assert ledger.spent == 0.0 and ledger.n_running == 1 and ledger.running_elapsed > 3000
