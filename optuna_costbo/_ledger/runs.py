@@ -72,14 +72,15 @@ class Runs:
 
 
 _lock = threading.Lock()
+_unreferenced: dict[tuple[int, int], Runs] = {}  # storages that cannot be weakly referenced
 
 
 def study_runs(study: optuna.Study) -> Runs:
     """The :class:`Runs` of ``study`` in this process (per storage object and study)."""
     cache = per_storage(study._storage)
-    if cache is None:  # a storage that cannot be weakly referenced: every trial is charged
-        return Runs()
     with _lock:
+        if cache is None:
+            return _unreferenced.setdefault((id(study._storage), study._study_id), Runs())
         runs: Runs = cache.setdefault(("runs", study._study_id), Runs())
     return runs
 
