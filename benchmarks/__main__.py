@@ -116,6 +116,10 @@ STUDIES: dict[str, Study] = {
             ),
         },
     ),
+    "warm-start": Study(
+        "benchmarks.warm_start",
+        "what a warm start from a related study buys at half budget",
+    ),
     "storage": Study(
         "benchmarks.storage_traffic",
         "storage calls and bytes per trial, a server's capacity, reads per trial",

@@ -6,13 +6,14 @@ problem itself on half the budget, cold or warm (``study.add_trials(yesterday.tr
 imported, not charged). The score is today's simple regret: the best value among the trials
 run today, less the known optimum. Prints a markdown table.
 
-    python -m benchmarks.warm_start --seeds 5
+    python -m benchmarks warm-start --seeds 5
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,15 +56,16 @@ def _run(
     return study
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
+        prog="python -m benchmarks warm-start",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--seeds", type=int, default=5, help="seeds per problem")
     parser.add_argument("--shift", type=float, default=0.03, help="yesterday's optimum moved")
     parser.add_argument("--problems", nargs="*", default=sorted(PROBLEMS))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
 
     print("| problem | start | median regret | mean regret | trials run today |")
@@ -86,7 +88,4 @@ def main() -> None:
                 f"| {name} | {start} | {np.median(regret):.4g} | {regret.mean():.4g} | "
                 f"{np.median(trials):.0f} |"
             )
-
-
-if __name__ == "__main__":
-    main()
+    return 0
