@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import datetime
 import math
+import time
 from typing import Any
 
 import optuna
@@ -26,6 +28,7 @@ from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import Ledger
 from optuna_costbo._ledger import SamplerTimeCharge
+from optuna_costbo._ledger import charge_and_sum
 from optuna_costbo._ledger import record_finished_trial
 from optuna_costbo._ledger import refresh_ledger
 from optuna_costbo._ledger import store_ledger
@@ -295,19 +298,23 @@ class CostRolloutSampler(BaseSampler):
             return self._suggester.sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        started = time.perf_counter()
         hint_cost_progress_bar(study)
         self._suggester.before_trial(study, trial)
         self._chart.warm_imports(study)
-        ledger = self.ledger(study)
+        trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study
+        charged = self._suggester.charges_time(study, trials)
+        ledger = charge_and_sum(study, trials, self._budget, self._cost_attr, charged)
         attrs = study._storage.get_study_user_attrs(study._study_id)
         if attrs.get(BUDGET_ATTR) != (self._budget if math.isfinite(self._budget) else None):
             write_ledger(study, ledger)
-        risk = self._suggester.overrun_risk(study)
+        risk = self._suggester.overrun_risk(study, trials)
         if RISK_ATTR not in attrs or attrs[RISK_ATTR] != risk:
             # Read by CostBudgetPruner, which then stops a trial before it would cross.
             study._storage.set_study_user_attr(study._study_id, RISK_ATTR, risk)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
+        self._book.begin(trial, time.perf_counter() - started)
 
     def after_trial(
         self,
@@ -332,16 +339,19 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        seconds = self._book.finish(trial._trial_id)
+        measured = datetime.datetime.now()
+        inside, before = self._book.finish(trial._trial_id, measured)
         error = record_finished_trial(
             study,
             trial,
-            sampler_seconds=seconds,
+            sampler_seconds=inside,
             cost_attr=self._cost_attr,
             user_cost=self._user_cost,
+            overhead=before,
+            now=measured,
         )
-        charged = self._suggester.trial_finished(study, trial, seconds)
-        spent = store_ledger(study, self._budget, self._cost_attr, charged)
+        charged = self._suggester.trial_finished(study, trial, inside + before)
+        spent = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
         self._chart.after_trial(
             study, spent, self._budget, trial=trial, state=state, values=values
         )

@@ -50,18 +50,29 @@ def record_finished_trial(
     sampler_seconds: float,
     cost_attr: str,
     user_cost: CostFunction | None,
+    overhead: float = 0.0,
+    now: datetime.datetime | None = None,
 ) -> ValueError | None:
     """After a trial: store the sampler's seconds on it and, unless the trial was cut short
     because the budget was already spent (it costs nothing), its cost (:func:`store_cost`).
 
     Once the cost is stored the ledger counts the trial as spent, although its state is
     stored only after the sampler's ``after_trial`` (see :func:`.ledger.compute_ledger`).
+    ``overhead``: seconds outside the trial's own clock charged with it (the work between
+    trials); ``now``: when the trial's clock stops.
     """
-    study._storage.set_trial_system_attr(trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds)
+    study._storage.set_trial_system_attr(
+        trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds + overhead
+    )
     if trial.system_attrs.get(SKIPPED_ATTR):
         return None
     return store_cost(
-        study, trial, sampler_seconds=sampler_seconds, cost_attr=cost_attr, user_cost=user_cost
+        study,
+        trial,
+        sampler_seconds=sampler_seconds,
+        cost_attr=cost_attr,
+        user_cost=user_cost,
+        now=now,
     )
 
 
@@ -72,6 +83,7 @@ def store_cost(
     sampler_seconds: float,
     cost_attr: str,
     user_cost: CostFunction | None,
+    now: datetime.datetime | None = None,
 ) -> ValueError | None:
     """Store the trial's cost as a numeric user attr; return an error for a bad report.
 
@@ -106,7 +118,7 @@ def store_cost(
         source = CostSource.COST_FN
     else:
         start = trial.datetime_start or datetime.datetime.now()
-        elapsed = (datetime.datetime.now() - start).total_seconds()
+        elapsed = ((now or datetime.datetime.now()) - start).total_seconds()
         # NOTE: the floor keeps log(cost) defined for an objective that returns in less than
         # the clock's resolution.
         cost = max(elapsed - sampler_seconds, COST_FLOOR)

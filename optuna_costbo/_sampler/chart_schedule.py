@@ -42,6 +42,7 @@ class ChartSchedule:
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
         self._told: set[int] = set()  # studies told which package is missing
+        self._missing: list[str] | None = None  # looked up once: find_spec is slow
 
     def __getstate__(self) -> dict[str, Any]:
         return {"cost_attr": self.cost_attr}
@@ -52,7 +53,9 @@ class ChartSchedule:
     def wanted(self, study: optuna.Study) -> bool:
         if isinstance(study._storage, optuna.storages.InMemoryStorage):
             return False
-        missing = _missing()
+        if self._missing is None:
+            self._missing = _missing()
+        missing = self._missing
         if missing and study._study_id not in self._told:
             self._told.add(study._study_id)
             _logger.info(

@@ -16,11 +16,9 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers import RandomSampler
 from optuna.trial import FrozenTrial
-from optuna.trial import TrialState
 
 from optuna_costbo._logging import get_logger
 from optuna_costbo._optuna_compat import INDEPENDENT_SAMPLING_WARNING_TEMPLATE
-from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.startup import StartupDesign
 
 
@@ -52,11 +50,12 @@ class IndependentSampling:
         trial: FrozenTrial,
         name: str,
         dist: BaseDistribution,
+        n_complete: int,
         startup_count: int,
     ) -> Any:
-        """One parameter of ``trial``; ``startup_count``: trials before the models start."""
-        complete = root_study(study).get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if len(complete) >= startup_count:
+        """One parameter of ``trial``, with ``n_complete`` trials completed and
+        ``startup_count`` trials before the models start."""
+        if n_complete >= startup_count:
             _logger.warning(
                 INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
                     param_name=name,
@@ -67,6 +66,6 @@ class IndependentSampling:
                     "all completed trials (conditional or dynamic search space)",
                 )
             )
-        if self._default and not complete:
+        if self._default and n_complete == 0:
             return self._design.first_wave_value(name, dist, trial.number)
         return self.sampler.sample_independent(study, trial, name, dist)

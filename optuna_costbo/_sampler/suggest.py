@@ -175,8 +175,10 @@ class Suggester:
         self, study: optuna.Study, trial: FrozenTrial, name: str, dist: BaseDistribution
     ) -> Any:
         """One parameter outside the relative search space (:mod:`.independent`)."""
+        trials = self.reads.read(study, trial)
+        n_complete = sum(t.state == TrialState.COMPLETE for t in trials)
         return self.independent.sample(
-            study, trial, name, dist, startup_count(self.n_startup_trials, 1)
+            study, trial, name, dist, n_complete, startup_count(self.n_startup_trials, 1)
         )
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -195,6 +197,7 @@ class Suggester:
         """``trial`` finished after ``seconds`` of the sampler's time (its cost recorded):
         forget its pending proposal, tell the effort rule; whether the sampler's time counts."""
         self.pending.discard(trial._trial_id)
+        self.reads.drop(trial)
         charged = self.charges_time(study)
         if charged:
             with self.lock:
@@ -244,7 +247,7 @@ class Suggester:
         the clash is news.
         """
         trials = (
-            self.reads.trials(study, trial)
+            self.reads.read(study, trial)
             if previous is None
             else root_study(study).get_trials(deepcopy=False)
         )

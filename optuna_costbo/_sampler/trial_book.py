@@ -1,10 +1,11 @@
-"""This process's records of its running trials: the sampler's seconds spent on each, and the
-trials cut short because the budget was already spent when they started."""
+"""This process's records of its running trials: the sampler's seconds spent on each, the
+time between trials charged with them, and the trials cut short because the budget was spent."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import datetime
 import threading
 import time
 from typing import Any
@@ -17,6 +18,10 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 __all__ = ["TrialBook"]
 
+# NOTE: a gap between two trials of one thread longer than this is a pause (between two
+# optimize calls, a user's own work), not the storage's and Optuna's per-trial overhead.
+MAX_GAP_SECONDS = 1.0
+
 
 class TrialBook:
     """Per-trial records of one sampler object (thread-safe; a copy starts empty)."""
@@ -25,6 +30,8 @@ class TrialBook:
         self._lock = threading.Lock()
         self._seconds: dict[int, float] = {}  # trial id -> the sampler's seconds so far
         self._skipped: set[int] = set()  # trial ids to cut short at their first suggestion
+        self._gaps: dict[int, float] = {}  # trial id -> seconds since the thread's last trial
+        self._marks: dict[int, datetime.datetime] = {}  # thread -> its last cost measurement
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -36,6 +43,18 @@ class TrialBook:
         """Cut ``trial_id`` short at its first suggestion (the budget is spent)."""
         with self._lock:
             self._skipped.add(trial_id)
+
+    def begin(self, trial: FrozenTrial, seconds: float) -> None:
+        """``trial`` starts after ``seconds`` of the sampler's ``before_trial``; the time since
+        this thread's last trial was measured (Optuna's and the sampler's work between trials)
+        is charged with it, unless it is a pause (:data:`MAX_GAP_SECONDS`)."""
+        with self._lock:
+            self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
+            mark = self._marks.get(threading.get_ident())
+            if mark is not None and trial.datetime_start is not None:
+                gap = (trial.datetime_start - mark).total_seconds()
+                if 0.0 < gap <= MAX_GAP_SECONDS:
+                    self._gaps[trial._trial_id] = gap
 
     @contextlib.contextmanager
     def timed(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
@@ -59,8 +78,10 @@ class TrialBook:
             with self._lock:
                 self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
 
-    def finish(self, trial_id: int) -> float:
-        """Forget ``trial_id``; the sampler's seconds spent on it."""
+    def finish(self, trial_id: int, measured: datetime.datetime) -> tuple[float, float]:
+        """Forget ``trial_id``, whose cost is ``measured`` now: the sampler's seconds inside
+        its clock, and the seconds before it started charged with it."""
         with self._lock:
             self._skipped.discard(trial_id)
-            return self._seconds.pop(trial_id, 0.0)
+            self._marks[threading.get_ident()] = measured
+            return self._seconds.pop(trial_id, 0.0), self._gaps.pop(trial_id, 0.0)
