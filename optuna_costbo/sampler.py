@@ -295,7 +295,7 @@ class CostRolloutSampler(BaseSampler):
             return self._suggester.sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        hint_cost_progress_bar(study)
+        hint_cost_progress_bar(study, self._budget)
         self._suggester.before_trial(study, trial)
         self._chart.warm_imports(study)
         ledger = self.ledger(study)
