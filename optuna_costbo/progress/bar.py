@@ -22,6 +22,7 @@ from optuna_costbo._ledger import cost_unit as _cost_unit
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
+from optuna_costbo.progress.hint import OPEN_BARS
 from optuna_costbo.progress.hint import PROGRESS_EXTRA_HINT
 from optuna_costbo.progress.log_routing import BarLogRoute
 
@@ -114,6 +115,7 @@ class CostProgressBar:
         """Best objective value among COMPLETE trials at the latest update."""
         self.n_trials = 0
         """Number of finished trials at the latest update."""
+        OPEN_BARS.add(self)
 
     @property
     def budget(self) -> float | None:
@@ -215,6 +217,7 @@ class CostProgressBar:
         if self._closed:
             return
         self._closed = True
+        OPEN_BARS.discard(self)
         bar = self._bar
         if bar is not None:
             if self._drawn and bar.leave is not False:

@@ -288,6 +288,12 @@ def test_a_budget_study_logs_one_hint_per_study_at_info(
     other = optuna.create_study(sampler=CostRolloutSampler(budget=1.0, n_startup_trials=10))
     other.optimize(_scripted([1.0] * 2, [1.0] * 2))
     assert len(_hints(caplog)) == 2
+    # A study run with the bar already: nothing to point at.
+    with CostProgressBar(file=io.StringIO()) as bar:
+        barred = optuna.create_study(sampler=CostRolloutSampler(budget=1.0, n_startup_trials=10))
+        barred.optimize(_scripted([1.0] * 2, [1.0] * 2), callbacks=[bar])
+    assert len(_hints(caplog)) == 2 and bar.closed
+    assert not hint_cost_progress_bar(barred, 1.0)  # this study was seen
 
 
 def test_no_hint_without_a_budget_and_no_stack_walking(
