@@ -85,7 +85,7 @@ def main() -> None:
     print(f"best value: {study.best_value:.4f} at {study.best_params}")
     print(
         f"spent/budget: {ledger.spent:.2f} s / {ledger.budget:.2f} s "
-        f"(overrun {max(-ledger.remaining, 0.0):.2f} s, from trials still running at the end)"
+        f"(overrun {ledger.overrun:.2f} s, from trials still running at the end)"
     )
 
 

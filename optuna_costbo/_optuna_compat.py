@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from types import FrameType
 from types import ModuleType
 from typing import Any
 
@@ -32,7 +31,6 @@ __all__ = [
     "distribution_contains",
     "heartbeat_thread",
     "in_optimize_loop",
-    "optimize_call_locals",
     "rdb_models",
     "rdb_private_methods",
     "root_study",
@@ -118,29 +116,6 @@ def distribution_contains(dist: BaseDistribution, internal: float) -> bool:
     """Whether the internal representation ``internal`` lies in ``dist``
     (``BaseDistribution._contains``)."""
     return bool(dist._contains(internal))
-
-
-_OPTIMIZE_MODULE = "optuna.study._optimize"
-_OPTIMIZE_FUNCTION = "_optimize"
-
-
-def optimize_call_locals(
-    study: optuna.Study, frames: list[FrameType | None]
-) -> dict[str, Any] | None:
-    """The arguments of the ``study.optimize`` call of ``study`` found on ``frames`` (each
-    walked to its root): the locals of ``optuna.study._optimize._optimize``, whose parameter
-    names (``n_trials``, ``timeout``, ``show_progress_bar``) are the public ones."""
-    for frame in frames:
-        while frame is not None:
-            if (
-                frame.f_code.co_name == _OPTIMIZE_FUNCTION
-                and frame.f_globals.get("__name__") == _OPTIMIZE_MODULE
-            ):
-                local = frame.f_locals
-                if local.get("study") is study:
-                    return dict(local)
-            frame = frame.f_back
-    return None
 
 
 def store_constraints(

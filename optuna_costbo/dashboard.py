@@ -1,11 +1,5 @@
-"""optuna-dashboard integration: a "Best value vs cumulative cost" chart saved in the study.
-
-optuna-dashboard already shows what the sampler stores: each trial's numeric user attr
-``cost`` (a sortable column of the trials table) and the study user attrs ``cost_budget``,
-``cost_spent`` and ``cost_remaining``. :func:`update_dashboard` adds the cost-history chart of
-:func:`optuna_costbo.visualization.plot_cost_history` to the study's dashboard page, where
-optuna-dashboard lists user-defined plotly graphs.
-"""
+"""optuna-dashboard integration: the cost-history chart of ``plot_cost_history``, saved in the
+study where optuna-dashboard lists user-defined plotly graphs."""
 
 from __future__ import annotations
 
@@ -22,12 +16,15 @@ from optuna_costbo._ledger import storage_trials
 from optuna_costbo._logging import get_logger
 
 
-__all__ = ["GRAPH_NAME", "GRAPH_OBJECT_ID", "update_dashboard"]
+__all__ = ["GRAPH_NAME", "GRAPH_OBJECT_ID", "HYPERVOLUME_GRAPH_NAME", "update_dashboard"]
 
 _logger = get_logger(__name__)
 
 GRAPH_NAME = "Best value vs cumulative cost"
 """Title of the saved chart."""
+
+HYPERVOLUME_GRAPH_NAME = "Hypervolume vs cumulative cost"
+"""Title of the saved chart of a multi-objective study."""
 
 GRAPH_OBJECT_ID = "costbo-cost-history"
 """ID under which the chart is saved (and overwritten by each update)."""
@@ -45,9 +42,10 @@ def update_dashboard(
     values: Sequence[float] | None = None,
     cost_unit: str | None = None,
 ) -> bool:
-    """Save (or overwrite) the study's "Best value vs cumulative cost" chart for optuna-dashboard.
+    """Save (or overwrite) the study's cost-history chart for optuna-dashboard.
 
-    The chart is the plotly figure of
+    The chart ("Best value vs cumulative cost", or "Hypervolume vs cumulative cost" for several
+    objectives) is the plotly figure of
     :func:`optuna_costbo.visualization.plot_cost_history`, saved with
     ``optuna_dashboard.save_plotly_graph_object`` under the fixed ID :data:`GRAPH_OBJECT_ID`,
     so each call replaces the previous chart. It reads the study's trials from storage once
@@ -141,7 +139,8 @@ def _figure(
         study, budget=budget, cost_attr=cost_attr, trials=trials, cost_unit=cost_unit
     )
     figure = build_figure(go, histories, target_name="Objective Value")
-    figure.update_layout(title=GRAPH_NAME)
+    front = all(h.hypervolume for h in histories)
+    figure.update_layout(title=HYPERVOLUME_GRAPH_NAME if front else GRAPH_NAME)
     # NOTE: the dashboard renders the stored layout as is; dropping plotly.py's default
     # template (about 6.5 kB of JSON) keeps every update a few storage writes smaller, and
     # plotly.js's own defaults draw the chart.

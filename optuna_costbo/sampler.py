@@ -299,7 +299,7 @@ class CostRolloutSampler(BaseSampler):
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         started = time.perf_counter()
-        hint_cost_progress_bar(study)
+        hint_cost_progress_bar(study, self._budget)
         self._suggester.before_trial(study, trial)
         self._chart.warm_imports(study)
         trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study

@@ -23,6 +23,7 @@ from optuna_costbo._ledger import BUDGET_ATTR
 from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import FINISHED_STATES
 from optuna_costbo._ledger import charged_cost
+from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import cost_unit as _cost_unit
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import validate_budget
@@ -34,6 +35,8 @@ BEST_VALUE_NAME = "Best Value"
 HYPERVOLUME_NAME = "Hypervolume"
 BUDGET_NAME = "Budget"
 PLOT_TITLE = "Cost History Plot"
+HYPERVOLUME_TITLE = "Hypervolume Cost History Plot"
+SAMPLER_TIME_NOTE = "incl. sampler time"
 
 # NOTE: labels are capitalized as in Optuna's plots ("Objective Value", "Best Value"), which
 # these plots sit next to; a study's label is added as "... of <label>" when overlaying.
@@ -47,7 +50,8 @@ class CostHistory:
         label: Legend label (the study name unless the caller gave labels).
         trial_numbers: Trial numbers, in completion order. Shape ``(n,)``, int.
         states: Each trial's state (COMPLETE, PRUNED or FAIL). Length ``n``.
-        costs: What each trial cost the budget. Shape ``(n,)``.
+        costs: What the ledger charged each trial, the sampler's time included when it
+            counts against the budget. Shape ``(n,)``.
         cumulative_costs: Summed cost up to and including each trial. Shape ``(n,)``.
         values: Objective (or ``target``) value of COMPLETE trials, NaN for the others.
             Shape ``(n,)``.
@@ -63,6 +67,8 @@ class CostHistory:
         hypervolume: A multi-objective study without ``target``: ``best_values`` is the
             hypervolume of the front so far (:mod:`optuna_costbo._front`), and ``values`` are
             NaN (a trial has no one value to draw).
+        sampler_costs: The sampler's seconds within each of ``costs``, shape ``(n,)``;
+            ``None`` when the sampler's time is not charged (or is zero throughout).
     """
 
     label: str
@@ -76,6 +82,7 @@ class CostHistory:
     cost_unit: str | None = None
     feasible: np.ndarray | None = None
     hypervolume: bool = False
+    sampler_costs: np.ndarray | None = None
 
     @property
     def complete(self) -> np.ndarray:
@@ -114,9 +121,8 @@ def history_arrays(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Costs, values and best values of ``trials`` in completion order.
 
-    Each finished trial costs what the ledger charges it
-    (:func:`optuna_costbo._ledger.costs.charged_cost`: the numeric user attr ``cost_attr``,
-    else its wall-clock time less the sampler's; zero for trials skipped on a spent budget).
+    Each finished trial costs what the ledger charges it (``_ledger.charged_cost`` under
+    ``_ledger.charges_sampler_time``), so the curve ends at the ledger's spent.
     COMPLETE, PRUNED and FAIL trials all add cost; only COMPLETE ones have a value and can
     improve the best. Unfinished trials are left out.
 
@@ -150,10 +156,8 @@ def history_arrays(
     ordered = completion_order(trials)
     n = len(ordered)
     numbers = np.array([t.number for t in ordered], dtype=int)  # (n,)
-    costs = np.array(
-        [charged_cost(t, cost_attr, charge_sampler_time=False) for t in ordered],
-        dtype=float,
-    )  # (n,)
+    charge = charges_sampler_time(trials)
+    costs = np.array([charged_cost(t, cost_attr, charge) for t in ordered], dtype=float)  # (n,)
     cumulative = np.cumsum(costs)  # (n,)
     values = np.full(n, np.nan)  # (n,)
     for i, trial in enumerate(ordered):
@@ -278,6 +282,8 @@ def get_cost_histories(
         if front:
             best = hypervolume_history(ordered, study.directions, reference_point)
         by_number = {t.number: t.state for t in study_trials}
+        # The sampler's share of each charge: the charge less the objective's own cost.
+        sampler = costs - np.array([charged_cost(t, cost_attr, False) for t in ordered])  # (n,)
         constrained = any(trial_constraints(t) for t in ordered)
         histories.append(
             CostHistory(
@@ -297,6 +303,7 @@ def get_cost_histories(
                 ),
                 feasible=feasible_mask(ordered) if constrained else None,
                 hypervolume=front,
+                sampler_costs=sampler if sampler.any() else None,
             )
         )
     return histories
@@ -308,6 +315,21 @@ def value_title(histories: Sequence[CostHistory], target_name: str) -> str:
     return HYPERVOLUME_NAME if histories and all(h.hypervolume for h in histories) else target_name
 
 
+def plot_title(histories: Sequence[CostHistory]) -> str:
+    """The plot's title: the hypervolume's when every history is a front's."""
+    return HYPERVOLUME_TITLE if value_title(histories, "") == HYPERVOLUME_NAME else PLOT_TITLE
+
+
+def cost_axis_title(histories: Sequence[CostHistory]) -> str:
+    """``"Cumulative Cost (s, incl. sampler time)"``: the unit, and the sampler's time if
+    charged."""
+    notes = [figure_cost_unit(histories) or ""]
+    if any(h.sampler_costs is not None for h in histories):
+        notes.append(SAMPLER_TIME_NOTE)
+    note = ", ".join(n for n in notes if n)
+    return f"{COST_AXIS_TITLE} ({note})" if note else COST_AXIS_TITLE
+
+
 def line_name(history: CostHistory) -> str:
     """The legend name of a history's line: "Best Value", or "Hypervolume" for a front."""
     return HYPERVOLUME_NAME if history.hypervolume else BEST_VALUE_NAME
@@ -317,11 +339,6 @@ def figure_cost_unit(histories: Sequence[CostHistory]) -> str | None:
     """The unit shared by all ``histories``, or ``None`` if unknown or mixed."""
     units = {h.cost_unit for h in histories}
     return units.pop() if len(units) == 1 else None
-
-
-def with_unit(text: str, unit: str | None) -> str:
-    """``"Cumulative Cost (s)"`` from ``"Cumulative Cost"`` and ``"s"``; no unit, no brackets."""
-    return f"{text} ({unit})" if unit else text
 
 
 def format_cost(value: float, unit: str | None) -> str:

@@ -66,13 +66,12 @@ def plot_cost_history(
     """Plot the best value so far against the cumulative cost of finished trials.
 
     The cost-aware counterpart of :func:`optuna.visualization.plot_optimization_history`:
-    the x axis is the summed cost of the study's finished trials in completion order
-    (COMPLETE, PRUNED and FAIL trials all add cost, as in the budget ledger), the y axis the
-    best value so far (a step function; only COMPLETE trials improve it, in the study's
-    direction). Each COMPLETE trial is also a point at (cumulative cost after it, its value).
-    A dashed vertical line marks the budget. Colors follow Optuna's
-    ``plot_optimization_history``: blue points and a red best-value line for one study, a
-    pair of colors per study when overlaying.
+    the x axis is what the budget ledger charged the study's finished trials, in completion
+    order (COMPLETE, PRUNED and FAIL trials; the sampler's own time too when it counts against
+    the budget, as for measured wall-clock costs: the axis then says "incl. sampler time"), so
+    the curve ends at the ledger's spent. The y axis is the best value so far (a step
+    function; only COMPLETE trials improve it), each COMPLETE trial a point, and a dashed
+    vertical line marks the budget. Colors follow Optuna's ``plot_optimization_history``.
 
     Args:
         study_or_studies: A study, or a sequence of studies to overlay (points and a line
@@ -87,7 +86,8 @@ def plot_cost_history(
         target: A function of a COMPLETE trial giving the value to plot instead of the
             objective value. As in Optuna, no best value line is drawn for a target, whose
             better direction is unknown. Without it, a multi-objective study is drawn as the
-            hypervolume of its front (COMPLETE, feasible trials) against cumulative cost.
+            hypervolume of its front (COMPLETE, feasible trials) against cumulative cost,
+            titled and labelled so.
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
         cost_unit: The unit of the costs, shown in the x axis title ("Cumulative Cost ($)")
@@ -146,11 +146,10 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
     # NOTE: arrays go in as lists: plotly >= 6 would serialize numpy arrays as base64 typed
     # arrays, which plotly.js older than 2.28 (older optuna-dashboard bundles) cannot read.
     unit = ch.figure_cost_unit(histories)
-    cost_suffix = f" {unit}" if unit else ""
     figure = go.Figure()
     figure.update_layout(
-        title=ch.PLOT_TITLE,
-        xaxis={"title": ch.with_unit(ch.COST_AXIS_TITLE, unit)},
+        title=ch.plot_title(histories),
+        xaxis={"title": ch.cost_axis_title(histories)},
         yaxis={"title": ch.value_title(histories, target_name)},
         showlegend=True,
     )
@@ -164,58 +163,45 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
         points_color, line_color = (
             _COLORS[k % len(_COLORS)] for k in ch.color_indices(i, len(histories))
         )
-        complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
-        if history.infeasible.any() and not history.hypervolume:
-            off = history.infeasible  # (n,)
+        cost = _cost_hover(history, unit)
+        # A front's trials have no one value to draw: its chart is the hypervolume line alone.
+        point_sets = []
+        if not history.hypervolume:
+            if history.infeasible.any():
+                point_sets.append((history.infeasible, " (infeasible)"))
+            point_sets.append((history.complete & ~history.infeasible, ""))
+        for mask, note in point_sets:
             figure.add_trace(
                 go.Scatter(
-                    x=history.cumulative_costs[off].tolist(),
-                    y=history.values[off].tolist(),
+                    x=history.cumulative_costs[mask].tolist(),
+                    y=history.values[mask].tolist(),
                     mode="markers",
-                    name=f"{target_name}{of_label} (infeasible)",
+                    name=f"{target_name}{of_label}{note}",
                     legendgroup=history.label,
-                    marker={"color": "#b0b0b0", "symbol": "x"},
-                    customdata=np.column_stack(
-                        [history.trial_numbers[off], history.costs[off]]
-                    ).tolist(),  # (n_infeasible, 2)
+                    marker={"color": points_color} if not note else _INFEASIBLE_MARKER,
+                    customdata=_customdata(history, mask),
                     hovertemplate=(
-                        f"Trial %{{customdata[0]}} (infeasible)<br>"
-                        f"Cost %{{customdata[1]:.4g}}{cost_suffix}<br>"
+                        f"Trial %{{customdata[0]}}{note}<br>{cost}"
                         f"{target_name} %{{y:.6g}}<extra></extra>"
                     ),
                 )
             )
-        if history.hypervolume:
-            complete = np.zeros_like(complete)  # a front's trials have no one value to draw
-        figure.add_trace(
-            go.Scatter(
-                x=history.cumulative_costs[complete].tolist(),
-                y=history.values[complete].tolist(),
-                mode="markers",
-                name=f"{target_name}{of_label}",
-                legendgroup=history.label,
-                marker={"color": points_color},
-                customdata=np.column_stack(
-                    [history.trial_numbers[complete], history.costs[complete]]
-                ).tolist(),  # (n_complete, 2)
-                hovertemplate=(
-                    f"Trial %{{customdata[0]}}<br>Cost %{{customdata[1]:.4g}}{cost_suffix}<br>"
-                    f"{ch.COST_AXIS_TITLE} %{{x:.4g}}{cost_suffix}<br>"
-                    f"{target_name} %{{y:.6g}}<extra></extra>"
-                ),
-            )
-        )
         if history.best_values is not None:
+            name = ch.line_name(history)
             figure.add_trace(
                 go.Scatter(
                     x=history.cumulative_costs.tolist(),
                     y=history.best_values.tolist(),
                     mode="lines",
                     line={"shape": "hv", "color": line_color},
-                    name=f"{ch.line_name(history)}{of_label}",
+                    name=f"{name}{of_label}",
                     legendgroup=history.label,
                     connectgaps=False,
+                    customdata=_customdata(history, np.ones(len(history.costs), dtype=bool)),
+                    hovertemplate=(
+                        f"After trial %{{customdata[0]}}<br>{cost}{name} %{{y:.6g}}<extra></extra>"
+                    ),
                 )
             )
     for line in ch.budget_lines(histories):
@@ -241,3 +227,24 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
             annotation_font_color=color,
         )
     return figure
+
+
+_INFEASIBLE_MARKER = {"color": "#b0b0b0", "symbol": "x"}
+
+
+def _customdata(history: CostHistory, mask: np.ndarray) -> list[list[float]]:
+    """Per drawn trial: its number, its charge and the sampler's share of it, (m, 3)."""
+    sampler = history.sampler_costs
+    share = sampler if sampler is not None else np.zeros_like(history.costs)  # (n,)
+    columns = [history.trial_numbers[mask], history.costs[mask], share[mask]]
+    out: list[list[float]] = np.column_stack(columns).tolist()  # (m, 3)
+    return out
+
+
+def _cost_hover(history: CostHistory, unit: str | None) -> str:
+    """Hover lines of a trial's charge (and the sampler's time in it) and the cost so far."""
+    suffix = f" {unit}" if unit else ""
+    text = f"Cost %{{customdata[1]:.4g}}{suffix}"
+    if history.sampler_costs is not None:
+        text += f" ({ch.SAMPLER_TIME_NOTE} %{{customdata[2]:.3g}}{suffix})"
+    return f"{text}<br>{ch.COST_AXIS_TITLE} %{{x:.4g}}{suffix}<br>"

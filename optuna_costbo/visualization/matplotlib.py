@@ -6,7 +6,6 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
@@ -41,12 +40,10 @@ def plot_cost_history(
 ) -> Axes:
     """Plot the best value so far against the cumulative cost of finished trials, in matplotlib.
 
-    Same data and semantics as :func:`optuna_costbo.visualization.plot_cost_history`: the
-    cumulative cost of finished trials in completion order on x (COMPLETE, PRUNED and FAIL
-    trials all add cost), the best value so far as a step line (only COMPLETE trials improve
-    it, in the study's direction), each COMPLETE trial as a point, and a dashed vertical line
-    at the budget. Colors follow Optuna's ``plot_optimization_history``: blue points and a
-    red best-value line for one study, a pair of tab10 colors per study when overlaying.
+    Same data and semantics as :func:`optuna_costbo.visualization.plot_cost_history`: what
+    the budget ledger charged the finished trials, summed in completion order on x (the
+    sampler's time included when it counts against the budget), the best value so far as a
+    step line, each COMPLETE trial as a point, and a dashed vertical line at the budget.
 
     Args:
         study_or_studies: A study, or a sequence of studies to overlay (one gray budget line
@@ -74,8 +71,8 @@ def plot_cost_history(
 
     Raises:
         ImportError: matplotlib is not installed (``pip install "optuna-costbo[plot]"``).
-        ValueError: A multi-objective study without ``target``, or ``labels`` of the wrong
-            length.
+        ValueError: ``labels`` of the wrong length, or a ``reference_point`` that is not one
+            finite number per objective.
 
     Example:
 
@@ -111,8 +108,8 @@ def plot_cost_history(
     if ax is None:
         _, ax = plt.subplots()
     assert ax is not None
-    ax.set_title(ch.PLOT_TITLE)
-    ax.set_xlabel(ch.with_unit(ch.COST_AXIS_TITLE, ch.figure_cost_unit(histories)))
+    ax.set_title(ch.plot_title(histories))
+    ax.set_xlabel(ch.cost_axis_title(histories))
     ax.set_ylabel(ch.value_title(histories, target_name))
     if all(len(h.trial_numbers) == 0 for h in histories):
         _logger.warning("The study has no finished trials to plot.")
@@ -127,23 +124,22 @@ def plot_cost_history(
         points_color, line_color = (palette(k) for k in ch.color_indices(i, len(histories), _RED))
         complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
-        if history.hypervolume:
-            complete = np.zeros_like(complete)  # a front's trials have no one value to draw
-        if history.infeasible.any() and not history.hypervolume:
+        if not history.hypervolume:  # a front's trials have no one value to draw
+            if history.infeasible.any():
+                ax.scatter(
+                    history.cumulative_costs[history.infeasible],
+                    history.values[history.infeasible],
+                    color="#b0b0b0",
+                    marker="x",
+                    label=f"{target_name}{of_label} (infeasible)",
+                )
             ax.scatter(
-                history.cumulative_costs[history.infeasible],
-                history.values[history.infeasible],
-                color="#b0b0b0",
-                marker="x",
-                label=f"{target_name}{of_label} (infeasible)",
+                history.cumulative_costs[complete],
+                history.values[complete],
+                color=points_color,
+                alpha=0.6,
+                label=f"{target_name}{of_label}",
             )
-        ax.scatter(
-            history.cumulative_costs[complete],
-            history.values[complete],
-            color=points_color,
-            alpha=0.6,
-            label=f"{target_name}{of_label}",
-        )
         if history.best_values is not None:
             ax.step(
                 history.cumulative_costs,

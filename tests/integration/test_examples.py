@@ -95,8 +95,19 @@ def _check_quickstart(proc: subprocess.CompletedProcess[str], storage: str) -> N
     assert GRAPH_OBJECT_ID in charts, f"no optuna-dashboard chart in the study: {list(charts)}"
     chart = charts[GRAPH_OBJECT_ID]
     assert chart["layout"]["title"]["text"] == GRAPH_NAME
-    assert chart["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s)"
+    assert chart["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s, incl. sampler time)"
     assert chart["layout"]["shapes"][0]["x0"] == 0.5  # the budget line
+    # The curve ends at the ledger's spent (the sampler's time included), not short of it.
+    spent = optuna.load_study(study_name=None, storage=storage).user_attrs["cost_spent"]
+    assert chart["data"][-1]["x"][-1] == pytest.approx(spent, rel=0.02)
+
+
+def _check_parallel(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """The overrun printed is the ledger's: spent beyond the budget."""
+    spent, budget, overrun = map(
+        float, re.findall(r"spent/budget: (\S+) s / (\S+) s \(overrun (\S+) s", proc.stdout)[0]
+    )
+    assert overrun == pytest.approx(max(spent - budget, 0.0), abs=0.011)
 
 
 # example -> a check of what it left behind, after the lines it printed
@@ -123,6 +134,7 @@ CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
     "quickstart.py": _check_quickstart,
     "money_cost.py": _check_money,
     "multi_objective.py": _check_front,
+    "parallel_workers.py": _check_parallel,
 }
 
 

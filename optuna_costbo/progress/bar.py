@@ -1,23 +1,9 @@
-"""A progress bar over the cost budget, as an Optuna callback.
-
-Optuna's own progress bar knows ``n_trials`` and ``timeout`` only; a study run by
-:class:`~optuna_costbo.CostRolloutSampler` has neither, and ends when its cost budget is spent.
-:class:`CostProgressBar` shows that budget filling up. ``study.optimize(...,
-show_progress_bar=True)`` without ``n_trials`` or ``timeout`` only gets Optuna's warning
-"Progress bar won't be displayed because n_trials and timeout are None." (from
-``optuna/progress_bar.py``); :func:`hint_cost_progress_bar` points such a call to
-:class:`CostProgressBar`.
-"""
+"""The progress bar: a tqdm bar whose total is the cost budget, moved to the ledger's spent."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import logging
 import math
-import sys
 import threading
-from types import FrameType
 from typing import IO
 from typing import Any
 
@@ -36,23 +22,12 @@ from optuna_costbo._ledger import cost_unit as _cost_unit
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
-from optuna_costbo._logging import get_logger
-from optuna_costbo._optuna_compat import optimize_call_locals
+from optuna_costbo.progress.hint import OPEN_BARS
+from optuna_costbo.progress.hint import PROGRESS_EXTRA_HINT
+from optuna_costbo.progress.log_routing import BarLogRoute
 
 
-__all__ = ["CostProgressBar", "hint_cost_progress_bar"]
-
-_logger = get_logger(__name__)
-
-PROGRESS_EXTRA_HINT = 'pip install "optuna-costbo[progress]"'
-
-PROGRESS_BAR_HINT = (
-    "Optuna's progress bar counts n_trials or timeout, and this study runs until its cost "
-    "budget is spent: for a bar over the budget, pass callbacks=[CostProgressBar()] to "
-    "study.optimize (from optuna_costbo.progress import CostProgressBar; "
-    f"{PROGRESS_EXTRA_HINT})."
-)
-"""The hint :func:`hint_cost_progress_bar` logs."""
+__all__ = ["CostProgressBar"]
 
 _BAR_FORMAT = (
     "{{desc}}: {{percentage:3.0f}}%|{{bar}}| {{n:.4g}}/{{total:.4g}}{unit} "
@@ -61,15 +36,11 @@ _BAR_FORMAT = (
 
 
 class CostProgressBar:
-    """A tqdm progress bar whose total is the cost budget, advanced after each trial.
+    """A tqdm progress bar whose total is the cost budget, moved after each trial to the spent
+    of the sampler's ledger (every worker's trials), with the best value, trials and overrun.
 
-    Pass it as a callback: after each finished trial it recomputes the spent cost from
-    storage (the same ledger as the sampler: COMPLETE, PRUNED and FAIL trials all count, so
-    the bar is right with several workers sharing the study), moves the bar to it (capped at
-    the budget), and shows the best value so far, the number of finished trials and any overrun
-    of the budget (spent beyond it, as the study attr ``cost_overrun`` has it). It closes
-    itself once the spent cost reaches the budget; later calls do nothing. Call :meth:`close`
-    (or use it as a context manager) if the optimization ends before that.
+    It closes itself once the budget is spent; call :meth:`close` (or use it as a context
+    manager) if the optimization ends before. Optuna's log lines print above it.
 
     Args:
         budget: The bar's total, in cost units. ``None`` reads the study's ``cost_budget``
@@ -85,11 +56,6 @@ class CostProgressBar:
             each state is written once.
         **tqdm_kwargs: Other keyword arguments for :class:`tqdm.tqdm` (``ncols``, ``leave``,
             ``disable``, ...).
-
-    While the bar is open, Optuna's log lines ("Trial 3 finished ...") are written with
-    ``tqdm.write`` to the stream they went to, so that they print above the bar instead of
-    breaking into it (Optuna's own progress bar does the same); Optuna's handler is put back
-    when the bar closes.
 
     Raises:
         ImportError: tqdm is not installed (``pip install "optuna-costbo[progress]"``).
@@ -140,8 +106,7 @@ class CostProgressBar:
         self._tqdm_kwargs = tqdm_kwargs
         self._bar: Any = None
         self._drawn = False  # whether the bar's current state is on screen
-        self._line_open = False  # whether the bar's last frame awaits a newline
-        self._log_handlers: tuple[logging.Handler, logging.Handler] | None = None
+        self._route: BarLogRoute | None = None  # Optuna's log lines, while the bar is open
         self._closed = False
         self._lock = threading.Lock()
         self.spent = 0.0
@@ -150,6 +115,7 @@ class CostProgressBar:
         """Best objective value among COMPLETE trials at the latest update."""
         self.n_trials = 0
         """Number of finished trials at the latest update."""
+        OPEN_BARS.add(self)
 
     @property
     def budget(self) -> float | None:
@@ -208,7 +174,9 @@ class CostProgressBar:
                 self._close_locked()  # draws the final state, once
             elif not self._drawn:
                 self._bar.refresh()
-                self._drawn = self._line_open = True
+                self._drawn = True
+                if self._route is not None:
+                    self._route.line_open = True
 
     def close(self) -> None:
         """Close the bar (idempotent). Later calls of the callback do nothing."""
@@ -241,38 +209,15 @@ class CostProgressBar:
             kwargs["file"] = self._file
         kwargs.update(self._tqdm_kwargs)
         self._bar = tqdm(**kwargs)
-        self._drawn = self._line_open = True
+        self._drawn = True
         if not self._bar.disable:  # tqdm(disable=True) draws nothing to keep clear of
-            self._route_optuna_logs(tqdm)
-
-    def _route_optuna_logs(self, tqdm: Any) -> None:
-        """Send Optuna's log lines through ``tqdm.write`` while the bar is open."""
-        root = logging.getLogger("optuna")
-        default = getattr(optuna.logging, "_default_handler", None)
-        # Not attached: disabled by the user, or Optuna's own bar has already rerouted it.
-        if not isinstance(default, logging.StreamHandler) or default not in root.handlers:
-            return
-        handler = _BarLogHandler(self, tqdm, default.stream)
-        handler.setLevel(default.level)
-        handler.setFormatter(default.formatter)
-        root.addHandler(handler)
-        root.removeHandler(default)
-        self._log_handlers = (handler, default)
-
-    def _restore_optuna_logs(self) -> None:
-        if self._log_handlers is None:
-            return
-        handler, default = self._log_handlers
-        self._log_handlers = None
-        root = logging.getLogger("optuna")
-        if handler in root.handlers:
-            root.removeHandler(handler)
-            root.addHandler(default)
+            self._route = BarLogRoute(self._bar, tqdm)
 
     def _close_locked(self) -> None:
         if self._closed:
             return
         self._closed = True
+        OPEN_BARS.discard(self)
         bar = self._bar
         if bar is not None:
             if self._drawn and bar.leave is not False:
@@ -281,112 +226,8 @@ class CostProgressBar:
                 # would show the final line twice; only the newline is wanted.
                 bar.display = lambda *args, **kwargs: True
             bar.close()
-            self._line_open = False
-        self._restore_optuna_logs()
-
-
-class _BarLogHandler(logging.Handler):
-    """Writes Optuna's log records to their stream without breaking into an open bar.
-
-    On a terminal, ``tqdm.write`` clears the bar, writes the line and redraws the bar. A file
-    (a log, CI) keeps every frame, so a redraw would repeat a stale state there: the bar's line
-    is ended with a newline instead, and the next update draws the new state.
-    """
-
-    def __init__(self, owner: CostProgressBar, tqdm: Any, stream: IO[str]) -> None:
-        super().__init__()
-        self._owner = owner
-        self._tqdm = tqdm
-        self._stream = stream
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = self.format(record)
-            owner, bar = self._owner, self._owner._bar
-            same_stream = bar is not None and getattr(bar, "fp", None) == self._stream
-            if same_stream and not _isatty(self._stream):
-                prefix = "\n" if owner._line_open else ""
-                owner._line_open = False
-                self._stream.write(f"{prefix}{message}\n")
-                self.flush()
-            else:
-                self._tqdm.write(message, file=self._stream)
-        except RecursionError:
-            raise
-        except Exception:
-            self.handleError(record)
-
-    def flush(self) -> None:
-        with self.lock or contextlib.nullcontext():
-            if hasattr(self._stream, "flush"):
-                self._stream.flush()
-
-
-def _isatty(stream: IO[str]) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or a closed file
-        return False
-
-
-def hint_cost_progress_bar(study: optuna.Study) -> bool:
-    """Log, once per process, a pointer to :class:`CostProgressBar` if Optuna's bar was refused.
-
-    ``study.optimize(objective, show_progress_bar=True)`` without ``n_trials`` and ``timeout``,
-    the way a study with a cost budget is run, gets Optuna's warning "Progress bar won't be
-    displayed because n_trials and timeout are None." and no bar. Called while ``study`` is
-    being optimized (from a sampler's ``before_trial``, or from the objective), this finds
-    that ``optimize`` call on the stack and, if it is such a call, logs
-    :data:`PROGRESS_BAR_HINT` as a warning. It never raises.
-
-    Args:
-        study: The study being optimized.
-
-    Returns:
-        Whether the hint was logged by this call.
-    """
-    global _hinted
-    with _hint_lock:
-        if _hinted:
-            return False
-        try:
-            refused = _optuna_bar_refused(study)
-        except Exception:  # a hint must never break an optimization
-            return False
-        if not refused:
-            return False
-        _hinted = True
-    _logger.warning(PROGRESS_BAR_HINT)
-    return True
-
-
-_hint_lock = threading.Lock()
-_hinted = False
-
-
-def _optuna_bar_refused(study: optuna.Study) -> bool:
-    """Whether an ``optimize`` call of ``study`` on a stack asked for Optuna's bar in vain."""
-    # NOTE: with n_jobs > 1 the trials run in pool threads, and the optimize call is on the
-    # stack of the thread that called it, so every thread's stack is searched.
-    # NOTE: no garbage collection during sys._current_frames(): on CPython <= 3.11 a collection
-    # there that frees a threading.local (every optuna.Study holds one) deadlocks the process
-    # (python/cpython#106883; seen here as a hang of the sampler contract tests).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        frames = sys._current_frames()
-    finally:
-        if collecting:
-            gc.enable()
-    stacks: list[FrameType | None] = [sys._getframe(1), *frames.values()]
-    local = optimize_call_locals(study, stacks)
-    if local is None:
-        return False
-    return bool(
-        local.get("show_progress_bar")
-        and local.get("n_trials") is None
-        and local.get("timeout") is None
-    )
+        if self._route is not None:
+            self._route.close()
 
 
 def _best_value(trials: list[FrozenTrial], direction: StudyDirection) -> float | None:
