@@ -41,6 +41,7 @@ def update_dashboard(
     state: TrialState | None = None,
     values: Sequence[float] | None = None,
     cost_unit: str | None = None,
+    trials: Sequence[FrozenTrial] | None = None,
 ) -> bool:
     """Save (or overwrite) the study's cost-history chart for optuna-dashboard.
 
@@ -65,6 +66,7 @@ def update_dashboard(
             it, and the chart includes it with that state (its cost is read from storage).
         state: The finishing trial's state. Required with ``trial``.
         values: The finishing trial's values (``None`` unless COMPLETE).
+        trials: The study's trials as just read (``None``: read them here).
         cost_unit: The unit of the costs on the cost axis (``"$"``, ``"kWh"``). ``None``:
             the study user attr ``cost_unit`` if set, else ``"s"`` when every cost was
             measured wall-clock time, else no unit.
@@ -106,7 +108,7 @@ def update_dashboard(
         _logger.debug(f"optuna-dashboard chart not saved: {DASHBOARD_EXTRA_HINT}")
         return False
     try:
-        figure = _figure(go, study, cost_attr, budget, trial, state, values, cost_unit)
+        figure = _figure(go, study, cost_attr, budget, trial, state, values, cost_unit, trials)
         _save(optuna_dashboard.save_plotly_graph_object, study, figure)
     except Exception as exc:  # a monitoring side channel must not stop an optimization
         _logger.warning(f"Could not save the optuna-dashboard cost chart: {exc!r}")
@@ -123,12 +125,13 @@ def _figure(
     state: TrialState | None,
     values: Sequence[float] | None,
     cost_unit: str | None = None,
+    read: Sequence[FrozenTrial] | None = None,
 ) -> Any:
     from optuna_costbo._ledger.finished import finishing_trial
     from optuna_costbo.visualization._cost_history import get_cost_histories
     from optuna_costbo.visualization._plotly import build_figure
 
-    trials = storage_trials(study)  # the one read of the trials
+    trials = list(read) if read is not None else storage_trials(study)
     if trial is not None:
         assert state is not None
         trials = [

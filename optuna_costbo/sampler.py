@@ -351,9 +351,9 @@ class CostRolloutSampler(BaseSampler):
             now=measured,
         )
         charged = self._suggester.trial_finished(study, trial, inside + before)
-        spent = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
+        spent, read = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
         self._chart.after_trial(
-            study, spent, self._budget, trial=trial, state=state, values=values
+            study, spent, self._budget, trial=trial, state=state, values=values, trials=read
         )
         if spent >= self._budget:
             record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")

@@ -266,8 +266,8 @@ def store_ledger(
     cost_attr: str,
     charge_sampler_time: bool = False,
     own_trial_id: int | None = None,
-) -> float:
-    """Recompute the ledger, store it, and return the spent cost.
+) -> tuple[float, list[FrozenTrial]]:
+    """Recompute the ledger, store it; the spent cost and the trials it was computed from.
 
     Last writer wins: another worker may write a ledger it computed before this worker's trial
     finished, after this worker's write. So while other trials run, the ledger is computed and
@@ -283,12 +283,13 @@ def store_ledger(
         t.state == TrialState.RUNNING and t._trial_id != own_trial_id for t in trials
     )
     for _ in range(0 if alone else _MAX_STORE_ROUNDS):
-        again = refresh_ledger(study, budget, cost_attr, charge_sampler_time)
+        trials = storage_trials(study)
+        again = charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time)
         if again.spent == written:
             break
         write_ledger(study, again)
         written = again.spent
-    return written
+    return written, trials
 
 
 def stored_budget(study: optuna.Study) -> float | None:

@@ -69,7 +69,7 @@ def test_time_between_trials_is_charged_to_a_wall_clock_budget(tmp_path: Path) -
         time.sleep(0.02)
         return x
 
-    study.optimize(objective, n_trials=12)
+    study.optimize(objective, n_trials=25)
     trials = study.get_trials()
     end = trials[-1].datetime_complete
     assert end is not None and trials[0].datetime_start is not None
@@ -77,7 +77,7 @@ def test_time_between_trials_is_charged_to_a_wall_clock_budget(tmp_path: Path) -
     spent = sampler.ledger(study).spent
     # Only the last trial's storing of its state falls outside its own charge.
     assert spent <= span + 1e-6
-    assert spent >= 0.97 * span
+    assert spent >= 0.95 * span  # all but the last trial's storing of its result
     assert all(t.system_attrs[SAMPLER_SECONDS_ATTR] > 0.0 for t in trials[1:])
 
 
