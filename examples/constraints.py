@@ -23,10 +23,13 @@ from optuna_costbo import report_cost
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=300.0, help="seconds of training")
-    parser.add_argument("--max-mb", type=float, default=50.0)
-    parser.add_argument("--storage", default=None)
+    parser.add_argument("--max-mb", type=float, default=50.0, help="the size limit (MB)")
+    parser.add_argument("--storage", default=None, help="e.g. sqlite:///c.db; None: in memory")
     args = parser.parse_args()
 
     def objective(trial: optuna.Trial) -> float:

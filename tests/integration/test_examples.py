@@ -3,16 +3,19 @@
 Each example runs as a subprocess (as a user would run it), with a budget small enough that the
 study ends after a few trials and its SQLite storage in a temporary directory; the test checks
 the exit code and a line the example prints at the end. The whole file takes about a minute.
+Each example's ``--help`` shows every option's default.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 from collections.abc import Callable
 import json
 import os
 from pathlib import Path
 import re
+import runpy
 import subprocess
 import sys
 
@@ -177,3 +180,61 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         assert line in proc.stdout, f"{name} did not print {line!r}:\n{output[-4000:]}"
     if name in CHECKS:
         CHECKS[name](proc, storage)
+
+
+def _help_entries(text: str) -> dict[str, str]:
+    """The options section of a ``--help`` text: each long option's entry, its lines joined."""
+    entries: dict[str, str] = {}
+    option = None
+    for line in text.splitlines():
+        match = re.match(r"^  (?:-\w, )?(--[\w-]+)", line)
+        if match:
+            option = match[1]
+            entries[option] = line.strip()
+        elif option and line.startswith("   "):
+            entries[option] += " " + line.strip()
+        else:
+            option = None
+    return entries
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_example_help_shows_every_default(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python examples/<name> --help``, run in this process so that the parser it builds can
+    be asked for its defaults (``parse_args([])``)."""
+    parsers: list[argparse.ArgumentParser] = []
+    parse_args = argparse.ArgumentParser.parse_args
+
+    def recording(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> object:
+        parsers.append(self)
+        return parse_args(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", recording)
+    monkeypatch.setattr(sys, "argv", [name, "--help"])
+    monkeypatch.setenv("COLUMNS", "200")  # one line an option where it fits
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    assert exit_info.value.code == 0
+    entries = _help_entries(capsys.readouterr().out)
+    (parser,) = parsers
+    defaults = vars(parse_args(parser, []))
+    assert defaults, f"{name} has no options"
+    for dest, default in defaults.items():
+        option = "--" + dest.replace("_", "-")
+        assert option in entries, f"{name} --help does not list {option}"
+        assert f"(default: {default})" in entries[option], f"{name}: {entries[option]!r}"
+
+
+def test_help_entries_are_read_option_by_option() -> None:
+    text = (
+        "options:\n  -h, --help  show this help message and exit\n"
+        "  --budget BUDGET  seconds\n      of time (default: 60.0)\n"
+        "  --seed SEED  the seed\n\nother:\n  x (default: 1)\n"
+    )
+    assert _help_entries(text) == {
+        "--help": "-h, --help  show this help message and exit",
+        "--budget": "--budget BUDGET  seconds of time (default: 60.0)",
+        "--seed": "--seed SEED  the seed",
+    }
