@@ -122,8 +122,25 @@ def _check_front(proc: subprocess.CompletedProcess[str], storage: str) -> None:
     assert f"Pareto front ({len(study.best_trials)} trials)" in proc.stdout
 
 
+def _check_constraints(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """The size limit is stored with each trial (by ``trial.set_constraint`` where Optuna has
+    it, else by ``constraints_func``), read by the sampler, and respected by the best trial."""
+    from optuna_costbo._optuna_compat import trial_constraints
+
+    study = optuna.load_study(study_name=None, storage=storage)
+    done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])
+    assert done
+    for trial in done:
+        limit = trial.user_attrs["size_mb"] - 20.0  # --max-mb 20
+        assert trial_constraints(trial) == pytest.approx((limit,))
+        if hasattr(optuna.trial.Trial, "set_constraint"):
+            assert trial.constraints == pytest.approx({"size_mb": limit})
+    assert study.best_trial.user_attrs["size_mb"] <= 20.0
+
+
 CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
     "quickstart.py": _check_quickstart,
+    "constraints.py": _check_constraints,
     "money_cost.py": _check_money,
     "multi_objective.py": _check_front,
 }
