@@ -34,10 +34,15 @@ def evaluate(params: dict[str, float]) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=40.0, help="cost units (GPU-hours)")
-    parser.add_argument("--storage", default=None, help="e.g. sqlite:///ask_tell.db")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--storage", default=None, help="e.g. sqlite:///ask_tell.db; None: in memory"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     args = parser.parse_args()
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
