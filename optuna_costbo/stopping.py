@@ -39,6 +39,7 @@ from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.policy import FitSchedule
+from optuna_costbo._numerics.policy import Plan
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.options import check_stopping
@@ -119,7 +120,7 @@ class CostAwareStopping:
             t.state in FINISHED_STATES for t in trials
         ):
             return
-        proposal = propose(request, self._eipu, self._rng)
+        proposal = propose(request, Plan(self._eipu), self._rng)
         rate = proposal.best_log_rate
         self.last_rate = float(np.exp(rate)) if rate is not None else None
         reason = self._rule.reason(rate)

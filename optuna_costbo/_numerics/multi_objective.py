@@ -50,9 +50,9 @@ def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: f
 
 def propose_front(
     request: ProposalRequest,
-    acquisition: AcquisitionStrategy,
     rng: np.random.Generator,
     *,
+    exponent: float,
     needs_cost: bool,
     route: Route,
 ) -> Proposal:
@@ -80,7 +80,6 @@ def propose_front(
         # The front's extremes (the best point of each objective) start the maximizer runs.
         best_each = np.unique(np.argmin(observed[front], axis=0))  # (<= m,)
         starts = request.X[feasible][front][best_each]  # (<= m, D)
-    exponent = front_exponent(acquisition, request.remaining, request.budget)
     cost = first.cost if exponent != 0.0 else None
     acq = LogEHVIPerCost(
         [m.model for m in models],
