@@ -116,6 +116,10 @@ STUDIES: dict[str, Study] = {
             ),
         },
     ),
+    "engine": Study(
+        "benchmarks.engine",
+        "issue 57: suggestion depth, reads per trial, SQLite wall clock, package lines",
+    ),
     "storage": Study(
         "benchmarks.storage_traffic",
         "storage calls and bytes per trial, a server's capacity, reads per trial",
