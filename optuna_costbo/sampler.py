@@ -301,7 +301,9 @@ class CostRolloutSampler(BaseSampler):
         started = time.perf_counter()
         hint_cost_progress_bar(study, self._budget)
         self._suggester.before_trial(study, trial)
+        imported = time.perf_counter()
         self._chart.warm_imports(study)
+        imported = time.perf_counter() - imported  # a one-time import: not charged
         trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study
         charged = self._suggester.charges_time(study, trials)
         ledger = charge_and_sum(study, trials, self._budget, self._cost_attr, charged)
@@ -314,7 +316,7 @@ class CostRolloutSampler(BaseSampler):
             study._storage.set_study_user_attr(study._study_id, RISK_ATTR, risk)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
-        self._book.begin(trial, time.perf_counter() - started)
+        self._book.begin(trial, time.perf_counter() - started, imported)
 
     def after_trial(
         self,
@@ -340,17 +342,17 @@ class CostRolloutSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         measured = datetime.datetime.now()
-        inside, before = self._book.finish(trial._trial_id, measured)
+        inside, beyond = self._book.finish(trial._trial_id, measured)
         error = record_finished_trial(
             study,
             trial,
             sampler_seconds=inside,
             cost_attr=self._cost_attr,
             user_cost=self._user_cost,
-            overhead=before,
+            overhead=beyond,
             now=measured,
         )
-        charged = self._suggester.trial_finished(study, trial, inside + before)
+        charged = self._suggester.trial_finished(study, trial, inside + beyond)
         spent, read = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
         self._chart.after_trial(
             study, spent, self._budget, trial=trial, state=state, values=values, trials=read

@@ -58,8 +58,8 @@ def record_finished_trial(
 
     Once the cost is stored the ledger counts the trial as spent, although its state is
     stored only after the sampler's ``after_trial`` (see :func:`.ledger.compute_ledger`).
-    ``overhead``: seconds outside the trial's own clock charged with it (the work between
-    trials); ``now``: when the trial's clock stops.
+    ``overhead``: seconds charged beyond ``sampler_seconds`` (the work between trials, less a
+    one-time import); ``now``: when the trial's clock stops.
     """
     study._storage.set_trial_system_attr(
         trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds + overhead

@@ -30,7 +30,7 @@ class TrialBook:
         self._lock = threading.Lock()
         self._seconds: dict[int, float] = {}  # trial id -> the sampler's seconds so far
         self._skipped: set[int] = set()  # trial ids to cut short at their first suggestion
-        self._gaps: dict[int, float] = {}  # trial id -> seconds since the thread's last trial
+        self._gaps: dict[int, float] = {}  # trial id -> seconds charged beyond its sampler's
         self._marks: dict[int, datetime.datetime] = {}  # thread -> its last cost measurement
 
     def __getstate__(self) -> dict[str, Any]:
@@ -44,17 +44,20 @@ class TrialBook:
         with self._lock:
             self._skipped.add(trial_id)
 
-    def begin(self, trial: FrozenTrial, seconds: float) -> None:
-        """``trial`` starts after ``seconds`` of the sampler's ``before_trial``; the time since
-        this thread's last trial was measured (Optuna's and the sampler's work between trials)
-        is charged with it, unless it is a pause (:data:`MAX_GAP_SECONDS`)."""
+    def begin(self, trial: FrozenTrial, seconds: float, uncharged: float = 0.0) -> None:
+        """``trial`` starts after ``seconds`` of the sampler's ``before_trial``, ``uncharged``
+        of them not charged (a one-time import); the time since this thread's last trial was
+        measured (Optuna's and the sampler's work between trials) is charged with it, unless
+        it is a pause (:data:`MAX_GAP_SECONDS`)."""
         with self._lock:
             self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
+            extra = -uncharged
             mark = self._marks.get(threading.get_ident())
             if mark is not None and trial.datetime_start is not None:
                 gap = (trial.datetime_start - mark).total_seconds()
                 if 0.0 < gap <= MAX_GAP_SECONDS:
-                    self._gaps[trial._trial_id] = gap
+                    extra += gap
+            self._gaps[trial._trial_id] = extra
 
     @contextlib.contextmanager
     def timed(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
@@ -80,7 +83,7 @@ class TrialBook:
 
     def finish(self, trial_id: int, measured: datetime.datetime) -> tuple[float, float]:
         """Forget ``trial_id``, whose cost is ``measured`` now: the sampler's seconds inside
-        its clock, and the seconds before it started charged with it."""
+        its clock, and the seconds charged with it beyond them (:meth:`begin`)."""
         with self._lock:
             self._skipped.discard(trial_id)
             self._marks[threading.get_ident()] = measured

@@ -93,3 +93,13 @@ def test_a_pause_between_optimize_calls_is_not_charged() -> None:
     last = study.get_trials()[-1]
     assert last.datetime_start is not None and last.datetime_start > paused
     assert after - before < 1.0
+
+
+def test_the_charts_one_time_import_is_not_charged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from optuna_costbo._sampler.chart_schedule import ChartSchedule
+
+    monkeypatch.setattr(ChartSchedule, "warm_imports", lambda self, study: time.sleep(0.3))
+    sampler = CostRolloutSampler(budget=1e9, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)
+    assert sampler.ledger(study).spent < 0.25  # two trials, each 0.3 s into its clock
