@@ -63,7 +63,8 @@ def impute_censored(model: GPModel, X: np.ndarray, lower: np.ndarray) -> np.ndar
     Args:
         model: A GP of the exactly observed values (the completed trials).
         X: The censored observations' points, (c, D).
-        lower: Their lower bounds (the value is at least this), (c,), finite.
+        lower: Their lower bounds (the value is at least this), (c,); -inf: none (the
+            value is unknown, imputed at the model's prediction).
     """
     mean, var = model.predict(X)  # (c,), (c,): the latent function
     noise = model.hyper.noise_var * model.y_std**2  # observation noise, original units
