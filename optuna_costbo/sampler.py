@@ -35,6 +35,7 @@ from optuna_costbo._ledger import store_ledger
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
 from optuna_costbo._ledger.finished import finishing_trial
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
@@ -159,17 +160,17 @@ class CostRolloutSampler(BaseSampler):
             expectations were met), or when the budget is spent, whichever comes first; the
             trial that would have run is pruned and costs nothing. See :meth:`stop_reason`
             and docs/stopping.md.
-        overrun_risk: How far the budget may be overrun. A probability in (0, 1) makes the
-            budget hard, the paper's constraint, with this largest chance that the study
-            overruns: only configurations whose cost fits the budget left (less what running
-            trials are predicted to spend) under the cost model are proposed, each taking its
-            chance of overrunning out of what earlier proposals left (exactly, with
-            ``cost_fn``), the rollout's trajectories obey the same rule, and when nothing fits
-            the study stops (:meth:`stop_reason`). ``None`` (default): a soft budget, a trial
-            starts whenever budget is left (the overrun is at most the last trial's cost, per
-            worker). ``"auto"``: hard at 0.05 when costs are reported or come from ``cost_fn``
-            (money, energy), soft when they are the measured wall clock. The first trials,
-            before any cost is known, cannot be checked.
+        overrun_risk: How far the budget may be overrun. ``"auto"`` (default): hard at 0.05
+            when costs are reported or come from ``cost_fn`` (money, energy), soft when they
+            are the measured wall clock. A probability in (0, 1) makes the budget hard, the
+            paper's constraint, with this largest chance that the study overruns: only
+            configurations whose cost fits the budget left (less what running trials are
+            predicted to spend) under the cost model are proposed, each taking its chance of
+            overrunning out of what earlier proposals left (exactly, with ``cost_fn`` or a
+            fixed price per trial), the rollout's trajectories obey the same rule, and when
+            nothing fits the study stops (:meth:`stop_reason`). ``None``: a soft budget, a
+            trial starts whenever budget is left (the overrun is at most the last trial's
+            cost, per worker). The first trials, before any cost is known, cannot be checked.
 
     A trial a pruner stopped after reporting is a censored observation of its final value,
     and every acquisition is then weighted by the probability that a trial completes
@@ -192,7 +193,7 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
         value_per_cost: float | None = None,
-        overrun_risk: float | str | None = None,
+        overrun_risk: float | str | None = "auto",
     ) -> None:
         check_stopping(budget, value_per_cost)
         check_overrun_risk(overrun_risk)
@@ -365,9 +366,10 @@ class CostRolloutSampler(BaseSampler):
             )
             if final is not None:
                 self._suggester.recommendations.store(study, final.number)
-        if self._constraints_func is not None:
+        if self._constraints_func is not None and not trial.system_attrs.get(SKIPPED_ATTR):
             # After the cost and the ledger: a constraints_func that raises fails the trial
-            # (as Optuna's samplers do), but what it spent is already charged.
+            # (as Optuna's samplers do), but what it spent is already charged. A trial the
+            # sampler skipped (the study stopped first) ran nothing to constrain.
             store_constraints(self._constraints_func, study, trial, state)
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)

@@ -32,7 +32,7 @@ def truncated_mean(mean: np.ndarray, sd: np.ndarray, lower: np.ndarray) -> np.nd
 
 def impute_censored(model: GPModel, X: np.ndarray, lower: np.ndarray) -> np.ndarray:
     """The posterior mean of each censored observation at X (c, D) given its bound (c,), under
-    ``model``, a GP of the exact observations: (c,)."""
+    ``model``, a GP of the exact observations: (c,); a bound of -inf: the value is unknown."""
     mean, var = model.predict(X)  # (c,), (c,): the latent function
     noise = model.hyper.noise_var * model.y_std**2  # observation noise, original units
     sd = np.sqrt(np.maximum(var + noise, 1e-300))  # (c,)

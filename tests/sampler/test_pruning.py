@@ -245,7 +245,9 @@ def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_m
 
     pruner = _pruners()[name]()
     budget, cap = 80.0, 150
-    sampler = CostRolloutSampler(budget=budget, acquisition="eipu", seed=1, n_startup_trials=4)
+    sampler = CostRolloutSampler(  # soft: it runs until the budget is spent
+        budget=budget, acquisition="eipu", seed=1, n_startup_trials=4, overrun_risk=None
+    )
     # HyperbandPruner puts a trial in a bracket by a hash of the study's name: fixed here.
     study = optuna.create_study(
         sampler=sampler,
