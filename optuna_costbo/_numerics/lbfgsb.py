@@ -7,17 +7,19 @@ screened starts, :func:`local_maximize` from given points within a small box aro
 acquisitions are batched functions of the box points; a "row" function also gets which
 acquisition (or which run) each row is under.
 
-This module imports only numpy and scipy (its public ``scipy.optimize.minimize``).
+This module imports only numpy and scipy (its public ``scipy.optimize.fmin_l_bfgs_b``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import functools
 import math
+import os
 import threading
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import fmin_l_bfgs_b
 
 from optuna_costbo._numerics.search_space import BoxCodec
 
@@ -46,6 +48,7 @@ _LBFGS_MAX_ITER = 200
 _LBFGS_MAX_FUN = 15_000  # scipy's default
 _FTOL = 2.2204460492503131e-09
 _GTOL = 1e-5
+_EPS = np.finfo(float).eps  # scipy's factr is ftol / eps
 
 
 def on_active(
@@ -106,8 +109,8 @@ def lbfgsb_runs(
     best_v = np.asarray(V0, dtype=float).copy()  # (R,)
     if R == 0 or k == 0:
         return Z0.copy(), best_v
-    low = np.zeros((R, k)) if bounds is None else np.asarray(bounds[..., 0], dtype=float)
-    high = np.ones((R, k)) if bounds is None else np.asarray(bounds[..., 1], dtype=float)
+    if bounds is None:
+        bounds = np.stack([np.zeros((R, k)), np.ones((R, k))], axis=-1)  # (R, k, 2)
 
     def evaluate(X: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """-values (m,) and -gradients (m, k) of runs' points X (m, k), for scipy; tracks
@@ -126,7 +129,7 @@ def lbfgsb_runs(
         finite = np.isfinite(v)
         return np.where(finite, -v, math.inf), np.where(finite[:, None], -gc, 0.0)
 
-    _minimize_each(evaluate, Z0[:, cols], low, high, max_evals or _LBFGS_MAX_FUN, sequential)
+    _minimize_each(evaluate, Z0[:, cols], bounds, max_evals or _LBFGS_MAX_FUN, sequential)
     out = Z0.copy()
     out[:, cols] = best_x
     return out, best_v
@@ -140,12 +143,21 @@ def lbfgsb_minimize(
     ftol: float = _FTOL,
     gtol: float = _GTOL,
     max_iter: int = _LBFGS_MAX_ITER,
+    max_fun: int = _LBFGS_MAX_FUN,
 ) -> tuple[np.ndarray, float]:
-    """``scipy.optimize.minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", ...)`` with
-    these settings: its final point (k,) and value."""
-    options = {"ftol": ftol, "gtol": gtol, "maxiter": max_iter}
-    res = minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
-    return np.asarray(res.x, dtype=float), float(res.fun)
+    """``scipy.optimize.minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+    options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter, "maxfun": max_fun})``: its final
+    point (k,) and value (by ``fmin_l_bfgs_b``, the same run without ``minimize``'s dispatch)."""
+    x, f, _ = fmin_l_bfgs_b(
+        fun_and_grad,
+        x0,
+        bounds=bounds,
+        factr=ftol / _EPS,
+        pgtol=gtol,
+        maxiter=max_iter,
+        maxfun=max_fun,
+    )
+    return np.asarray(x, dtype=float), float(f)
 
 
 class _Stop(Exception):
@@ -155,12 +167,11 @@ class _Stop(Exception):
 def _minimize_capped(
     fun_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
     x0: np.ndarray,  # (k,)
-    low: np.ndarray,  # (k,)
-    high: np.ndarray,  # (k,)
+    bounds: np.ndarray,  # (k, 2)
     max_fun: int,
 ) -> None:
-    """One ``scipy.optimize.minimize`` L-BFGS-B run that ends when it asks for evaluation
-    ``max_fun + 1`` (the caller keeps the best point)."""
+    """:func:`lbfgsb_minimize` ended where it asks for evaluation ``max_fun + 1`` (the caller
+    keeps the best point)."""
     count = 0
 
     def capped(x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
@@ -170,10 +181,8 @@ def _minimize_capped(
         count += 1
         return fun_and_grad(x)
 
-    options = {"ftol": _FTOL, "gtol": _GTOL, "maxiter": _LBFGS_MAX_ITER, "maxfun": max_fun}
-    bounds = np.stack([low, high], axis=1)  # (k, 2)
     try:
-        minimize(capped, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+        lbfgsb_minimize(capped, x0, bounds, max_fun=max_fun)
     except _Stop:
         pass
 
@@ -181,8 +190,7 @@ def _minimize_capped(
 def _minimize_each(
     evaluate: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
     x0: np.ndarray,  # (R, k)
-    low: np.ndarray,  # (R, k)
-    high: np.ndarray,  # (R, k)
+    bounds: np.ndarray,  # (R, k, 2)
     max_fun: int,
     sequential: bool,
 ) -> None:
@@ -191,35 +199,47 @@ def _minimize_each(
 
     NOTE(optimize): scipy has no batched L-BFGS-B; Optuna's ``batched_lbfgsb`` suspends each
     run's ``fmin_l_bfgs_b`` in a greenlet (not a dependency here) at every evaluation. Threads
-    play the greenlets' part: each run is ``minimize`` in a thread of its own whose objective
-    hands its point to this thread and waits; this thread evaluates the points of every run
-    not yet ended in one call and resumes the runs one at a time, in run order. One thread
-    runs at a time, so the result is deterministic and each run makes the iterates of
+    play the greenlets' part: each run is ``fmin_l_bfgs_b`` in a thread of its own whose
+    objective hands its point to this thread and waits; this thread evaluates the points of
+    every run not yet ended in one call and resumes the runs one at a time, in run order. One
+    thread runs at a time, so the result is deterministic and each run makes the iterates of
     ``minimize`` on its own (tested equal). Why not one problem in R * k variables:
     docs/design-decisions.md, "L-BFGS-B runs".
     """
     R = len(x0)
     if sequential or R == 1:
         for r in range(R):
-            run = np.array([r])
+            one = np.array([r])
 
-            def alone(x: np.ndarray, run: np.ndarray = run) -> tuple[float, np.ndarray]:
-                f, g = evaluate(x[None, :], run)  # (1,), (1, k)
+            def alone(x: np.ndarray, one: np.ndarray = one) -> tuple[float, np.ndarray]:
+                f, g = evaluate(x[None, :], one)  # (1,), (1, k)
                 return float(f[0]), g[0]
 
-            _minimize_capped(alone, x0[r], low[r], high[r], max_fun)
+            _minimize_capped(alone, x0[r], bounds[r], max_fun)
         return
+    # The first round evaluates every start; scipy ends a run at once where the start's
+    # projected gradient is within gtol, and such runs start no thread.
+    x0 = np.clip(x0, bounds[..., 0], bounds[..., 1])  # (R, k), as scipy starts
+    f0, g0 = evaluate(x0, np.arange(R))  # (R,), (R, k)
+    pg = np.where(g0 < 0, np.maximum(x0 - bounds[..., 1], g0), np.minimum(x0 - bounds[..., 0], g0))
+    moving = np.flatnonzero(np.abs(pg).max(axis=1) > _GTOL).tolist()
     asked = list(x0)  # the point (k,) each run asked for last
-    answer: list[tuple[float, np.ndarray]] = [(0.0, x0[0])] * R  # its value and gradient (k,)
-    waiting = [True] * R  # run r blocked on go[r] (before it starts, or asking for a point)
+    answer = [(float(f), g) for f, g in zip(f0, g0, strict=True)]  # value, gradient (k,)
+    waiting = [False] * R  # run r blocked on go[r] (before it starts, or asking for a point)
     go = [threading.Lock() for _ in range(R)]
     back, stop = threading.Lock(), threading.Event()
     errors: list[BaseException] = []
     for lock in [*go, back]:
         lock.acquire()
 
-    def thread(r: int) -> None:
+    def run(r: int) -> None:
+        first = True
+
         def handed(x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
+            nonlocal first
+            if first:  # the start, evaluated in the first round
+                first = False
+                return answer[r]
             asked[r], waiting[r] = x, True
             back.release()
             go[r].acquire()
@@ -230,7 +250,7 @@ def _minimize_each(
         go[r].acquire()
         try:
             if not stop.is_set():
-                _minimize_capped(handed, x0[r], low[r], high[r], max_fun)
+                _minimize_capped(handed, x0[r], bounds[r], max_fun)
         except BaseException as error:  # re-raised by the caller
             errors.append(error)
         finally:
@@ -242,13 +262,13 @@ def _minimize_each(
         go[r].release()
         back.acquire()
 
-    threads = [threading.Thread(target=thread, args=(r,), daemon=True) for r in range(R)]
-    for t in threads:
-        t.start()
+    for r in moving:
+        waiting[r] = True
+        _POOL.start(functools.partial(run, r))
     try:
-        for r in range(R):
+        for r in moving:
             resume(r)
-        runs = [r for r in range(R) if waiting[r]]
+        runs = [r for r in moving if waiting[r]]
         while runs:
             f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
             for i, r in enumerate(runs):
@@ -260,10 +280,48 @@ def _minimize_each(
         for r in range(R):
             if waiting[r]:
                 resume(r)
-    for t in threads:
-        t.join()
     if errors:
         raise errors[0]
+
+
+class _Threads:
+    """Daemon threads kept for later runs (starting a thread costs more than most runs)."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)  # a forked child has none of them
+
+    def reset(self) -> None:
+        self.idle: list[Callable[[Callable[[], None]], None]] = []  # each one's "start this"
+        self.lock = threading.Lock()
+
+    def start(self, job: Callable[[], None]) -> None:
+        """Run ``job`` (which must not raise) in an idle thread, or in a new one."""
+        with self.lock:
+            start = self.idle.pop() if self.idle else None
+        (start or self._new())(job)
+
+    def _new(self) -> Callable[[Callable[[], None]], None]:
+        jobs: list[Callable[[], None]] = []
+        ready = threading.Lock()
+        ready.acquire()
+
+        def start(job: Callable[[], None]) -> None:
+            jobs.append(job)
+            ready.release()
+
+        def serve() -> None:
+            while True:
+                ready.acquire()
+                jobs.pop()()
+                with self.lock:
+                    self.idle.append(start)
+
+        threading.Thread(target=serve, name="costbo-lbfgsb", daemon=True).start()
+        return start
+
+
+_POOL = _Threads()
 
 
 def local_maximize(

@@ -7,11 +7,13 @@ on that run alone (each run is ``minimize`` in a thread of its own, evaluated in
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from optuna_costbo._numerics import lbfgsb
 from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
 from optuna_costbo._numerics.lbfgsb import lbfgsb_runs
 
@@ -108,10 +110,15 @@ def test_the_runs_are_deterministic_and_an_evaluation_error_ends_them_all() -> N
             raise ZeroDivisionError("the acquisition failed")
         return failing(Z, runs)
 
-    before = threading.active_count()
     with pytest.raises(ZeroDivisionError, match="the acquisition failed"):
         lbfgsb_runs(fails_on_the_third_round, Z0, V0, np.arange(D))
-    assert threading.active_count() == before  # no run left waiting
+    # No run is left waiting: every thread of the module's pool goes back to idle.
+    for _ in range(500):
+        threads = [t for t in threading.enumerate() if t.name == "costbo-lbfgsb"]
+        if len(lbfgsb._POOL.idle) == len(threads):
+            break
+        time.sleep(0.01)
+    assert len(lbfgsb._POOL.idle) == len(threads) >= 6
 
 
 def test_a_run_whose_scipy_call_fails_reports_the_error() -> None:
