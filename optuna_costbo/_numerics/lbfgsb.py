@@ -13,6 +13,7 @@ This module imports only numpy and scipy (its public ``scipy.optimize.fmin_l_bfg
 from __future__ import annotations
 
 from collections.abc import Callable
+import contextlib
 import functools
 import math
 import os
@@ -164,14 +165,11 @@ class _Stop(Exception):
     """Ends a run early: it used up its evaluations, or another run's evaluation failed."""
 
 
-def _minimize_capped(
-    fun_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
-    x0: np.ndarray,  # (k,)
-    bounds: np.ndarray,  # (k, 2)
-    max_fun: int,
-) -> None:
-    """:func:`lbfgsb_minimize` ended where it asks for evaluation ``max_fun + 1`` (the caller
-    keeps the best point)."""
+def _capped(
+    fun_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], max_fun: int
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """``fun_and_grad`` that ends its run (raises :class:`_Stop`) when asked for evaluation
+    ``max_fun + 1``: the caller keeps the best point."""
     count = 0
 
     def capped(x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
@@ -181,10 +179,7 @@ def _minimize_capped(
         count += 1
         return fun_and_grad(x)
 
-    try:
-        lbfgsb_minimize(capped, x0, bounds, max_fun=max_fun)
-    except _Stop:
-        pass
+    return capped
 
 
 def _minimize_each(
@@ -208,14 +203,15 @@ def _minimize_each(
     """
     R = len(x0)
     if sequential or R == 1:
+
+        def alone(r: int, x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> f, g (k,)
+            f, g = evaluate(x[None, :], np.array([r]))  # (1,), (1, k)
+            return float(f[0]), g[0]
+
         for r in range(R):
-            one = np.array([r])
-
-            def alone(x: np.ndarray, one: np.ndarray = one) -> tuple[float, np.ndarray]:
-                f, g = evaluate(x[None, :], one)  # (1,), (1, k)
-                return float(f[0]), g[0]
-
-            _minimize_capped(alone, x0[r], bounds[r], max_fun)
+            with contextlib.suppress(_Stop):
+                fun = _capped(functools.partial(alone, r), max_fun)
+                lbfgsb_minimize(fun, x0[r], bounds[r], max_fun=max_fun)
         return
     # The first round evaluates every start; scipy ends a run at once where the start's
     # projected gradient is within gtol, and such runs start no thread.
@@ -250,7 +246,9 @@ def _minimize_each(
         go[r].acquire()
         try:
             if not stop.is_set():
-                _minimize_capped(handed, x0[r], bounds[r], max_fun)
+                lbfgsb_minimize(_capped(handed, max_fun), x0[r], bounds[r], max_fun=max_fun)
+        except _Stop:
+            pass
         except BaseException as error:  # re-raised by the caller
             errors.append(error)
         finally:

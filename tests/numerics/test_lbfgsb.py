@@ -93,6 +93,26 @@ def test_batched_and_sequential_runs_agree_and_obey_the_evaluation_cap(
     assert sequential.calls - 1 == (sequential.evals - 1).sum()
 
 
+def test_runs_from_stationary_starts_end_after_one_evaluation_as_scipys() -> None:
+    # Runs 0 and 1 start where scipy stops at once (at the interior maximum; at a corner the
+    # gradient pushes out of), runs 2 and 3 where it does not.
+    fun, seq = _Bowls(4, 0), _Bowls(4, 0)
+    for bowls in (fun, seq):
+        bowls.centres[:] = [[0.5] * D, [1.5] * D, [0.5] * D, [0.5] * D]
+    Z0 = np.array([[0.5] * D, [1.0] * D, [0.2] * D, [1.0] * D])  # (4, D)
+    first = _Bowls(4, 0)  # the ripples move the maximum off 0.5: run 0 starts where one run
+    first.centres[:] = fun.centres  # from 0.5 ended
+    Z0[0] = lbfgsb_runs(first, Z0[:1], first(Z0[:1], np.zeros(1, int))[0], np.arange(D))[0]
+    V0 = fun(Z0, np.arange(4))[0]
+    seq(Z0, np.arange(4))
+    got = lbfgsb_runs(fun, Z0, V0, np.arange(D))
+    expected = lbfgsb_runs(seq, Z0, V0, np.arange(D), sequential=True)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(fun.evals, seq.evals)
+    assert list(fun.evals[:2] - 1) == [1, 1] and np.all(fun.evals[2:] - 1 > 1)
+
+
 def test_the_runs_are_deterministic_and_an_evaluation_error_ends_them_all() -> None:
     rng = np.random.default_rng(3)
     Z0 = rng.random((6, D))
