@@ -17,6 +17,8 @@ Who uses what:
   (``_numerics.policy``) and :func:`shipped_fit_schedule` reads the package's;
 - ``cheap_trials.py``: :func:`effort_counts` reads the suggester's effort counts (full and
   quick suggestions);
+- ``noise_fit.py``: :func:`cold_objective_fit`, the objective GP a suggestion without a warm
+  start fits (``_numerics.models._fit``, ``_sampler.space.SpaceBridge``);
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
   parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``,
   ``dashboard_chart``), set on one sampler object, so those methods run as before;
@@ -42,9 +44,14 @@ import pstats
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 
 MODULES: dict[str, str] = {
     "cost_model": "optuna_costbo._numerics.cost_model",
+    "models": "optuna_costbo._numerics.models",
+    "request": "optuna_costbo._numerics.request",
+    "space": "optuna_costbo._sampler.space",
     "ei": "optuna_costbo._numerics.acquisition.ei",
     "optimize": "optuna_costbo._numerics.optimize",
     "policy": "optuna_costbo._numerics.policy",
@@ -144,6 +151,18 @@ def gittins_index(sampler: Any) -> None:
     if rule is None:
         raise ValueError("the pbgi method needs value_per_cost: the index prices cost at it")
     sampler._suggester.acquisition = PandoraGittins(rule.value_per_cost)
+
+
+def cold_objective_fit(trials: Any, seed: int) -> Any:
+    """The package's GP of the (minimized) values of ``trials``, fitted as a suggestion
+    without a warm start fits it: 3 restarts, the request's noise floor."""
+    X = module("space").SpaceBridge(trials[0].distributions).encode_trials(trials)  # (n, D)
+    y = np.array([t.value for t in trials], dtype=float)  # (n,)
+    request = module("request")
+    floor = request.ProposalRequest.__dataclass_fields__["min_noise_var"].default
+    rng = np.random.default_rng(seed)
+    model, _ = module("models")._fit(X, y, None, 0, rng, floor, request.FitSchedule())
+    return model
 
 
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
