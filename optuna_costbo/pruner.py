@@ -180,16 +180,6 @@ def _pairs_correlation(
     return step_rank_correlation(early, final), len(early)
 
 
-def completed_rank_correlation(
-    trials: Sequence[FrozenTrial], step: int, better_half_of: StudyDirection | None = None
-) -> tuple[float, int]:
-    """:func:`.step_rank_correlation` of the COMPLETE ``trials``' values at ``step`` (their
-    latest report at or before it) and their final values, and how many trials it is over;
-    with ``better_half_of`` (the study's direction), over the better half of them by final
-    value only (the best ``n // 2`` of ``n``)."""
-    return _pairs_correlation(*_completed_pairs(trials, step), better_half_of)
-
-
 def _step_informs(
     study: optuna.Study, trial: FrozenTrial, trials: Sequence[FrozenTrial] | None = None
 ) -> bool:

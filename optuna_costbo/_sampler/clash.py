@@ -11,7 +11,6 @@ for users.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from collections.abc import Mapping
 import threading
 import time
@@ -31,7 +30,6 @@ __all__ = [
     "must_repropose",
     "point_of",
     "publish",
-    "running_points",
 ]
 
 PROPOSED_ATTR = "costbo:proposed_params"
@@ -81,17 +79,6 @@ def point_of(trial: FrozenTrial, proposed: Mapping[str, Any] | None = None) -> d
     ``proposed`` is this process's own record, if any; else the trial's PROPOSED_ATTR.
     """
     return {**(proposed or trial.system_attrs.get(PROPOSED_ATTR) or {}), **trial.params}
-
-
-def running_points(
-    trials: Iterable[FrozenTrial], trial: FrozenTrial, pending: Mapping[int, Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """The points of the running trials other than ``trial``, each as a parameter dict."""
-    return [
-        point_of(t, pending.get(t._trial_id))
-        for t in trials
-        if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
-    ]
 
 
 def _holds(trial: FrozenTrial, params: Mapping[str, Any]) -> bool:
