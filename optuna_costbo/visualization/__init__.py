@@ -1,9 +1,5 @@
-"""Plots of a study's progress against its cost budget.
-
-``plot_cost_history`` draws with plotly; ``optuna_costbo.visualization.matplotlib`` holds the
-matplotlib twin. Neither library is imported until a plot is drawn; install them with
-``pip install "optuna-costbo[plot]"``.
-"""
+"""Plots of a study's progress against its cost budget: plotly's ``plot_cost_history`` and
+its ``matplotlib`` twin (``pip install "optuna-costbo[plot]"``, imported when drawing)."""
 
 from __future__ import annotations
 
