@@ -1,5 +1,4 @@
-"""optuna-dashboard integration: the cost-history chart of ``plot_cost_history``, saved in the
-study where optuna-dashboard lists user-defined plotly graphs."""
+"""The cost-history chart of ``plot_cost_history``, saved in the study for optuna-dashboard."""
 
 from __future__ import annotations
 
@@ -45,37 +44,28 @@ def update_dashboard(
 ) -> bool:
     """Save (or overwrite) the study's cost-history chart for optuna-dashboard.
 
-    The chart ("Best value vs cumulative cost", or "Hypervolume vs cumulative cost" for several
-    objectives) is the plotly figure of
-    :func:`optuna_costbo.visualization.plot_cost_history`, saved with
-    ``optuna_dashboard.save_plotly_graph_object`` under the fixed ID :data:`GRAPH_OBJECT_ID`,
-    so each call replaces the previous chart. It reads the study's trials from storage once
-    (and its user attrs once when ``budget`` is not given), then writes the chart.
-
-    Safe to call from a sampler or a callback: if optuna-dashboard or plotly is not installed
-    it does nothing and returns ``False``; any other error while building or saving the chart
-    is logged as a warning and also gives ``False``, never an exception.
+    The chart is :func:`optuna_costbo.visualization.plot_cost_history`'s figure, saved with
+    ``optuna_dashboard.save_plotly_graph_object`` under :data:`GRAPH_OBJECT_ID`, so each call
+    replaces the last. Safe in a sampler or callback: without optuna-dashboard or plotly it
+    returns ``False``, and other errors are logged as warnings and give ``False``.
 
     Args:
         study: The study.
-        cost_attr: The trial user attr holding each trial's cost (the sampler's ``cost_attr``).
-        budget: Position of the budget line; ``None`` reads the study's ``cost_budget``
-            user attr.
-        trial: A trial that is finishing but still RUNNING in storage, as in a sampler's
-            ``after_trial(study, trial, state, values)``; pass ``state`` and ``values`` with
-            it, and the chart includes it with that state (its cost is read from storage).
-        state: The finishing trial's state. Required with ``trial``.
+        cost_attr: The trial user attr holding costs (the sampler's ``cost_attr``).
+        budget: The budget line; ``None`` reads the study's ``cost_budget`` user attr.
+        trial: A finishing trial still RUNNING in storage (a sampler's ``after_trial``),
+            drawn with ``state`` and ``values``.
+        state: The finishing trial's state; required with ``trial``.
         values: The finishing trial's values (``None`` unless COMPLETE).
+        cost_unit: The costs' unit; ``None``: the study user attr ``cost_unit``, else ``"s"``
+            for measured wall-clock costs.
         trials: The study's trials as just read (``None``: read them here).
-        cost_unit: The unit of the costs on the cost axis (``"$"``, ``"kWh"``). ``None``:
-            the study user attr ``cost_unit`` if set, else ``"s"`` when every cost was
-            measured wall-clock time, else no unit.
 
     Returns:
-        ``True`` if the chart was saved, ``False`` otherwise.
+        Whether the chart was saved.
 
     Raises:
-        ValueError: ``trial`` without ``state`` (a calling error, not a monitoring one).
+        ValueError: ``trial`` without ``state``.
 
     Example:
 
@@ -93,11 +83,9 @@ def update_dashboard(
 
 
             study = optuna.create_study(
-                sampler=CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0),
-                storage="sqlite:///tune.db",
+                sampler=CostRolloutSampler(budget=10.0, seed=0), storage="sqlite:///tune.db"
             )
             study.optimize(objective, callbacks=[lambda study, _: update_dashboard(study)])
-            # optuna-dashboard sqlite:///tune.db  shows the chart on the study page
     """
     if trial is not None and state is None:
         raise ValueError("update_dashboard: pass the finishing trial's state with trial")
@@ -144,17 +132,13 @@ def _figure(
     figure = build_figure(go, histories, target_name="Objective Value")
     front = all(h.hypervolume for h in histories)
     figure.update_layout(title=HYPERVOLUME_GRAPH_NAME if front else GRAPH_NAME)
-    # NOTE: the dashboard renders the stored layout as is; dropping plotly.py's default
-    # template (about 6.5 kB of JSON) keeps every update a few storage writes smaller, and
-    # plotly.js's own defaults draw the chart.
+    # NOTE: no plotly.py template (6.5 kB of JSON per write): plotly.js's defaults draw it.
     figure.layout.template = None
     return figure
 
 
 def _save(save: Any, study: optuna.Study, figure: Any) -> None:
     """Call ``save_plotly_graph_object`` with the fixed chart ID, so that it overwrites."""
-    # NOTE: optuna-dashboard 0.13 to 0.21 have ``save_plotly_graph_object(study, figure, *,
-    # graph_object_id=None)``; without an ID each call would add one more chart.
     if "graph_object_id" not in inspect.signature(save).parameters:
         raise RuntimeError(
             "this optuna-dashboard's save_plotly_graph_object takes no graph_object_id; "

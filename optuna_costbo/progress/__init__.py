@@ -1,5 +1,4 @@
-"""A progress bar over the cost budget, as an Optuna callback (Optuna's own bar counts
-``n_trials`` or ``timeout``, which a budget study has neither of)."""
+"""A progress bar over the cost budget, as an Optuna callback (Optuna's counts ``n_trials``)."""
 
 from __future__ import annotations
 

@@ -124,7 +124,6 @@ def study_budget(study: optuna.Study) -> float | None:
 
 
 def as_study_list(study_or_studies: optuna.Study | Sequence[optuna.Study]) -> list[optuna.Study]:
-
     if isinstance(study_or_studies, optuna.Study):
         return [study_or_studies]
     studies = list(study_or_studies)
@@ -210,7 +209,6 @@ def value_title(histories: Sequence[CostHistory], target_name: str) -> str:
 
 
 def plot_title(histories: Sequence[CostHistory]) -> str:
-
     return HYPERVOLUME_TITLE if value_title(histories, "") == HYPERVOLUME_NAME else PLOT_TITLE
 
 
@@ -224,7 +222,6 @@ def cost_axis_title(histories: Sequence[CostHistory]) -> str:
 
 
 def line_name(history: CostHistory) -> str:
-
     return HYPERVOLUME_NAME if history.hypervolume else BEST_VALUE_NAME
 
 
@@ -235,7 +232,6 @@ def figure_cost_unit(histories: Sequence[CostHistory]) -> str | None:
 
 
 def format_cost(value: float, unit: str | None) -> str:
-
     return f"{value:.4g} {unit}" if unit else f"{value:.4g}"
 
 

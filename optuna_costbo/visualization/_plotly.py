@@ -210,7 +210,6 @@ def _customdata(history: CostHistory, mask: np.ndarray) -> list[list[float]]:
 
 
 def _cost_hover(history: CostHistory, unit: str | None) -> str:
-
     suffix = f" {unit}" if unit else ""
     text = f"Cost %{{customdata[1]:.4g}}{suffix}"
     if history.sampler_costs is not None:
