@@ -44,21 +44,18 @@ def update_dashboard(
 ) -> bool:
     """Save (or overwrite) the study's cost-history chart for optuna-dashboard.
 
-    The chart is :func:`optuna_costbo.visualization.plot_cost_history`'s figure, saved with
-    ``optuna_dashboard.save_plotly_graph_object`` under :data:`GRAPH_OBJECT_ID`, so each call
-    replaces the last. Safe in a sampler or callback: without optuna-dashboard or plotly it
-    returns ``False``, and other errors are logged as warnings and give ``False``.
+    The figure of :func:`optuna_costbo.visualization.plot_cost_history`, saved under
+    :data:`GRAPH_OBJECT_ID`. Never raises but for ``trial`` without ``state``: without
+    optuna-dashboard or plotly, or on an error (logged as a warning), it returns ``False``.
 
     Args:
         study: The study.
         cost_attr: The trial user attr holding costs (the sampler's ``cost_attr``).
         budget: The budget line; ``None`` reads the study's ``cost_budget`` user attr.
-        trial: A finishing trial still RUNNING in storage (a sampler's ``after_trial``),
-            drawn with ``state`` and ``values``.
+        trial: A finishing trial still RUNNING in storage, drawn with ``state`` and ``values``.
         state: The finishing trial's state; required with ``trial``.
         values: The finishing trial's values (``None`` unless COMPLETE).
-        cost_unit: The costs' unit; ``None``: the study user attr ``cost_unit``, else ``"s"``
-            for measured wall-clock costs.
+        cost_unit: The costs' unit; ``None``: as the study says.
         trials: The study's trials as just read (``None``: read them here).
 
     Returns:
@@ -72,20 +69,11 @@ def update_dashboard(
         .. code-block:: python
 
             import optuna
-            from optuna_costbo import CostRolloutSampler, report_cost
             from optuna_costbo.dashboard import update_dashboard
 
-
-            def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
-
-
-            study = optuna.create_study(
-                sampler=CostRolloutSampler(budget=10.0, seed=0), storage="sqlite:///tune.db"
-            )
-            study.optimize(objective, callbacks=[lambda study, _: update_dashboard(study)])
+            study = optuna.create_study(storage="sqlite:///tune.db")
+            study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
+            update_dashboard(study, budget=10.0)  # then: optuna-dashboard sqlite:///tune.db
     """
     if trial is not None and state is None:
         raise ValueError("update_dashboard: pass the finishing trial's state with trial")

@@ -36,10 +36,9 @@ INFORMATIVE_MIN_COMPLETE = 5
 class CostBudgetPruner(BasePruner):
     """Prune a reporting trial once the study's spent cost plus its own cost exceeds the budget.
 
-    Under the sampler's hard budget (``overrun_risk``) it prunes one step earlier, once the
-    next step at the mean cost of the steps so far would cross the budget. The trial's own
-    cost is its ``cost_attr`` user attr if the objective keeps it up to date, else its
-    wall-clock time less the sampler's. The check runs at each ``trial.should_prune()``.
+    Under a hard budget (``overrun_risk``) it prunes once the next step, at the mean step cost,
+    would cross it. The trial's own cost is its ``cost_attr`` user attr if the objective keeps
+    it up to date, else its wall-clock time less the sampler's.
 
     Args:
         budget: The budget in cost units; ``None`` reads the study's (stored by

@@ -26,10 +26,8 @@ __all__ = ["CostAwareStopping"]
 class CostAwareStopping:
     """An Optuna callback that stops the study when the next trial is not worth its cost.
 
-    The rule of ``CostRolloutSampler(value_per_cost=...)`` for any sampler: after each trial
-    it fits a GP to the objective and one to log cost, and stops the study once
-    ``max_x EI(x) / c(x) < value_per_cost``, storing why as the study user attr
-    ``cost_stop_reason``.
+    ``CostRolloutSampler(value_per_cost=...)``'s rule for any sampler: after each trial, GPs of
+    the objective and log cost stop the study once ``max_x EI(x) / c(x) < value_per_cost``.
 
     Args:
         value_per_cost: Objective units one cost unit is worth, a positive finite number.
@@ -53,8 +51,8 @@ class CostAwareStopping:
 
 
             study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
-            # an improvement of 1e-3 is worth one cost unit
-            study.optimize(objective, n_trials=200, callbacks=[CostAwareStopping(1e-3)])
+            stopping = CostAwareStopping(1e-3)  # an improvement of 1e-3 is worth one cost unit
+            study.optimize(objective, n_trials=200, callbacks=[stopping])
     """
 
     def __init__(

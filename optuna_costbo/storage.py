@@ -1,7 +1,5 @@
-"""An RDBStorage whose workers wait out a database outage (a restart, a failover) instead of
-failing. Retrying is safe: a call cut off before its commit was rolled back, and the calls are
-idempotent or recognized as done (a state already stored; a trial created twice stays RUNNING
-without heartbeat and is never charged)."""
+"""An RDBStorage whose workers wait out a database outage; retrying is safe, as a call cut off
+before its commit was rolled back and every call is idempotent or recognized as done."""
 
 from __future__ import annotations
 

@@ -161,10 +161,6 @@ class SpaceBridge:
                 params[name] = float(value)
         return params
 
-    def holds(self, trial: FrozenTrial) -> bool:
-        """Whether ``trial`` has every parameter of this space, each within its distribution."""
-        return bool(self.holds_many([trial.params])[0])
-
     def holds_params(self, params: Mapping[str, Any]) -> bool:
         """Whether ``params`` has, within its distribution, each parameter its choices ask for."""
         return bool(self.holds_many([params])[0])

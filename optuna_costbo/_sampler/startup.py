@@ -24,9 +24,8 @@ _SCRAMBLINGS = 16
 def startup_size(
     n_params: int, n_priced: int = 0, spent: float = 0.0, remaining: float = 0.0
 ) -> int:
-    """Start-up trials before the models: d + 1 (at least 4), but at most a third of the trials
-    the budget is predicted to buy and at least d + 1 (at least 3). NOTE: docs/design-decisions.md,
-    "Start-up design"."""
+    """Start-up trials: d + 1 (at least 4), at most a third of the trials the budget is predicted
+    to buy but at least d + 1 (at least 3). NOTE: docs/design-decisions.md, "Start-up design"."""
     full = max(4, n_params + 1)
     if n_priced <= 0 or spent <= 0.0 or not math.isfinite(remaining):
         return full

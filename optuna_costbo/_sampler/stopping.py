@@ -1,7 +1,5 @@
-"""The ``value_per_cost`` rule: stop once ``k x max_x EI(x) / c(x) < value_per_cost``, with
-``k <= 1`` the share of the model's expected improvements its trials achieved; and the record of
-why a study stopped. NOTE: docs/design-decisions.md, "The stopping rule's discount".
-"""
+"""The ``value_per_cost`` rule, discounted by how far the model's promises were met, and the
+record of why a study stopped (docs/design-decisions.md, "The stopping rule's discount")."""
 
 from __future__ import annotations
 

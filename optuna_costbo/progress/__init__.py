@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from optuna_costbo.progress.bar import CostProgressBar
-from optuna_costbo.progress.hint import PROGRESS_BAR_HINT
 from optuna_costbo.progress.hint import hint_cost_progress_bar
 
 
-__all__ = ["PROGRESS_BAR_HINT", "CostProgressBar", "hint_cost_progress_bar"]
+__all__ = ["CostProgressBar", "hint_cost_progress_bar"]

@@ -22,9 +22,9 @@ from optuna_costbo._ledger import cost_unit as _cost_unit
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
+from optuna_costbo.progress._log_routing import BarLogRoute
 from optuna_costbo.progress.hint import OPEN_BARS
 from optuna_costbo.progress.hint import PROGRESS_EXTRA_HINT
-from optuna_costbo.progress.log_routing import BarLogRoute
 
 
 __all__ = ["CostProgressBar"]
@@ -65,9 +65,8 @@ class CostProgressBar:
 
 
             def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
+                report_cost(trial, 1.0)
+                return trial.suggest_float("x", 0.0, 1.0) ** 2
 
 
             study = optuna.create_study(sampler=CostRolloutSampler(budget=10.0, seed=0))

@@ -13,7 +13,7 @@ from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._logging import get_logger
 
 
-__all__ = ["OPEN_BARS", "PROGRESS_BAR_HINT", "PROGRESS_EXTRA_HINT", "hint_cost_progress_bar"]
+__all__ = ["hint_cost_progress_bar"]
 
 _logger = get_logger(__name__)
 

@@ -204,7 +204,7 @@ def get_cost_histories(
 
 
 def value_title(histories: Sequence[CostHistory], target_name: str) -> str:
-    """ "Hypervolume" when every history is a front's, else ``target_name``."""
+    """The hypervolume's name when every history is a front's, else ``target_name``."""
     return HYPERVOLUME_NAME if histories and all(h.hypervolume for h in histories) else target_name
 
 

@@ -54,22 +54,21 @@ def plot_cost_history(
     """Plot the best value so far against the cumulative cost of the finished trials.
 
     The cost-aware :func:`optuna.visualization.plot_optimization_history`: x is what the
-    budget ledger charged the COMPLETE, PRUNED and FAIL trials in completion order (with the
-    sampler's time when it counts against the budget), y the best value so far, each COMPLETE
-    trial a point, and a dashed line marks the budget.
+    budget ledger charged the finished trials in completion order (with the sampler's time
+    when it counts), y the best value so far, and a dashed line marks the budget.
 
     Args:
-        study_or_studies: A study, or studies to overlay (one budget line if they share it).
+        study_or_studies: A study, or studies to overlay.
         budget: The budget line; ``None`` reads each study's ``cost_budget`` user attr.
         cost_attr: The trial user attr holding costs (else wall-clock time is charged).
         target: A value of a COMPLETE trial to plot instead of the objective value (then no
             best-value line). Without it a multi-objective study shows its hypervolume.
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
-        cost_unit: The costs' unit on the x axis; ``None``: the study user attr ``cost_unit``,
-            else ``"s"`` for measured wall-clock costs.
-        reference_point: The hypervolume's reference point (several objectives); ``None``:
-            each objective's worst value plus a tenth of its range.
+        cost_unit: The costs' unit; ``None``: the study user attr ``cost_unit``, else ``"s"``
+            for measured wall-clock costs.
+        reference_point: The hypervolume's reference point; ``None``: each objective's worst
+            value plus a tenth of its range.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.
@@ -83,20 +82,12 @@ def plot_cost_history(
         .. code-block:: python
 
             import optuna
-            from optuna_costbo import CostRolloutSampler, report_cost
             from optuna_costbo.visualization import plot_cost_history
 
-
-            def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
-
-
-            sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
-            study = optuna.create_study(sampler=sampler)
-            study.optimize(objective)
-            plot_cost_history(study).show()
+            study = optuna.create_study()
+            for cost, value in [(2.0, 3.0), (1.0, 1.0), (4.0, 2.0)]:
+                study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
+            plot_cost_history(study, budget=8.0).show()
     """
     go = _import_plotly()
     histories = get_cost_histories(

@@ -38,8 +38,7 @@ def plot_cost_history(
     reference_point: Sequence[float] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """Plot the best value so far against the cumulative cost of the finished trials, in
-    matplotlib: :func:`optuna_costbo.visualization.plot_cost_history`'s plot and arguments.
+    """:func:`optuna_costbo.visualization.plot_cost_history` in matplotlib.
 
     Args:
         study_or_studies: A study, or studies to overlay.
@@ -66,11 +65,9 @@ def plot_cost_history(
             import optuna
             from optuna_costbo.visualization.matplotlib import plot_cost_history
 
-            study = optuna.create_study(study_name="demo")
-            for cost, value in [(2.0, 3.0), (1.0, 1.0), (4.0, 2.0)]:
-                study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
-            ax = plot_cost_history(study, budget=8.0)
-            ax.figure.savefig("cost_history.png")
+            study = optuna.create_study()
+            study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
+            plot_cost_history(study, budget=8.0).figure.savefig("cost_history.png")
     """
     try:
         from matplotlib.colors import to_hex
