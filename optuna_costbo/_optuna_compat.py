@@ -1,6 +1,5 @@
-"""Every use of Optuna's private API, in one place, so a release that changes one breaks only
-this module (checked against Optuna 4.0 to 5.0; fallbacks beside). ``study._storage``,
-``study._study_id`` and ``trial._trial_id`` are used as Optuna's own samplers do."""
+"""Every use of Optuna's private API, so a release that changes one breaks only this module
+(fallbacks beside; ``study._storage`` and ``_study_id`` are used as Optuna's samplers do)."""
 
 from __future__ import annotations
 

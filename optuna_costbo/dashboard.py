@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-import inspect
 from typing import Any
 
 import optuna
@@ -85,7 +84,7 @@ def update_dashboard(
         return False
     try:
         figure = _figure(go, study, cost_attr, budget, trial, state, values, cost_unit, trials)
-        _save(optuna_dashboard.save_plotly_graph_object, study, figure)
+        optuna_dashboard.save_plotly_graph_object(study, figure, graph_object_id=GRAPH_OBJECT_ID)
     except Exception as exc:  # a monitoring side channel must not stop an optimization
         _logger.warning(f"Could not save the optuna-dashboard cost chart: {exc!r}")
         return False
@@ -123,13 +122,3 @@ def _figure(
     # NOTE: no plotly.py template (6.5 kB of JSON per write): plotly.js's defaults draw it.
     figure.layout.template = None
     return figure
-
-
-def _save(save: Any, study: optuna.Study, figure: Any) -> None:
-    """Call ``save_plotly_graph_object`` with the fixed chart ID, so that it overwrites."""
-    if "graph_object_id" not in inspect.signature(save).parameters:
-        raise RuntimeError(
-            "this optuna-dashboard's save_plotly_graph_object takes no graph_object_id; "
-            "upgrade optuna-dashboard"
-        )
-    save(study, figure, graph_object_id=GRAPH_OBJECT_ID)

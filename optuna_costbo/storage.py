@@ -42,8 +42,7 @@ _RETRIED = (
 
 
 def is_connection_error(exc: BaseException) -> bool:
-    """Whether ``exc`` or an error in its ``__cause__``/``__context__`` chain (Optuna re-raises)
-    is a lost or refused database connection (OperationalError, or an invalidated one)."""
+    """Whether ``exc`` or an error in its cause/context chain is a lost database connection."""
     return _connection_error(exc) is not None
 
 

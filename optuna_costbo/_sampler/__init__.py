@@ -1,5 +1,4 @@
-"""The suggestion pipeline, Optuna's side of the package: from a trial to its parameters
-(:mod:`.suggest`), and what :mod:`optuna_costbo.sampler` uses, named here."""
+"""The suggestion pipeline (:mod:`.suggest`), and what :mod:`optuna_costbo.sampler` uses."""
 
 from optuna_costbo._sampler.chart_schedule import ChartSchedule
 from optuna_costbo._sampler.hard_budget import check_overrun_risk

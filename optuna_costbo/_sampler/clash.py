@@ -1,6 +1,5 @@
-"""Two workers proposing the same point: each publishes its proposal before reading the
-others', and :func:`must_repropose` says, independent of timing, which one moves
-(docs/parallel.md, "What is guaranteed")."""
+"""Two workers proposing the same point: :func:`must_repropose` says, independent of timing,
+which one moves (docs/parallel.md, "What is guaranteed")."""
 
 from __future__ import annotations
 
@@ -68,15 +67,13 @@ def point_of(trial: FrozenTrial, proposed: Mapping[str, Any] | None = None) -> d
 
 
 def _holds(trial: FrozenTrial, params: Mapping[str, Any]) -> bool:
-    """Whether ``trial`` holds or was proposed exactly ``params``."""
     other = point_of(trial)
     return bool(params) and all(other.get(k) == v for k, v in params.items())
 
 
 def must_repropose(study: optuna.Study, trial: FrozenTrial, params: Mapping[str, Any]) -> bool:
-    """Whether another trial holds ``params`` and ``trial`` is the one to move: always for a
-    finished or earlier trial, or one that holds the point without proposing it; for a later
-    one, if it kept the point (marked its proposal final after seeing this trial's)."""
+    """Whether another trial holds ``params`` and ``trial`` moves: always for a finished, earlier
+    or unproposed one; for a later one, if it kept the point after seeing this proposal."""
     if not params:
         return False
     k0, v0 = next(iter(params.items()))
@@ -120,5 +117,4 @@ def publish(study: optuna.Study, trial: FrozenTrial, params: Mapping[str, Any]) 
 
 
 def mark_checked(study: optuna.Study, trial: FrozenTrial) -> None:
-    """Mark ``trial``'s proposal final: checked for clashes (:data:`CHECKED_ATTR`)."""
     study._storage.set_trial_system_attr(trial._trial_id, CHECKED_ATTR, True)

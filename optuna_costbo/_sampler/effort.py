@@ -1,6 +1,5 @@
-"""The route of a suggestion while the sampler's time is charged: full (fit, maximize, roll
-out) while its measured time fits in ``share`` of the wall clock and of the remaining budget,
-else quick (the last hyperparameters, refitted now and then). The first is always full."""
+"""The route of a suggestion while the sampler's time is charged: full while its measured time
+fits in ``share`` of the wall clock and of the budget left, else quick (the last fit's)."""
 
 from __future__ import annotations
 
@@ -64,7 +63,6 @@ class EffortRule:
         return n >= s.n_fitted + max(3, s.n_fitted // 4)
 
     def overhead(self, study_id: int) -> float:
-        """Recent sampler seconds per trial (a moving average)."""
         return self._state(study_id).overhead
 
     def record_suggestion(self, study_id: int, route: Route, seconds: float, n: int) -> None:
@@ -105,6 +103,5 @@ class EffortRule:
             self.add_trial_seconds(study_id, elapsed - sampler_seconds, sampler_seconds)
 
     def counts(self, study_id: int) -> dict[str, int]:
-        """Suggestions made by each route in this process."""
         s = self._state(study_id)
         return {"full": s.n_full, "quick": s.n_quick}

@@ -1,5 +1,4 @@
-"""Parameters outside the relative search space go to ``independent_sampler``; before any
-trial completes the default one takes the start-up design's value, so seeded workers differ."""
+"""Parameters outside the relative search space, sampled by ``independent_sampler``."""
 
 from __future__ import annotations
 
@@ -22,7 +21,8 @@ _logger = get_logger(__name__)
 
 
 class IndependentSampling:
-    """The independent route of one sampler (``None``: ``RandomSampler(seed)``)."""
+    """The independent route; before any trial completes, the default ``RandomSampler(seed)``
+    yields to the start-up design so that seeded workers differ."""
 
     def __init__(
         self, sampler: BaseSampler | None, seed: int | None, design: StartupDesign

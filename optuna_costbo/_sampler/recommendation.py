@@ -1,6 +1,5 @@
-"""The recommendation: the COMPLETE (feasible) trial with the best posterior mean of the
-objective GP, less swayed by a lucky noisy draw than ``study.best_trial``; stored as the study
-user attr ``cost_recommended_trial``."""
+"""The recommendation: the COMPLETE (feasible) trial with the best posterior mean, less swayed
+by a lucky noisy draw than ``study.best_trial`` (study user attr ``cost_recommended_trial``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Optuna distributions <-> the codec of :mod:`search_space` (``to_internal_repr`` values),
-with the conditional parameters of a define-by-run space (:class:`Activity`)."""
+"""Optuna distributions <-> the codec of :mod:`search_space`, conditional parameters included."""
 
 from __future__ import annotations
 

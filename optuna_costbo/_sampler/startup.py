@@ -1,5 +1,4 @@
-"""The start-up design: scrambled Sobol points indexed by trial number, so workers sharing a
-study take distinct points; a point a trial already has takes another scrambling's."""
+"""The start-up design: scrambled Sobol points by trial number, distinct across workers."""
 
 from __future__ import annotations
 

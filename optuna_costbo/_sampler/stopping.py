@@ -51,9 +51,8 @@ def record_stop(study: optuna.Study, reason: str) -> None:
 def running_calibrations(
     values: Sequence[float], log_eis: Sequence[float | None], weight: float = PSEUDO_TRIALS
 ) -> list[float]:
-    """The calibration ``k = min(1, (G + w p) / (P + w p))`` before each trial (1.0 without a
-    record): G the improvements the earlier recorded trials achieved, P the EI expected of
-    them, ``p`` the mean expectation. ``values`` are minimized (NaN: no value)."""
+    """``k = min(1, (G + w p) / (P + w p))`` before each trial: G the improvements the earlier
+    recorded trials achieved, P the EI expected of them, p its mean (1.0 without a record)."""
     out = []
     best = math.inf
     gained = expected = 0.0
@@ -101,14 +100,12 @@ class StopRule:
         if discounted >= math.log(self.value_per_cost):
             return None
         rate = math.exp(discounted) if discounted > -700 else 0.0
-        met = (
-            ""
-            if calibration >= 1.0
-            else (
+        met = ""
+        if calibration < 1.0:
+            met = (
                 f" (the model's expected improvements discounted by {calibration:.3g}, the share "
                 "its trials achieved)"
             )
-        )
         return (
             f"the next trial is not worth its cost: the largest expected improvement per unit "
             f"of predicted cost is {rate:.4g}{met}, below value_per_cost = "

@@ -1,5 +1,4 @@
-"""This process's records of its running trials: the sampler's seconds, the gaps between
-trials charged with them, and the trials cut short because the budget was spent."""
+"""This process's records of its running trials (sampler seconds, gaps, trials cut short)."""
 
 from __future__ import annotations
 

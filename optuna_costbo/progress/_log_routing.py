@@ -32,7 +32,6 @@ class BarLogRoute:
         self._handlers = (handler, default)
 
     def close(self) -> None:
-        """Put Optuna's handler back (idempotent)."""
         self.line_open = False
         if self._handlers is None:
             return

@@ -1,5 +1,4 @@
-"""Plots of a study's progress against its cost budget: plotly's ``plot_cost_history`` and
-its ``matplotlib`` twin (``pip install "optuna-costbo[plot]"``, imported when drawing)."""
+"""Cost-history plots: plotly's ``plot_cost_history`` and its ``matplotlib`` twin."""
 
 from __future__ import annotations
 

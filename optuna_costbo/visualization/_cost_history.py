@@ -1,5 +1,4 @@
-"""Data of the cost-history plots (best value or hypervolume against cumulative cost), as plain
-arrays the plotly and matplotlib front ends and the dashboard draw."""
+"""The cost-history plots' data as plain arrays, for the plotly and matplotlib front ends."""
 
 from __future__ import annotations
 
@@ -213,7 +212,6 @@ def plot_title(histories: Sequence[CostHistory]) -> str:
 
 
 def cost_axis_title(histories: Sequence[CostHistory]) -> str:
-    """``"Cumulative Cost (s, incl. sampler time)"``."""
     notes = [figure_cost_unit(histories) or ""]
     if any(h.sampler_costs is not None for h in histories):
         notes.append(SAMPLER_TIME_NOTE)
@@ -226,7 +224,6 @@ def line_name(history: CostHistory) -> str:
 
 
 def figure_cost_unit(histories: Sequence[CostHistory]) -> str | None:
-    """The unit shared by all ``histories``, or None."""
     units = {h.cost_unit for h in histories}
     return units.pop() if len(units) == 1 else None
 
@@ -245,7 +242,6 @@ class BudgetLine:
 
 
 def budget_lines(histories: Sequence[CostHistory]) -> list[BudgetLine]:
-    """One line if all budgets agree, else one per study."""
     with_budget = [(i, h) for i, h in enumerate(histories) if h.budget is not None]
     budgets = {h.budget for _, h in with_budget}
     if len(budgets) <= 1:
