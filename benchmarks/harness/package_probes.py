@@ -27,8 +27,8 @@ Who uses what:
   ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
   (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
 - ``harness/informative_steps.py`` (the ``-informative`` and ``-betterhalf`` pruner
-  variants): ``pruner`` (``completed_rank_correlation``), the correlation
-  ``CostBudgetPruner``'s check reads;
+  variants): :func:`completed_rank_correlation`, the correlation ``CostBudgetPruner``'s check
+  reads (``pruner._completed_pairs`` and ``pruner._pairs_correlation``);
 - ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
   model's time per trial, from a profile, on any version of the package) and the system attrs
   a finished or a running trial of ``CostRolloutSampler`` carries
@@ -62,9 +62,10 @@ MODULES: dict[str, str] = {
 
 NAMES: dict[str, tuple[str, str]] = {
     "Choice": ("strategies", "Choice"),
-    "completed_rank_correlation": ("pruner", "completed_rank_correlation"),
+    "completed_pairs": ("pruner", "_completed_pairs"),
     "log_h_parts": ("ei", "_log_h_parts"),
     "maximize_acquisition": ("optimize", "maximize_acquisition"),
+    "pairs_correlation": ("pruner", "_pairs_correlation"),
     "shares_objective": ("cost_model", "shares_objective"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes
@@ -97,6 +98,19 @@ def __getattr__(name: str) -> Any:
         short, attribute = NAMES[name]
         return getattr(module(short), attribute)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def completed_rank_correlation(
+    trials: Any, step: int, better_half_of: Any = None
+) -> tuple[float, int]:
+    """``CostBudgetPruner``'s rank correlation of the COMPLETE ``trials``' values at ``step``
+    with their final values (over the better half by final value with ``better_half_of``, a
+    direction), and how many trials it is over (the package's own function was removed in
+    0.2; this composes the two private steps it was made of)."""
+    pruner = module("pruner")
+    early, final = pruner._completed_pairs(trials, step)
+    rho, n = pruner._pairs_correlation(early, final, better_half_of)
+    return float(rho), int(n)
 
 
 def shipped_fit_schedule() -> Any:

@@ -1,5 +1,4 @@
-"""This process's records of its running trials: the sampler's seconds spent on each, the
-time between trials charged with them, and the trials cut short because the budget was spent."""
+"""This process's records of its running trials (sampler seconds, gaps, trials cut short)."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 __all__ = ["TrialBook"]
 
-# NOTE: a gap between two trials of one thread longer than this is a pause (between two
-# optimize calls, a user's own work), not the storage's and Optuna's per-trial overhead.
+# NOTE: a longer gap between a thread's trials is a pause, not Optuna's per-trial overhead.
 MAX_GAP_SECONDS = 1.0
 
 
@@ -45,10 +43,8 @@ class TrialBook:
             self._skipped.add(trial_id)
 
     def begin(self, trial: FrozenTrial, seconds: float, uncharged: float = 0.0) -> None:
-        """``trial`` starts after ``seconds`` of the sampler's ``before_trial``, ``uncharged``
-        of them not charged (a one-time import); the time since this thread's last trial was
-        measured (Optuna's and the sampler's work between trials) is charged with it, unless
-        it is a pause (:data:`MAX_GAP_SECONDS`)."""
+        """``trial`` starts after ``seconds`` of ``before_trial`` (``uncharged`` of them a
+        one-time import), charged with the gap since the thread's last trial unless a pause."""
         with self._lock:
             self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
             extra = -uncharged
@@ -61,13 +57,8 @@ class TrialBook:
 
     @contextlib.contextmanager
     def timed(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
-        """Count the time inside as the sampler's, after cutting the trial short if it is
-        marked: a ``TrialPruned`` before the objective does any work.
-
-        The mark is stored on the trial only then, when the trial is really cut short: a
-        trial that never calls the sampler (all parameters fixed or enqueued) runs and is
-        charged as usual.
-        """
+        """Count the time inside as the sampler's, first pruning the trial if :meth:`skip`
+        marked it (a trial that never calls the sampler runs as usual)."""
         start = time.perf_counter()
         try:
             with self._lock:
@@ -82,8 +73,7 @@ class TrialBook:
                 self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
 
     def finish(self, trial_id: int, measured: datetime.datetime) -> tuple[float, float]:
-        """Forget ``trial_id``, whose cost is ``measured`` now: the sampler's seconds inside
-        its clock, and the seconds charged with it beyond them (:meth:`begin`)."""
+        """Forget ``trial_id``, measured now: its sampler seconds, and the seconds charged beyond."""
         with self._lock:
             self._skipped.discard(trial_id)
             self._marks[threading.get_ident()] = measured
