@@ -73,7 +73,7 @@ class TrialBook:
                 self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
 
     def finish(self, trial_id: int, measured: datetime.datetime) -> tuple[float, float]:
-        """Forget ``trial_id``, measured now: its sampler seconds, and the seconds charged beyond."""
+        """Forget ``trial_id``, measured now: its sampler seconds, the seconds charged beyond."""
         with self._lock:
             self._skipped.discard(trial_id)
             self._marks[threading.get_ident()] = measured
