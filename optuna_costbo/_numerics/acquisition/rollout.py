@@ -210,12 +210,8 @@ def rollout_choice(
                 model, best, cost_model=cost, cost_exponent=cost_exponent,
                 feasibility=feasibility,
             )  # fmt: skip
-            i, value = decide(
-                lambda normals_: masked(again, score(normals_)),
-                normals,
-                _FINAL_BLOCKS,
-                masked(again, first_step(again)),
-            )
+            tie_key = masked(again, first_step(again))  # (B2,)
+            i, value = decide(lambda n_: masked(again, score(n_)), normals, _FINAL_BLOCKS, tie_key)
             if np.isfinite(value):
                 return Choice(again[i], value)
         else:

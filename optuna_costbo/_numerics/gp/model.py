@@ -321,14 +321,6 @@ class GPModel:
         w[:n] = self._w
         w[n] = (r_new - float(l12 @ self._w)) / l22
         model = GPModel.__new__(GPModel)
-        model._set_state(
-            np.vstack([self.X, x[None, :]]),
-            np.append(self.y, y),
-            self.y_mean,
-            self.y_std,
-            hyper,
-            L,
-            w,
-            self._jitter,
-        )
+        X, ys = np.vstack([self.X, x[None, :]]), np.append(self.y, y)  # (n+1, D), (n+1,)
+        model._set_state(X, ys, self.y_mean, self.y_std, hyper, L, w, self._jitter)
         return model
