@@ -20,7 +20,7 @@ Who uses what:
 - ``noise_fit.py``: :func:`cold_objective_fit`, the objective GP a suggestion without a warm
   start fits (``_numerics.models._fit``, ``_sampler.space.SpaceBridge``);
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
-  parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``,
+  parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``,
   ``dashboard_chart``), set on one sampler object, so those methods run as before;
 - ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
@@ -38,7 +38,6 @@ Who uses what:
 from __future__ import annotations
 
 import cProfile
-import dataclasses
 import importlib
 import pstats
 from types import ModuleType
@@ -192,7 +191,6 @@ def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
 INTERNAL_OPTIONS = (
     "charge_sampler_time",
     "max_sampler_share",
-    "n_samples",
     "dashboard_chart",
 )
 """Method options that are settings of one sampler object, not parameters of the sampler."""
@@ -202,6 +200,8 @@ REMOVED_OPTIONS = {
     "pruned_trials": "removed in 0.2: pruned trials are always censored observations",
     "warn_independent_sampling": "removed in 0.2: the warning is always logged",
     "cost_unit": "removed in 0.2: set the study user attr cost_unit",
+    "n_samples": "removed in 0.2: the rollout draws 64 trajectories, its only setting was a "
+    "research hook (CHANGELOG.md)",
     "plug_in_incumbent": "removed after issue 51's study (benchmarks/results/noisy/report.md; "
     "code at f56d20c1)",
     "repeats": "removed after issue 51's study: it never acted (benchmarks/results/noisy/"
@@ -228,10 +228,6 @@ def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
     if "max_sampler_share" in options:
         suggester.effort = importlib.import_module("optuna_costbo._sampler.effort").EffortRule(
             float(options["max_sampler_share"])
-        )
-    if "n_samples" in options:
-        suggester.acquisition = dataclasses.replace(
-            suggester.acquisition, n_samples=int(options["n_samples"])
         )
     if options.get("dashboard_chart") is False:
         sampler._chart.wanted = lambda study: False

@@ -102,7 +102,7 @@ def test_the_rollout_weights_improvements_by_feasibility() -> None:
     # One step: EI * PF, per unit cost as the shipped rollout values it.
     pf = rng.random(P)
     one = rollout_values(
-        mean, cov, 1e-6, 0.0, B, cost, 50.0, 1, normals, per_unit_cost=True,
+        mean, cov, 1e-6, 0.0, B, cost, 50.0, 1, normals, rate=True,
         last_overruns=True, feasible=pf,
     )  # fmt: skip
     expected = ei(mean[:B], np.diag(cov)[:B], 0.0) * pf[:B] / cost[:B]

@@ -185,7 +185,6 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset() -> None:
 def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     # Nothing affordable (tau < 0): the fallback is the best EI among the near-cheapest points.
     # Declared evaluated, that point must give way to the next best one.
-    from optuna_costbo._numerics.acquisition.rollout import PAPER
     from optuna_costbo._numerics.acquisition.rollout import rollout_choice
     from optuna_costbo._numerics.acquisition.screening import screen
     from optuna_costbo._numerics.gp.fit import fit_gp
@@ -199,7 +198,7 @@ def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     def choose(excluded: Any) -> Any:
         return rollout_choice(
             model, CODEC, np.random.default_rng(1), float(y.min()), -1.0, X[:2], known, pool,
-            horizon=2, n_samples=64, valuation=PAPER, excluded=excluded,
+            horizon=2, rate=False, last_overruns=False, excluded=excluded,
         )  # fmt: skip
 
     first = choose(None)

@@ -138,7 +138,7 @@ def test_the_rollout_plans_with_the_hard_rule() -> None:
     real = rollout_mod.rollout_choice
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs["valuation"].last_overruns)
+        seen.append(kwargs["last_overruns"])
         return real(*args, **kwargs)
 
     with pytest.MonkeyPatch.context() as m:
