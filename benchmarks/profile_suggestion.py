@@ -77,6 +77,7 @@ PHASES: list[tuple[str, list[Site]]] = [
         "  of which scoring (Lambda_h)",
         [
             ("rollout.py", "rollout_values_on", None),
+            ("scoring.py", "scorer", None),
             ("rollout_values.py", "rollout_values", "score"),
         ],
     ),

@@ -47,12 +47,15 @@ def objective(trial: optuna.Trial) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=10.0, help="seconds of trial time")
-    parser.add_argument("--storage", default="sqlite:///dashboard.db")
-    parser.add_argument("--study-name", default=None, help="default: a new, time-stamped name")
+    parser.add_argument("--storage", default="sqlite:///dashboard.db", help="Optuna storage URL")
+    parser.add_argument("--study-name", default=None, help="None: a new, time-stamped name")
     parser.add_argument("--serve", action="store_true", help="start optuna-dashboard at the end")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--port", type=int, default=8080, help="optuna-dashboard's port")
     args = parser.parse_args()
     if not args.storage.startswith(("sqlite:", "postgresql", "mysql")):
         parser.error("the dashboard reads an RDB storage URL such as sqlite:///dashboard.db")

@@ -71,10 +71,13 @@ def objective(trial: optuna.Trial) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=20.0, help="dollars")
-    parser.add_argument("--storage", default=None, help="e.g. sqlite:///money.db")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--storage", default=None, help="e.g. sqlite:///money.db; None: in memory")
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     parser.add_argument(
         "--learn-cost", action="store_true", help="no cost_fn: the sampler learns the bill"
     )

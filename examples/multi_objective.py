@@ -27,10 +27,13 @@ from optuna_costbo.progress import CostProgressBar
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=30.0, help="seconds of trial time")
-    parser.add_argument("--storage", default=None)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--storage", default=None, help="e.g. sqlite:///mo.db; None: in memory")
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     args = parser.parse_args()
 
     X, y = load_digits(return_X_y=True)

@@ -53,11 +53,16 @@ def worker(storage: str, study_name: str, budget: float, seed: int) -> tuple[int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=20.0, help="seconds of trial time")
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--storage", default="sqlite:///parallel_workers.db")
-    parser.add_argument("--study-name", default=None, help="default: a new, time-stamped name")
+    parser.add_argument("--workers", type=int, default=4, help="worker processes")
+    parser.add_argument(
+        "--storage", default="sqlite:///parallel_workers.db", help="the storage the workers share"
+    )
+    parser.add_argument("--study-name", default=None, help="None: a new, time-stamped name")
     args = parser.parse_args()
 
     name = args.study_name or f"parallel-{datetime.datetime.now():%Y%m%d-%H%M%S}"
@@ -85,7 +90,7 @@ def main() -> None:
     print(f"best value: {study.best_value:.4f} at {study.best_params}")
     print(
         f"spent/budget: {ledger.spent:.2f} s / {ledger.budget:.2f} s "
-        f"(overrun {max(-ledger.remaining, 0.0):.2f} s, from trials still running at the end)"
+        f"(overrun {ledger.overrun:.2f} s, from trials still running at the end)"
     )
 
 

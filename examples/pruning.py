@@ -64,10 +64,17 @@ def make_objective() -> optuna.study.study.ObjectiveFuncType:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=60.0, help="wall-clock seconds")
-    parser.add_argument("--pruner", choices=["median", "hyperband"], default="median")
-    parser.add_argument("--storage", default=None)
+    parser.add_argument(
+        "--pruner", choices=["median", "hyperband"], default="median", help="the wrapped pruner"
+    )
+    parser.add_argument(
+        "--storage", default=None, help="e.g. sqlite:///pruning.db; None: in memory"
+    )
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -92,16 +92,19 @@ def load_data(args: argparse.Namespace) -> tuple[Any, np.ndarray, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=60.0, help="seconds of trial time")
     parser.add_argument("--openml-id", type=int, default=44, help="OpenML dataset id")
     parser.add_argument("--no-openml", action="store_true", help="use the bundled data")
     parser.add_argument("--svmlight", default=None, help="a local svmlight file instead")
     parser.add_argument(
-        "--storage", default=None, help="e.g. sqlite:///forest.db (default: memory)"
+        "--storage", default=None, help="e.g. sqlite:///forest.db; None: in memory"
     )
-    parser.add_argument("--study-name", default=None, help="default: a new, time-stamped name")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--study-name", default=None, help="None: a new, time-stamped name")
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     args = parser.parse_args()
 
     X, y, description = load_data(args)

@@ -61,10 +61,15 @@ def make_search(study: optuna.Study, *, cv: int = 3, seed: int = 0) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--budget", type=float, default=30.0, help="seconds of trial time")
-    parser.add_argument("--storage", default=None, help="e.g. sqlite:///search.db")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--storage", default=None, help="e.g. sqlite:///search.db; None: in memory"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     args = parser.parse_args()
 
     # OptunaSearchCV is marked experimental, and reports its scores to optuna.terminator,

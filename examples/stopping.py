@@ -32,12 +32,15 @@ def objective(trial: optuna.Trial) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--value-per-cost", type=float, default=0.002)
-    parser.add_argument(
-        "--budget", type=float, default=None, help="dollars (default: none, the rule alone)"
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--storage", default=None)
+    parser.add_argument(
+        "--value-per-cost", type=float, default=0.002, help="objective units a dollar is worth"
+    )
+    parser.add_argument("--budget", type=float, default=None, help="dollars; None: the rule alone")
+    parser.add_argument("--storage", default=None, help="e.g. sqlite:///stop.db; None: in memory")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -1,8 +1,4 @@
-"""The package's loggers live under Optuna's root logger, so ``optuna.logging`` governs them.
-
-``optuna.logging.set_verbosity`` and Optuna's handler (its format, ``disable_default_handler``,
-``enable_propagation``) apply to the package's messages as to Optuna's own.
-"""
+"""The package's loggers, under Optuna's root logger so ``optuna.logging`` governs them."""
 
 from __future__ import annotations
 

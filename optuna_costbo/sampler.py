@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import datetime
 import math
+import time
 from typing import Any
 
 import optuna
@@ -26,6 +28,7 @@ from optuna_costbo._ledger import COST_ATTR
 from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import Ledger
 from optuna_costbo._ledger import SamplerTimeCharge
+from optuna_costbo._ledger import charge_and_sum
 from optuna_costbo._ledger import mark_run
 from optuna_costbo._ledger import record_finished_trial
 from optuna_costbo._ledger import refresh_ledger
@@ -34,6 +37,7 @@ from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
 from optuna_costbo._ledger.dead_trials import LifeStamps
 from optuna_costbo._ledger.finished import finishing_trial
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.record import CostFnError
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
@@ -159,17 +163,17 @@ class CostRolloutSampler(BaseSampler):
             expectations were met), or when the budget is spent, whichever comes first; the
             trial that would have run is pruned and costs nothing. See :meth:`stop_reason`
             and docs/stopping.md.
-        overrun_risk: How far the budget may be overrun. A probability in (0, 1) makes the
-            budget hard, the paper's constraint, with this largest chance that the study
-            overruns: only configurations whose cost fits the budget left (less what running
-            trials are predicted to spend) under the cost model are proposed, each taking its
-            chance of overrunning out of what earlier proposals left (exactly, with
-            ``cost_fn``), the rollout's trajectories obey the same rule, and when nothing fits
-            the study stops (:meth:`stop_reason`). ``None`` (default): a soft budget, a trial
-            starts whenever budget is left (the overrun is at most the last trial's cost, per
-            worker). ``"auto"``: hard at 0.05 when costs are reported or come from ``cost_fn``
-            (money, energy), soft when they are the measured wall clock. The first trials,
-            before any cost is known, cannot be checked.
+        overrun_risk: How far the budget may be overrun. ``"auto"`` (default): hard at 0.05
+            when costs are reported or come from ``cost_fn`` (money, energy), soft when they
+            are the measured wall clock. A probability in (0, 1) makes the budget hard, the
+            paper's constraint, with this largest chance that the study overruns: only
+            configurations whose cost fits the budget left (less what running trials are
+            predicted to spend) under the cost model are proposed, each taking its chance of
+            overrunning out of what earlier proposals left (exactly, with ``cost_fn`` or a
+            fixed price per trial), the rollout's trajectories obey the same rule, and when
+            nothing fits the study stops (:meth:`stop_reason`). ``None``: a soft budget, a
+            trial starts whenever budget is left (the overrun is at most the last trial's
+            cost, per worker). The first trials, before any cost is known, cannot be checked.
 
     A trial a pruner stopped after reporting is a censored observation of its final value,
     and every acquisition is then weighted by the probability that a trial completes
@@ -192,7 +196,7 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
         value_per_cost: float | None = None,
-        overrun_risk: float | str | None = None,
+        overrun_risk: float | str | None = "auto",
     ) -> None:
         check_stopping(budget, value_per_cost)
         check_overrun_risk(overrun_risk)
@@ -299,21 +303,27 @@ class CostRolloutSampler(BaseSampler):
             return self._suggester.sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        hint_cost_progress_bar(study)
+        started = time.perf_counter()
+        hint_cost_progress_bar(study, self._budget)
         mark_run(study, trial)  # run under this budget, unlike trials added to the study
         self._suggester.before_trial(study, trial)
+        imported = time.perf_counter()
         self._chart.warm_imports(study)
-        ledger = self.ledger(study)
+        imported = time.perf_counter() - imported  # a one-time import: not charged
+        trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study
+        charged = self._suggester.charges_time(study, trials)
+        ledger = charge_and_sum(study, trials, self._budget, self._cost_attr, charged)
         attrs = study._storage.get_study_user_attrs(study._study_id)
         if attrs.get(BUDGET_ATTR) != (self._budget if math.isfinite(self._budget) else None):
             write_ledger(study, ledger)
-        risk = self._suggester.overrun_risk(study)
+        risk = self._suggester.overrun_risk(study, trials)
         if RISK_ATTR not in attrs or attrs[RISK_ATTR] != risk:
             # Read by CostBudgetPruner, which then stops a trial before it would cross.
             study._storage.set_study_user_attr(study._study_id, RISK_ATTR, risk)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
         self._stamps.start(study, trial)  # its last sign of life, should its worker die
+        self._book.begin(trial, time.perf_counter() - started, imported)
 
     def after_trial(
         self,
@@ -339,19 +349,22 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        seconds = self._book.finish(trial._trial_id)
+        measured = datetime.datetime.now()
+        inside, beyond = self._book.finish(trial._trial_id, measured)
         error = record_finished_trial(
             study,
             trial,
-            sampler_seconds=seconds,
+            sampler_seconds=inside,
             cost_attr=self._cost_attr,
             user_cost=self._user_cost,
+            overhead=beyond,
+            now=measured,
             reported_unit=not self._suggester.charges_time(study),
         )
-        charged = self._suggester.trial_finished(study, trial, seconds)
-        spent = store_ledger(study, self._budget, self._cost_attr, charged)
+        charged = self._suggester.trial_finished(study, trial, inside + beyond)
+        spent, read = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
         self._chart.after_trial(
-            study, spent, self._budget, trial=trial, state=state, values=values
+            study, spent, self._budget, trial=trial, state=state, values=values, trials=read
         )
         if spent >= self._budget:
             record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")
@@ -361,9 +374,10 @@ class CostRolloutSampler(BaseSampler):
             )
             if final is not None:
                 self._suggester.recommendations.store(study, final.number)
-        if self._constraints_func is not None:
+        if self._constraints_func is not None and not trial.system_attrs.get(SKIPPED_ATTR):
             # After the cost and the ledger: a constraints_func that raises fails the trial
-            # (as Optuna's samplers do), but what it spent is already charged.
+            # (as Optuna's samplers do), but what it spent is already charged. A trial the
+            # sampler skipped (the study stopped first) ran nothing to constrain.
             store_constraints(self._constraints_func, study, trial, state)
         if isinstance(error, CostFnError) and state == TrialState.COMPLETE:
             raise error  # charged and booked first: the study's books agree on resume

@@ -200,7 +200,7 @@ def charge_and_sum(
     cache = per_storage(study._storage)
     if cache is None:
         return _full(study, trials, budget, cost_attr, charge_sampler_time, now, marked)
-    key = ("ledger", study._study_id, cost_attr, bool(charge_sampler_time), marked)
+    key = ("ledger", study._study_id, cost_attr, bool(charge_sampler_time))
     with _cache_lock:
         entry = cache.setdefault(key, _Charges())
     now = now or datetime.datetime.now()
@@ -209,7 +209,7 @@ def charge_and_sum(
         if finished is None:
             return _full(study, trials, budget, cost_attr, charge_sampler_time, now, marked)
         runs.learn(study, [*finished, *trials[entry.prefix :]])
-        if runs.active(marked) != entry.active:  # the first token: untokened trials imported
+        if runs.active(marked) != entry.active:  # the first token, or another kind of reader
             entry.reset(runs.active(marked))
             finished = entry.scan.take(trials) or []
         for trial in finished:
@@ -317,30 +317,35 @@ _MAX_STORE_ROUNDS = 16
 
 
 def store_ledger(
-    study: optuna.Study, budget: float, cost_attr: str, charge_sampler_time: bool = False
-) -> float:
-    """Recompute the ledger, store it, and return the spent cost.
+    study: optuna.Study,
+    budget: float,
+    cost_attr: str,
+    charge_sampler_time: bool = False,
+    own_trial_id: int | None = None,
+) -> tuple[float, list[FrozenTrial]]:
+    """Recompute the ledger, store it; the spent cost and the trials it was computed from.
 
     Last writer wins: another worker may write a ledger it computed before this worker's trial
-    finished, after this worker's write. So after each write the ledger is computed again
-    and stored again until it no longer moves: a worker's last write is then of a ledger
-    computed after its previous write, and the last write of all is of the final ledger
-    (it follows every trial recorded before it; a worker whose trial was recorded later
-    writes, or finds its ledger already stored, after it). Reading back once was not enough:
-    the second write could itself be stale (a 4-process stress test on SQLite ended with
-    one trial's cost missing from the stored spent). Leaving a value that is already stored
-    as it is amounts to writing it when it was read.
+    finished, after this worker's write. So while other trials run, the ledger is computed and
+    stored again after each write until it no longer moves: the last write of all is then of
+    the final ledger. With no trial running but ``own_trial_id``, no other worker can hold a
+    ledger without this trial's cost, and one read suffices.
     """
-    ledger = refresh_ledger(study, budget, cost_attr, charge_sampler_time)
+    trials = storage_trials(study)
+    ledger = charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time)
     write_ledger(study, ledger, study._storage.get_study_user_attrs(study._study_id))
     written = ledger.spent
-    for _ in range(_MAX_STORE_ROUNDS):
-        again = refresh_ledger(study, budget, cost_attr, charge_sampler_time)
+    alone = own_trial_id is not None and not any(
+        t.state == TrialState.RUNNING and t._trial_id != own_trial_id for t in trials
+    )
+    for _ in range(0 if alone else _MAX_STORE_ROUNDS):
+        trials = storage_trials(study)
+        again = charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time)
         if again.spent == written:
             break
         write_ledger(study, again)
         written = again.spent
-    return written
+    return written, trials
 
 
 def stored_budget(study: optuna.Study) -> float | None:

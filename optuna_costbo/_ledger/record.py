@@ -58,14 +58,20 @@ def record_finished_trial(
     cost_attr: str,
     user_cost: CostFunction | None,
     reported_unit: bool,
+    overhead: float = 0.0,
+    now: datetime.datetime | None = None,
 ) -> Exception | None:
     """After a trial: store the sampler's seconds on it and, unless the trial was cut short
     because the budget was already spent (it costs nothing), its cost (:func:`store_cost`).
 
     Once the cost is stored the ledger counts the trial as spent, although its state is
     stored only after the sampler's ``after_trial`` (see :func:`.ledger.compute_ledger`).
+    ``overhead``: seconds charged beyond ``sampler_seconds`` (the work between trials, less a
+    one-time import); ``now``: when the trial's clock stops.
     """
-    study._storage.set_trial_system_attr(trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds)
+    study._storage.set_trial_system_attr(
+        trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds + overhead
+    )
     if trial.system_attrs.get(SKIPPED_ATTR):
         return None
     return store_cost(
@@ -75,6 +81,7 @@ def record_finished_trial(
         cost_attr=cost_attr,
         user_cost=user_cost,
         reported_unit=reported_unit,
+        now=now,
     )
 
 
@@ -86,6 +93,7 @@ def store_cost(
     cost_attr: str,
     user_cost: CostFunction | None,
     reported_unit: bool,
+    now: datetime.datetime | None = None,
 ) -> Exception | None:
     """Store the trial's cost as a numeric user attr; return the error of a bad report (a
     ValueError) or of a failed ``cost_fn`` (a :class:`CostFnError`), the trial charged.
@@ -130,7 +138,7 @@ def store_cost(
         how = f"{cost:.6g}, the median cost so far (system attr {COST_SOURCE_ATTR!r}: estimated)"
     else:
         start = trial.datetime_start or datetime.datetime.now()
-        elapsed = (datetime.datetime.now() - start).total_seconds()
+        elapsed = ((now or datetime.datetime.now()) - start).total_seconds()
         # NOTE: the floor keeps log(cost) defined for an objective that returns in less than
         # the clock's resolution.
         cost = max(elapsed - sampler_seconds, COST_FLOOR)

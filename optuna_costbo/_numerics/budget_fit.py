@@ -9,7 +9,8 @@ probability at least ``1 - risk`` under the cost model's predictive distribution
   deviation widened where the GP's leave-one-out errors say it is overconfident
   (:func:`loo_widening`), so ``P(c(x) <= tau) = Phi((log tau - mu(x)) / s(x))`` and the
   rule is ``mu(x) + z_{1-risk} s(x) <= log tau``;
-- a known cost (``cost_fn``) is exact: ``P = 1`` if ``c(x) <= tau``, else 0;
+- a known cost (``cost_fn``) is exact: ``P = 1`` if ``c(x) <= tau``, else 0, and so is a
+  fitted one whose observed costs are all the same (a fixed price per trial);
 - under pruning the full trial's cost counts (the budget pruner stops a trial before it would
   cross the budget).
 
@@ -39,6 +40,12 @@ from optuna_costbo._numerics.request import ProposalRequest
 __all__ = ["BudgetFit", "budget_fit", "full_trial_cost", "loo_widening"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+# Fewer observed costs say nothing of how far a new one strays (no widening, no fixed price).
+_MIN_SPREAD_N = 3
+# Observed log costs within this of each other are one fixed price (relative cost 1e-9).
+_SAME_LOG_COST = 1e-9
+# A cost above the budget left by at most this fraction of it fits: the ledger's rounding.
+_ROUNDING = 1e-9
 
 
 def full_trial_cost(cost: CostModel) -> CostModel:
@@ -63,9 +70,17 @@ class BudgetFit:
         self.cost = full_trial_cost(cost)
         self.tau = float(tau)
         self.risk = float(risk)
-        self._log_tau = math.log(self.tau) if self.tau > 0.0 else -math.inf
+        self._log_tau = math.log(self.tau) + _ROUNDING if self.tau > 0.0 else -math.inf
         self._z = float(ndtri(1.0 - self.risk))  # the quantile's standard score
         gp = self.cost.model if isinstance(self.cost, FittedLogCost) else None
+        # NOTE(budget_fit): all-equal log costs leave the GP no scale (it standardizes them by
+        # 1), so it predicted a fixed price within about 1 % at its variance floors and a trial
+        # never fit a budget left of exactly that price (cost 1, budget 30: 29 trials). Costs
+        # observed equal are that price, known exactly; nearly equal ones keep the GP, whose
+        # deviation then scales with their spread.
+        self._price: float | None = None
+        if gp is not None and gp.n >= _MIN_SPREAD_N and np.ptp(gp.y) <= _SAME_LOG_COST:
+            self._price, gp = float(np.mean(gp.y)), None
         self._gp: GPModel | None = gp
         # The noise of a new observation, in log-cost units (the GP's is standardized).
         self._noise = 0.0 if gp is None else float(gp.hyper.noise_var) * gp.y_std**2
@@ -77,14 +92,17 @@ class BudgetFit:
         # 1 - risk quantile (split-conformal with jackknife residuals, Barber et al.,
         # "Predictive inference with the jackknife+", 2021).
         self._scale = 1.0
-        if gp is not None and gp.n >= 3:
+        if gp is not None and gp.n >= _MIN_SPREAD_N:
             self._scale = loo_widening(gp.loo_scores(), self.risk) ** 2
 
     def _log_cost_dist(self, Z: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
         """A new trial's log cost at Z (m, D): mean (m,), variance (m,) and, if asked, their
         gradients (m, D) each; variance 0 for a cost known exactly."""
         if self._gp is None:
-            log_c, dlog_c = self.cost.log_cost_and_grad(Z)  # (m,), (m, D)
+            if self._price is not None:
+                log_c, dlog_c = np.full(len(Z), self._price), np.zeros(Z.shape)
+            else:
+                log_c, dlog_c = self.cost.log_cost_and_grad(Z)  # (m,), (m, D)
             log_c = np.maximum(log_c, math.log(COST_FLOOR))
             zero = np.zeros(len(Z))
             return (log_c, zero, dlog_c, np.zeros_like(dlog_c)) if return_grad else (log_c, zero)
@@ -132,7 +150,8 @@ class BudgetFit:
 
     @property
     def exact(self) -> bool:
-        """Whether the cost is known exactly (``cost_fn``), so fitting is certain."""
+        """Whether the cost is known exactly (``cost_fn``, or a fixed price observed), so
+        fitting is certain."""
         return self._gp is None
 
     def fits(self, Z: np.ndarray) -> np.ndarray:

@@ -4,11 +4,12 @@ A trial is feasible when every constraint value is <= 0 (Optuna's convention). E
 gets a GP fitted to its observed values; with independent posteriors, the probability of
 feasibility is
 
-    PF(x) = prod_i Phi(-mu_i(x) / sigma_i(x)),
+    PF(x) = prod_i Phi(-(mu_i(x) + m_i) / sigma_i(x)),
 
-and acquisitions are weighted by it (EI * PF, in log space log EI + log PF), the constrained
-EI of Gardner et al. ("Bayesian optimization with inequality constraints", ICML 2014) that
-Optuna's GPSampler uses too. Until a feasible point is known, PF alone is maximized.
+with ``m_i`` the constraint model's resolution (:func:`margin`), and acquisitions are weighted
+by it (EI * PF, in log space log EI + log PF), the constrained EI of Gardner et al. ("Bayesian
+optimization with inequality constraints", ICML 2014) that Optuna's GPSampler uses too. Until
+a feasible point is known, PF alone is maximized.
 
 This module imports only numpy and scipy.
 """
@@ -26,9 +27,24 @@ from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["Feasibility", "feasible_rows", "fit_constraints", "with_completion"]
+__all__ = ["Feasibility", "feasible_rows", "fit_constraints", "margin", "with_completion"]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+# Noise variance floor of the constraint models (standardized units): their resolution.
+_MIN_NOISE_VAR = 1e-6
+
+
+def margin(model: GPModel) -> float:
+    """How far below 0 a constraint's model must put a point to count it feasible: its noise
+    floor's deviation in the constraint's units, the finest difference it resolves.
+
+    NOTE(feasibility): at an optimum on a constraint's boundary EI * PF is largest just
+    outside it, where PF is still near a half and EI is what is left to gain; with PF taken at
+    0 the proposals converged on the boundary from outside (a quarter circle's optimum: none of
+    the last 20 of 40 trials feasible, violations of 1e-5 to 4e-4). Taken at the model's
+    resolution below 0 they land inside, and the optimum is still approached to within it.
+    """
+    return float(np.sqrt(_MIN_NOISE_VAR) * model.y_std)
 
 
 def feasible_rows(C: np.ndarray) -> np.ndarray:
@@ -39,8 +55,8 @@ def feasible_rows(C: np.ndarray) -> np.ndarray:
 
 def with_completion(C: np.ndarray | None, stopped: np.ndarray | None) -> np.ndarray | None:
     """The constraint values with completion as one more constraint (the last column), (n, k+1):
-    +1 where a pruner stopped the trial, -1 where it completed; ``C`` as it is when no trial
-    was stopped.
+    +1 where a pruner stopped the trial (or ``stopped`` marks another failure to give a
+    value), -1 elsewhere; ``C`` as it is when no trial was stopped.
 
     NOTE(pruning): only a COMPLETE trial can be the study's best, so a proposal's expected
     improvement is realized only if the pruner lets it complete: the acquisitions are weighted
@@ -88,7 +104,7 @@ class Feasibility:
             else:
                 mean, var, dmean, dvar = model.predict(Z, return_grad=True)
             sd = np.sqrt(var)
-            u = -mean / sd  # (m,)
+            u = -(mean + margin(model)) / sd  # (m,)
             log_phi_cdf = log_ndtr(u)
             total += log_phi_cdf
             if grad is not None:
@@ -136,6 +152,7 @@ def fit_constraints(
                 n_restarts=3 if restarts and start is None else 0,
                 warm_start=start if start is not None and start.dim == X.shape[1] else None,
                 max_points=256,
+                min_noise_var=_MIN_NOISE_VAR,
             )
         )
     return Feasibility(models)

@@ -7,38 +7,28 @@ screened starts, :func:`local_maximize` from given points within a small box aro
 acquisitions are batched functions of the box points; a "row" function also gets which
 acquisition (or which run) each row is under.
 
-This module imports only numpy and scipy.
+This module imports only numpy and scipy (its public ``scipy.optimize.fmin_l_bfgs_b``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from dataclasses import field
+import contextlib
+import functools
 import math
+import os
+import threading
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import fmin_l_bfgs_b
 
 from optuna_costbo._numerics.search_space import BoxCodec
-
-
-try:  # NOTE: see _batched_runs: scipy's reverse-communication core (private, scipy >= 1.15).
-    from scipy.optimize import _lbfgsb
-
-    _SETULB = getattr(_lbfgsb, "setulb", None)
-except ImportError:  # pragma: no cover - scipy without the module
-    _SETULB = None
-_SETULB_SIGNATURE = (
-    "setulb(m,x,l,u,nbd,f,g,factr,pgtol,wa,iwa,task,lsave,isave,dsave,maxls,ln_task)"
-)
 
 
 __all__ = [
     "FunAndGrad",
     "RowFun",
     "RowFunAndGrad",
-    "batched",
     "clean",
     "lbfgsb_minimize",
     "lbfgsb_runs",
@@ -57,13 +47,9 @@ RowFun = Callable[[np.ndarray, np.ndarray], np.ndarray]
 # scipy.optimize.minimize's L-BFGS-B settings, but for the iterations.
 _LBFGS_MAX_ITER = 200
 _LBFGS_MAX_FUN = 15_000  # scipy's default
-_MAXCOR = 10
 _FTOL = 2.2204460492503131e-09
 _GTOL = 1e-5
-_MAXLS = 20
-# setulb's task codes (scipy.optimize._lbfgsb_py.status_messages).
-_FG, _NEW_X, _STOP = 3, 1, 5
-_EPS = np.finfo(float).eps
+_EPS = np.finfo(float).eps  # scipy's factr is ftol / eps
 
 
 def on_active(
@@ -92,12 +78,6 @@ def clean(values: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values), values, -np.inf)
 
 
-def batched() -> bool:
-    """Whether the runs share batched evaluations (scipy's reverse-communication L-BFGS-B
-    core has the interface this module drives); otherwise they run one after another."""
-    return _SETULB is not None and (_SETULB.__doc__ or "").startswith(_SETULB_SIGNATURE)
-
-
 def lbfgsb_runs(
     fun_and_grad: RowFunAndGrad,
     Z0: np.ndarray,  # (R, D) starts
@@ -112,19 +92,12 @@ def lbfgsb_runs(
     own.
 
     ``fun_and_grad(Z, runs)`` evaluates points Z (m, D), row i a point of run ``runs[i]`` (its
-    acquisition, when the runs maximize different ones). Each run is scipy's L-BFGS-B with
-    ``scipy.optimize.minimize``'s settings, for at most 200 iterations and at most
-    ``max_evals`` evaluations (a run that asks for one more ends there; scipy's own ``maxfun``
-    is checked only between iterations, and a line search can take 20 more).
-
-    NOTE(optimize): the runs are R separate L-BFGS-B problems, each converging on its own, and
-    every evaluation round is one batched call for the runs that asked for one, as Optuna's
-    GPSampler batches its per-start runs. scipy has no batched interface; Optuna's runs scipy
-    per start in greenlets (not a dependency here). This module drives scipy's own
-    reverse-communication core, ``scipy.optimize._lbfgsb.setulb`` (the loop of scipy's
-    ``_minimize_lbfgsb`` over R states): the same iterates as R calls of ``minimize``, which
-    are the fallback (``sequential``, or a scipy whose core has another interface; tested
-    equal). Why not one problem in R * k variables: docs/design-decisions.md, "L-BFGS-B runs".
+    acquisition, when the runs maximize different ones). Each run is ``scipy.optimize.minimize``
+    (L-BFGS-B, its default settings) for at most 200 iterations and at most ``max_evals``
+    evaluations (a run that asks for one more ends there; scipy's own ``maxfun`` is checked
+    only between iterations, and a line search can take 20 more). Every evaluation round is
+    one batched call for the runs that asked for one (:func:`_minimize_each`); ``sequential``
+    evaluates each run's points alone, run after run (the same iterates).
 
     The best point of each run is tracked here rather than taken from scipy, so a run that
     wanders into non-finite values (reported to scipy as +inf) keeps its best finite point.
@@ -137,10 +110,8 @@ def lbfgsb_runs(
     best_v = np.asarray(V0, dtype=float).copy()  # (R,)
     if R == 0 or k == 0:
         return Z0.copy(), best_v
-    low = np.zeros((R, k)) if bounds is None else np.asarray(bounds[..., 0], dtype=float)
-    high = np.ones((R, k)) if bounds is None else np.asarray(bounds[..., 1], dtype=float)
-    x0 = np.clip(Z0[:, cols], low, high)  # (R, k)
-    max_fun = max_evals or _LBFGS_MAX_FUN
+    if bounds is None:
+        bounds = np.stack([np.zeros((R, k)), np.ones((R, k))], axis=-1)  # (R, k, 2)
 
     def evaluate(X: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """-values (m,) and -gradients (m, k) of runs' points X (m, k), for scipy; tracks
@@ -159,25 +130,7 @@ def lbfgsb_runs(
         finite = np.isfinite(v)
         return np.where(finite, -v, math.inf), np.where(finite[:, None], -gc, 0.0)
 
-    if sequential or not batched():
-        for r in range(R):
-            one, count = np.array([r]), [0]
-
-            def neg(
-                x: np.ndarray, one: np.ndarray = one, count: list[int] = count
-            ) -> tuple[float, np.ndarray]:
-                if count[0] >= max_fun:
-                    raise _Exhausted
-                count[0] += 1
-                f, g = evaluate(x[None, :], one)
-                return float(f[0]), g[0]
-
-            try:
-                _scipy_minimize(neg, x0[r], low[r], high[r], max_fun=max_fun)
-            except _Exhausted:
-                pass
-    else:
-        _batched_runs(evaluate, x0, low, high, max_fun)
+    _minimize_each(evaluate, Z0[:, cols], bounds, max_evals or _LBFGS_MAX_FUN, sequential)
     out = Z0.copy()
     out[:, cols] = best_x
     return out, best_v
@@ -191,152 +144,182 @@ def lbfgsb_minimize(
     ftol: float = _FTOL,
     gtol: float = _GTOL,
     max_iter: int = _LBFGS_MAX_ITER,
-    sequential: bool = False,
-) -> tuple[np.ndarray, float]:
-    """``scipy.optimize.minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-    options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter})``: its final point (k,) and
-    value, the same iterates (tested equal); ``sequential`` calls ``minimize`` itself.
-
-    NOTE(optimize): one run of scipy's core as :func:`lbfgsb_runs` drives it, without
-    ``minimize``'s per-call set-up and per-evaluation bookkeeping (docs/design-decisions.md,
-    "L-BFGS-B runs"). ``minimize`` itself where the core has another interface.
-    """
-    low, high = np.asarray(bounds[:, 0], dtype=float), np.asarray(bounds[:, 1], dtype=float)
-    x = np.clip(np.asarray(x0, dtype=float), low, high)  # (k,)
-    if sequential or not batched():
-        return _scipy_minimize(fun_and_grad, x, low, high, ftol=ftol, gtol=gtol, max_iter=max_iter)
-
-    def evaluate(X: np.ndarray, _runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        f, g = fun_and_grad(X[0].copy())  # the one run's point (k,)
-        return np.array([f], dtype=float), np.asarray(g, dtype=float)[None, :]
-
-    (state,) = _batched_runs(
-        evaluate,
-        x[None, :],
-        low[None, :],
-        high[None, :],
-        _LBFGS_MAX_FUN,
-        ftol=ftol,
-        gtol=gtol,
-        max_iter=max_iter,
-    )
-    return state.x, state.f
-
-
-def _scipy_minimize(
-    fun_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
-    x0: np.ndarray,  # (k,)
-    low: np.ndarray,  # (k,)
-    high: np.ndarray,  # (k,)
-    *,
-    ftol: float = _FTOL,
-    gtol: float = _GTOL,
-    max_iter: int = _LBFGS_MAX_ITER,
     max_fun: int = _LBFGS_MAX_FUN,
 ) -> tuple[np.ndarray, float]:
-    """One run of ``scipy.optimize.minimize`` with these settings: its final point and value
-    (what the batched runs are checked against, and their fallback)."""
-    res = minimize(
+    """``scipy.optimize.minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+    options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter, "maxfun": max_fun})``: its final
+    point (k,) and value (by ``fmin_l_bfgs_b``, the same run without ``minimize``'s dispatch)."""
+    x, f, _ = fmin_l_bfgs_b(
         fun_and_grad,
         x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=np.stack([low, high], axis=1),
-        options={"ftol": ftol, "gtol": gtol, "maxiter": max_iter, "maxfun": max_fun},
+        bounds=bounds,
+        factr=ftol / _EPS,
+        pgtol=gtol,
+        maxiter=max_iter,
+        maxfun=max_fun,
     )
-    return np.asarray(res.x, dtype=float), float(res.fun)
+    return np.asarray(x, dtype=float), float(f)
 
 
-class _Exhausted(Exception):
-    """A run asked for more evaluations than it may make."""
+class _Stop(Exception):
+    """Ends a run early: it used up its evaluations, or another run's evaluation failed."""
 
 
-@dataclass
-class _State:
-    """One run's L-BFGS-B state, as scipy's ``_minimize_lbfgsb`` keeps it."""
+def _capped(
+    fun_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], max_fun: int
+) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """``fun_and_grad`` that ends its run (raises :class:`_Stop`) when asked for evaluation
+    ``max_fun + 1``: the caller keeps the best point."""
+    count = 0
 
-    x: np.ndarray  # (k,)
-    low: np.ndarray  # (k,)
-    high: np.ndarray  # (k,)
-    ftol: float = _FTOL
-    gtol: float = _GTOL
-    max_iter: int = _LBFGS_MAX_ITER
-    f: float = 0.0
-    g: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    n_iter: int = 0
-    n_fev: int = 0
+    def capped(x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
+        nonlocal count
+        if count >= max_fun:
+            raise _Stop
+        count += 1
+        return fun_and_grad(x)
 
-    def __post_init__(self) -> None:
-        k, m = len(self.x), _MAXCOR
-        self.factr = self.ftol / _EPS  # scipy's factr for its ftol
-        self.g = np.zeros(k)
-        # Which bounds each variable has, as scipy codes them: 0 none, 1 lower, 2 both, 3 upper.
-        has_low, has_high = np.isfinite(self.low), np.isfinite(self.high)  # (k,) each
-        self.nbd = np.where(has_low, np.where(has_high, 2, 1), np.where(has_high, 3, 0))
-        self.nbd = self.nbd.astype(np.int32)
-        self.low = np.where(has_low, self.low, 0.0)
-        self.high = np.where(has_high, self.high, 0.0)
-        self.wa = np.zeros(2 * m * k + 5 * k + 11 * m * m + 8 * m)
-        self.iwa = np.zeros(3 * k, dtype=np.int32)
-        self.task = np.zeros(2, dtype=np.int32)
-        self.ln_task = np.zeros(2, dtype=np.int32)
-        self.lsave = np.zeros(4, dtype=np.int32)
-        self.isave = np.zeros(44, dtype=np.int32)
-        self.dsave = np.zeros(29)
-
-    def step(self, max_fun: int) -> bool:
-        """Advance to the next request for an evaluation (True) or to the end (False)."""
-        setulb, task = _SETULB, self.task
-        assert setulb is not None
-        while True:
-            setulb(
-                _MAXCOR, self.x, self.low, self.high, self.nbd, self.f, self.g, self.factr,
-                self.gtol, self.wa, self.iwa, task, self.lsave, self.isave, self.dsave, _MAXLS,
-                self.ln_task,
-            )  # fmt: skip
-            code = int(task[0])
-            if code == _FG:
-                return True
-            if code != _NEW_X:
-                return False
-            # A new iterate: scipy's own limits, checked where scipy checks them.
-            self.n_iter += 1
-            if self.n_iter >= self.max_iter:
-                self.task[:] = (_STOP, 504)
-            elif self.n_fev > max_fun:
-                self.task[:] = (_STOP, 502)
+    return capped
 
 
-def _batched_runs(
+def _minimize_each(
     evaluate: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
     x0: np.ndarray,  # (R, k)
-    low: np.ndarray,  # (R, k)
-    high: np.ndarray,  # (R, k)
+    bounds: np.ndarray,  # (R, k, 2)
     max_fun: int,
-    *,
-    ftol: float = _FTOL,
-    gtol: float = _GTOL,
-    max_iter: int = _LBFGS_MAX_ITER,
-) -> list[_State]:
-    """Run R L-BFGS-B states until each ends, one batched evaluation per round for the runs
-    that asked for one; the ended states."""
-    states = [
-        _State(x0[r].copy(), low[r].copy(), high[r].copy(), ftol, gtol, max_iter)
-        for r in range(len(x0))
-    ]
-    asking = [r for r, s in enumerate(states) if s.step(max_fun)]
-    while asking:
-        asking = [r for r in asking if states[r].n_fev < max_fun]  # the others end here
-        if not asking:
-            break
-        runs = np.array(asking, dtype=np.intp)
-        f, g = evaluate(np.stack([states[r].x for r in asking]), runs)  # (m,), (m, k)
-        for i, r in enumerate(asking):
-            s = states[r]
-            s.f, s.g = float(f[i]), g[i].copy()
-            s.n_fev += 1
-        asking = [r for r in asking if states[r].step(max_fun)]
-    return states
+    sequential: bool,
+) -> None:
+    """One capped L-BFGS-B run from each row of ``x0``; ``evaluate(X (m, k), runs (m,))``
+    gives the values (m,) and gradients (m, k) of points of the runs ``runs``.
+
+    NOTE(optimize): scipy has no batched L-BFGS-B; Optuna's ``batched_lbfgsb`` suspends each
+    run's ``fmin_l_bfgs_b`` in a greenlet (not a dependency here) at every evaluation. Threads
+    play the greenlets' part: each run is ``fmin_l_bfgs_b`` in a thread of its own whose
+    objective hands its point to this thread and waits; this thread evaluates the points of
+    every run not yet ended in one call and resumes the runs one at a time, in run order. One
+    thread runs at a time, so the result is deterministic and each run makes the iterates of
+    ``minimize`` on its own (tested equal). Why not one problem in R * k variables:
+    docs/design-decisions.md, "L-BFGS-B runs".
+    """
+    R = len(x0)
+    if sequential or R == 1:
+
+        def alone(r: int, x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> f, g (k,)
+            f, g = evaluate(x[None, :], np.array([r]))  # (1,), (1, k)
+            return float(f[0]), g[0]
+
+        for r in range(R):
+            with contextlib.suppress(_Stop):
+                fun = _capped(functools.partial(alone, r), max_fun)
+                lbfgsb_minimize(fun, x0[r], bounds[r], max_fun=max_fun)
+        return
+    # The first round evaluates every start; scipy ends a run at once where the start's
+    # projected gradient is within gtol, and such runs start no thread.
+    x0 = np.clip(x0, bounds[..., 0], bounds[..., 1])  # (R, k), as scipy starts
+    f0, g0 = evaluate(x0, np.arange(R))  # (R,), (R, k)
+    pg = np.where(g0 < 0, np.maximum(x0 - bounds[..., 1], g0), np.minimum(x0 - bounds[..., 0], g0))
+    moving = np.flatnonzero(np.abs(pg).max(axis=1) > _GTOL).tolist()
+    asked = list(x0)  # the point (k,) each run asked for last
+    answer = [(float(f), g) for f, g in zip(f0, g0, strict=True)]  # value, gradient (k,)
+    waiting = [False] * R  # run r blocked on go[r] (before it starts, or asking for a point)
+    go = [threading.Lock() for _ in range(R)]
+    back, stop = threading.Lock(), threading.Event()
+    errors: list[BaseException] = []
+    for lock in [*go, back]:
+        lock.acquire()
+
+    def run(r: int) -> None:
+        first = True
+
+        def handed(x: np.ndarray) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
+            nonlocal first
+            if first:  # the start, evaluated in the first round
+                first = False
+                return answer[r]
+            asked[r], waiting[r] = x, True
+            back.release()
+            go[r].acquire()
+            if stop.is_set():
+                raise _Stop
+            return answer[r]
+
+        go[r].acquire()
+        try:
+            if not stop.is_set():
+                lbfgsb_minimize(_capped(handed, max_fun), x0[r], bounds[r], max_fun=max_fun)
+        except _Stop:
+            pass
+        except BaseException as error:  # re-raised by the caller
+            errors.append(error)
+        finally:
+            back.release()
+
+    def resume(r: int) -> None:
+        """Run r goes on (this thread waits) until it asks for a point or ends."""
+        waiting[r] = False
+        go[r].release()
+        back.acquire()
+
+    for r in moving:
+        waiting[r] = True
+        _POOL.start(functools.partial(run, r))
+    try:
+        for r in moving:
+            resume(r)
+        runs = [r for r in moving if waiting[r]]
+        while runs:
+            f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
+            for i, r in enumerate(runs):
+                answer[r] = (float(f[i]), g[i])
+                resume(r)
+            runs = [r for r in runs if waiting[r]]
+    finally:  # on an error, the runs still waiting end
+        stop.set()
+        for r in range(R):
+            if waiting[r]:
+                resume(r)
+    if errors:
+        raise errors[0]
+
+
+class _Threads:
+    """Daemon threads kept for later runs (starting a thread costs more than most runs)."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)  # a forked child has none of them
+
+    def reset(self) -> None:
+        self.idle: list[Callable[[Callable[[], None]], None]] = []  # each one's "start this"
+        self.lock = threading.Lock()
+
+    def start(self, job: Callable[[], None]) -> None:
+        """Run ``job`` (which must not raise) in an idle thread, or in a new one."""
+        with self.lock:
+            start = self.idle.pop() if self.idle else None
+        (start or self._new())(job)
+
+    def _new(self) -> Callable[[Callable[[], None]], None]:
+        jobs: list[Callable[[], None]] = []
+        ready = threading.Lock()
+        ready.acquire()
+
+        def start(job: Callable[[], None]) -> None:
+            jobs.append(job)
+            ready.release()
+
+        def serve() -> None:
+            while True:
+                ready.acquire()
+                jobs.pop()()
+                with self.lock:
+                    self.idle.append(start)
+
+        threading.Thread(target=serve, name="costbo-lbfgsb", daemon=True).start()
+        return start
+
+
+_POOL = _Threads()
 
 
 def local_maximize(

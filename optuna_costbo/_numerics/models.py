@@ -149,7 +149,9 @@ def working_set(
 
 
 def finite_values(y: np.ndarray) -> np.ndarray:
-    """Replace +-inf objective values by the largest / smallest finite ones."""
+    """Replace +-inf objective values by the largest / smallest finite ones (GPSampler's
+    clip); +inf ones are then modelled as unknown where enough values are finite
+    (:func:`_censoring`)."""
     finite = np.isfinite(y)
     if finite.all():
         return y
@@ -272,13 +274,23 @@ def _objective_model(
     return fitted, warm.objective is None
 
 
-def _censoring(request: ProposalRequest) -> np.ndarray | None:
-    """The bounds of censored observations (n,), NaN where exact; None when every value is
-    taken as exact (no bounds, or fewer than 2 exact observations to fit a model of them)."""
+def _censoring(request: ProposalRequest, failed: np.ndarray) -> np.ndarray | None:
+    """The bounds of censored observations (n,), NaN where exact, -inf where the value is
+    unknown (``failed``, (n,): +inf); None when every value is taken as exact (no bounds, or
+    fewer than 2 exact observations to fit a model of them).
+
+    NOTE(inf): a +inf value clipped to the largest finite one is a spike that kept the search
+    away from its neighbourhood (an objective infinite on a small interval next to its
+    minimum: no later proposal near it). It is a failure to avoid (a +1 label of the
+    feasibility models, as a pruned trial's) and, for the objective model, no value at all.
+    """
     lower = request.y_lower
+    if failed.any():
+        lower = np.full(len(failed), np.nan) if lower is None else lower.copy()
+        lower[failed] = -np.inf
     if lower is None:
         return None
-    censored = np.isfinite(lower)  # (n,)
+    censored = np.isfinite(lower) | np.isneginf(lower)  # (n,)
     if not censored.any() or int((~censored).sum()) < 2:
         return None
     return lower
@@ -288,7 +300,7 @@ def _censored_model(
     request: ProposalRequest,
     X: np.ndarray,  # (n, D)
     y: np.ndarray,  # (n,)
-    lower: np.ndarray,  # (n,) finite: censored at this bound, NaN: exact
+    lower: np.ndarray,  # (n,) finite: censored at this bound, -inf: unknown, NaN: exact
     warm: WarmStart,
     rng: np.random.Generator,
     route: Route,
@@ -301,7 +313,7 @@ def _censored_model(
     NOTE: a parallel clash's reuse of the fits is skipped with censoring (the values seen
     are not the request's), so the fit is redone; clashes are rare.
     """
-    censored = np.isfinite(lower)  # (n,)
+    censored = np.isfinite(lower) | np.isneginf(lower)  # (n,)
     exact = ~censored
     on_exact, optimized = _objective_model(request, X[exact], y[exact], warm, rng, route)
     seen = y.copy()  # (n,)
@@ -398,9 +410,10 @@ def build_models(
     are reused when the request has the same observations.
     """
     X = request.X  # (n, D)
+    failed = np.isposinf(np.asarray(request.y, dtype=float))  # (n,)
     y = finite_values(np.asarray(request.y, dtype=float))  # (n,)
     warm = request.warm or WarmStart()
-    lower = _censoring(request)
+    lower = _censoring(request, failed)
     if (
         reuse is not None
         and lower is None
@@ -440,6 +453,7 @@ def build_models(
     model = with_pending(fitted, request.X_running, request.y_running)
     fit = budget_fit(request, cost)
     constraints = with_completion(request.constraints, request.stopped)  # (n, k) or None
+    constraints = with_completion(constraints, failed)  # +inf: a failure, as a pruned trial
     if constraints is None:
         feasibility = None if fit is None else Feasibility([], fit)
         return Models(fitted, model, cost, new_warm, X, y, feasibility)

@@ -1,12 +1,5 @@
-"""The proposal of a multi-objective study: a GP per objective, log EHVI per unit cost.
-
-Each objective gets a model of its own on the same codec (:func:`.models.build_models`, its
-warm start in :attr:`.request.WarmStart.others`); the first one's models also carry the cost
-model, the constraints and a hard budget's probability of fitting. The feasible observations'
-Pareto front and reference point (:mod:`.pareto`) give the non-dominated boxes, and the point
-maximizing ``log EHVI + log PF - e * log c`` (:class:`.acquisition.ehvi.LogEHVIPerCost`)
-is proposed, with ``e`` the cost exponent of the user's acquisition (:func:`front_exponent`).
-"""
+"""The proposal of a multi-objective study: a GP per objective, the point of largest
+``log EHVI + log PF - e log c``; the first objective's models carry cost and constraints."""
 
 from __future__ import annotations
 
@@ -33,13 +26,10 @@ __all__ = ["front_exponent", "propose_front"]
 
 
 def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
-    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"`` (EHVI), 1 for
-    ``"eipu"`` (EHVI per unit cost), and the cooled ``remaining / budget`` for the others.
+    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"``, 1 for
+    ``"eipu"``, and the cooled ``remaining / budget`` for the others (rollouts included).
 
-    NOTE: the rollouts use EHVI-cool, their myopic limit (the default rollout values its plans
-    per unit of budget, cooled as EI-cool): a two-step rollout with hypervolume-improvement
-    rewards ranked no better at 2-7x the time
-    (benchmarks/results/multi-objective/hvi-rollout/report.md).
+    NOTE: a rollout's hypervolume form is its myopic limit, EHVI-cool (docs/multi_objective.md).
     """
     if not acquisition.needs_cost:
         return 0.0
@@ -50,14 +40,13 @@ def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: f
 
 def propose_front(
     request: ProposalRequest,
-    acquisition: AcquisitionStrategy,
     rng: np.random.Generator,
     *,
+    exponent: float,
     needs_cost: bool,
     route: Route,
 ) -> Proposal:
-    """The point of largest ``log EHVI + log PF - e log c`` for ``request`` (its ``Y`` (n, m)
-    set), with the first objective's models in the proposal."""
+    """The proposal for a request with ``Y`` (n, m), carrying the first objective's models."""
     assert request.Y is not None
     Y = request.Y  # (n, m)
     warm = request.warm or WarmStart()
@@ -80,7 +69,6 @@ def propose_front(
         # The front's extremes (the best point of each objective) start the maximizer runs.
         best_each = np.unique(np.argmin(observed[front], axis=0))  # (<= m,)
         starts = request.X[feasible][front][best_each]  # (<= m, D)
-    exponent = front_exponent(acquisition, request.remaining, request.budget)
     cost = first.cost if exponent != 0.0 else None
     acq = LogEHVIPerCost(
         [m.model for m in models],
@@ -119,9 +107,7 @@ def propose_front(
 def _other_objective(
     request: ProposalRequest, y: np.ndarray, warm: WarmStart, j: int
 ) -> ProposalRequest:
-    """The request of objective ``j`` >= 1: its values and warm start, without the
-    constraints, whose models the first objective's carry for all (built without a cost model,
-    its models have no budget check either)."""
+    """The request of objective ``j`` >= 1: its values and warm start, no constraints."""
     return dataclasses.replace(
         request,
         y=y,
@@ -132,8 +118,7 @@ def _other_objective(
 
 
 def _exclusion(request: ProposalRequest, first: Models) -> Callable[[np.ndarray], np.ndarray]:
-    """:func:`.acquisition.strategies.excluded_rows` of the request's evaluated points and,
-    under a hard budget, the first objective's models' budget check."""
+    """Excludes the evaluated points and, under a hard budget, what does not fit."""
     evaluated = request.evaluated
     fit = None if first.feasibility is None else first.feasibility.budget
     return lambda Z: excluded_rows(Z, evaluated, fit)

@@ -21,7 +21,6 @@ _logger = get_logger(__name__)
 
 
 def _missing() -> list[str]:
-    """The packages the chart needs that are not installed, by their pip names."""
     return [
         m.replace("_", "-")
         for m in ("optuna_dashboard", "plotly")
@@ -31,17 +30,14 @@ def _missing() -> list[str]:
 
 class ChartSchedule:
     """Whether a study gets the chart (optuna-dashboard and plotly installed, the storage not
-    in memory), and whether it is due for a redraw.
-
-    Args:
-        cost_attr: The trial user attr holding costs.
-    """
+    in memory), and whether it is due for a redraw."""
 
     def __init__(self, cost_attr: str = COST_ATTR) -> None:
         self.cost_attr = cost_attr
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
         self._told: set[int] = set()  # studies told which package is missing
+        self._missing: list[str] | None = None  # looked up once: find_spec is slow
 
     def __getstate__(self) -> dict[str, Any]:
         return {"cost_attr": self.cost_attr}
@@ -52,7 +48,9 @@ class ChartSchedule:
     def wanted(self, study: optuna.Study) -> bool:
         if isinstance(study._storage, optuna.storages.InMemoryStorage):
             return False
-        missing = _missing()
+        if self._missing is None:
+            self._missing = _missing()
+        missing = self._missing
         if missing and study._study_id not in self._told:
             self._told.add(study._study_id)
             _logger.info(
@@ -63,11 +61,7 @@ class ChartSchedule:
         return not missing
 
     def due(self, study: optuna.Study, spent: float, budget: float) -> bool:
-        """Redraw at most every few seconds, and always when the budget is spent.
-
-        NOTE: a redraw reads every trial and writes the figure (tens of ms on SQLite, growing
-        with the number of trials); for cheap objectives that would dominate the loop.
-        """
+        """Redraw at most every few seconds (a redraw reads every trial), and when spent."""
         now = time.monotonic()
         with self._lock:
             last = self._times.get(study._study_id, -math.inf)
@@ -77,11 +71,7 @@ class ChartSchedule:
         return True
 
     def warm_imports(self, study: optuna.Study) -> None:
-        """Import plotly and optuna-dashboard now if the study gets the chart.
-
-        NOTE: called before a trial, while no heartbeat is running: the first import takes
-        seconds, and the redraw runs after Optuna has stopped the trial's heartbeat.
-        """
+        """Import the chart's packages (seconds) before a trial, not after its heartbeat stops."""
         if self.wanted(study):
             import optuna_dashboard  # noqa: F401
             import plotly.graph_objects  # noqa: F401
@@ -89,8 +79,7 @@ class ChartSchedule:
             import optuna_costbo.dashboard  # noqa: F401
 
     def after_trial(self, study: optuna.Study, spent: float, budget: float, **update: Any) -> None:
-        """Redraw the chart if the study gets it and a redraw is due (``update``: more
-        keyword arguments of :func:`optuna_costbo.dashboard.update_dashboard`)."""
+        """Redraw the chart if wanted and due (``update``: for ``update_dashboard``)."""
         if self.wanted(study) and self.due(study, spent, budget):
             from optuna_costbo.dashboard import update_dashboard
 

@@ -4,7 +4,7 @@ soft (a trial starts whenever budget is left), and the user's ``overrun_risk`` o
 ``overrun_risk`` is the largest probability, under the cost model, that the study overruns its
 budget: each proposal takes its chance out of what earlier ones left
 (:func:`.snapshot.risk_left`); ``None`` is the soft budget, whose overrun is at most one trial's
-cost per worker (the default). ``"auto"`` is a hard budget at :data:`AUTO_RISK` where costs are
+cost per worker. ``"auto"`` (the default) is a hard budget at :data:`AUTO_RISK` where costs are
 in the user's units (reported by the objective, or given by ``cost_fn``: money, energy), and a
 soft one where the cost is the study's own wall clock, whose last trial the user usually wants
 to run. Whether costs are measured is decided by the same rule that decides whether the

@@ -1,11 +1,4 @@
-"""Parameters outside the relative search space (conditional or dynamic ones).
-
-They go to the user's ``independent_sampler`` (Optuna's ``RandomSampler`` by default), with
-Optuna's usual warning once the start-up design is done. Before any trial completes there is
-no relative search space at all, and workers that share a seed would draw the same random
-points; with the default sampler, each parameter then takes its start-up design value at the
-trial's number instead, so that every trial gets its own point.
-"""
+"""Parameters outside the relative search space, sampled by ``independent_sampler``."""
 
 from __future__ import annotations
 
@@ -16,11 +9,9 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers import RandomSampler
 from optuna.trial import FrozenTrial
-from optuna.trial import TrialState
 
 from optuna_costbo._logging import get_logger
 from optuna_costbo._optuna_compat import INDEPENDENT_SAMPLING_WARNING_TEMPLATE
-from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.startup import StartupDesign
 
 
@@ -30,14 +21,8 @@ _logger = get_logger(__name__)
 
 
 class IndependentSampling:
-    """The independent route of one sampler.
-
-    Args:
-        sampler: The user's sampler; ``None``: ``RandomSampler(seed)`` and the design's first
-            wave.
-        seed: Seed of the default sampler.
-        design: The sampler's start-up design.
-    """
+    """The independent route; before any trial completes, the default ``RandomSampler(seed)``
+    yields to the start-up design so that seeded workers differ."""
 
     def __init__(
         self, sampler: BaseSampler | None, seed: int | None, design: StartupDesign
@@ -52,11 +37,11 @@ class IndependentSampling:
         trial: FrozenTrial,
         name: str,
         dist: BaseDistribution,
+        n_complete: int,
         startup_count: int,
     ) -> Any:
-        """One parameter of ``trial``; ``startup_count``: trials before the models start."""
-        complete = root_study(study).get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if len(complete) >= startup_count:
+        """One parameter of ``trial``; warns once the start-up trials are done."""
+        if n_complete >= startup_count:
             _logger.warning(
                 INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(
                     param_name=name,
@@ -67,6 +52,6 @@ class IndependentSampling:
                     "all completed trials (conditional or dynamic search space)",
                 )
             )
-        if self._default and not complete:
+        if self._default and n_complete == 0:
             return self._design.first_wave_value(name, dist, trial.number)
         return self.sampler.sample_independent(study, trial, name, dist)

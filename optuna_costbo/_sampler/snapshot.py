@@ -169,14 +169,11 @@ def completed_search_space(
 
 
 class TrialReads:
-    """The trial list read for a trial's relative search space, reused by its first proposal.
+    """The one read of the study per trial, made in ``before_trial`` and shared by the ledger,
+    the search space, the proposal and the independent parameters; dropped after the trial.
+    A proposal made again after a parallel clash reads afresh."""
 
-    Optuna calls ``infer_relative_search_space`` and ``sample_relative`` one after the other
-    at a trial's first ``suggest_*``; one read of the study serves both. A later proposal of
-    the same trial (after a parallel clash) reads afresh.
-    """
-
-    _KEEP = 16  # reads kept for trials whose proposal is still to come (threads, n_jobs > 1)
+    _KEEP = 64  # reads kept for running trials of this process (threads, n_jobs > 1)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -189,17 +186,24 @@ class TrialReads:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__()  # type: ignore[misc]
 
-    def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """The search space of the completed trials (:func:`completed_search_space`), from a
-        fresh read that the trial's first :meth:`trials` returns; its conditional parameters
-        are kept for :meth:`activity`."""
-        trials = root_study(study).get_trials(deepcopy=False)
-        space, activity = completed_search_space(study, trials)
+    def read(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
+        """The trial list for ``trial``: its stored read, else one read kept for it."""
         with self._lock:
-            if len(self._reads) >= self._KEEP:
-                self._reads.clear()
-                self._activity.clear()
-            self._reads[trial._trial_id] = trials
+            trials = self._reads.get(trial._trial_id)
+        if trials is None:
+            trials = root_study(study).get_trials(deepcopy=False)
+            with self._lock:
+                if len(self._reads) >= self._KEEP:
+                    self._reads.clear()
+                    self._activity.clear()
+                self._reads[trial._trial_id] = trials
+        return trials
+
+    def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        """The search space of the completed trials (:func:`completed_search_space`) in the
+        trial's read; its conditional parameters are kept for :meth:`activity`."""
+        space, activity = completed_search_space(study, self.read(study, trial))
+        with self._lock:
             self._activity[trial._trial_id] = activity
         return space
 
@@ -208,17 +212,11 @@ class TrialReads:
         with self._lock:
             return self._activity.get(trial._trial_id, Activity())
 
-    def trials(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
-        """The read made for ``trial``'s search space, once; else a fresh read."""
-        with self._lock:
-            trials = self._reads.pop(trial._trial_id, None)
-        return trials if trials is not None else root_study(study).get_trials(deepcopy=False)
-
-    def discard(self, trial: FrozenTrial) -> None:
-        """Forget the read made for ``trial``: its proposal came from elsewhere (computed
-        ahead), so a later proposal of it (after a clash) must read afresh."""
+    def drop(self, trial: FrozenTrial) -> None:
+        """Forget ``trial``'s read: it has finished."""
         with self._lock:
             self._reads.pop(trial._trial_id, None)
+            self._activity.pop(trial._trial_id, None)
 
 
 def _usable(trial: FrozenTrial) -> bool:

@@ -32,15 +32,21 @@ from optuna.trial import TrialState
 
 from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
+from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
 from optuna_costbo._logging import get_logger
+from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
+from optuna_costbo._numerics.multi_objective import front_exponent
 from optuna_costbo._numerics.policy import FitSchedule
+from optuna_costbo._numerics.policy import Plan
 from optuna_costbo._numerics.policy import Proposal
 from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.policy import cost_known
 from optuna_costbo._numerics.policy import fits_budget
+from optuna_costbo._numerics.policy import needs_cost_model
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
@@ -175,8 +181,10 @@ class Suggester:
         self, study: optuna.Study, trial: FrozenTrial, name: str, dist: BaseDistribution
     ) -> Any:
         """One parameter outside the relative search space (:mod:`.independent`)."""
+        trials = self.reads.read(study, trial)
+        n_complete = sum(t.state == TrialState.COMPLETE for t in trials)
         return self.independent.sample(
-            study, trial, name, dist, startup_count(self.n_startup_trials, 1)
+            study, trial, name, dist, n_complete, startup_count(self.n_startup_trials, 1)
         )
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -195,6 +203,7 @@ class Suggester:
         """``trial`` finished after ``seconds`` of the sampler's time (its cost recorded):
         forget its pending proposal, tell the effort rule; whether the sampler's time counts."""
         self.pending.discard(trial._trial_id)
+        self.reads.drop(trial)
         charged = self.charges_time(study)
         if charged:
             with self.lock:
@@ -244,7 +253,7 @@ class Suggester:
         the clash is news.
         """
         trials = (
-            self.reads.trials(study, trial)
+            self.reads.read(study, trial)
             if previous is None
             else root_study(study).get_trials(deepcopy=False)
         )
@@ -273,14 +282,12 @@ class Suggester:
             rate_needed=self.stop_rule is not None,
             overrun_risk=overrun_risk(self.overrun_option, charged),
         )
-        if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
-            startup = self._startup(request, bridge, trial)
-            if startup is not None:
-                return startup
-        sid = study._study_id
-        route = self.effort.plan(sid, len(request.y), ledger.remaining if charged else None)
+        plan = self.plan(study, trial, bridge, request, ledger, charged)
+        if isinstance(plan, Startup):
+            return plan
         start = time.perf_counter()
-        proposal = propose(request, self.acquisition, self.rng, route=route, reuse=previous)
+        proposal = propose(request, plan, self.rng, reuse=previous)
+        sid, route = study._study_id, plan.route
         self.effort.record_suggestion(sid, route, time.perf_counter() - start, len(request.y))
         self.warm[key] = proposal.warm
         self.recommendations.note(study, request, proposal)
@@ -288,6 +295,51 @@ class Suggester:
             _logger.debug(f"Trial {trial.number}: {proposal.message}")
             note_budget_end(study, ledger, self.budget_end_noted)
         return proposal
+
+    def plan(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        bridge: SpaceBridge,
+        request: ProposalRequest,
+        ledger: Ledger,
+        charged: bool,
+    ) -> Plan | Startup:
+        """The whole decision of one suggestion, made once from the trial's read; the policy
+        below obeys it (docs/architecture.md walks it)."""
+        # 1. The start-up design while fewer trials completed than its size; under a hard
+        #    budget, a design point that does not fit goes to the model instead.
+        if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
+            startup = self._startup(request, bridge, trial)
+            if startup is not None:
+                return startup
+        # 2. The route: quick while the sampler's time is charged and a full suggestion does
+        #    not fit its share of the wall clock (.effort).
+        route = self.effort.plan(
+            study._study_id, len(request.y), ledger.remaining if charged else None
+        )
+        # 3. The acquisition as it runs: EI until anything predicts a cost; with several
+        #    objectives, its hypervolume form with the cost exponent of the acquisition.
+        acquisition = self.acquisition
+        if acquisition.needs_cost and not cost_known(request):
+            acquisition = EI()
+        several = request.Y is not None and request.Y.shape[1] > 1
+        exponent = (
+            front_exponent(self.acquisition, request.remaining, request.budget) if several else 0.0
+        )
+        # 4. A cost model where the acquisition, a hard budget (request.overrun_risk: the risk
+        #    left, None when soft) or the stopping rule reads one.
+        plan = Plan(
+            acquisition=acquisition,
+            route=route,
+            needs_cost=needs_cost_model(self.acquisition, request, route),
+            front_exponent=exponent,
+        )
+        _logger.debug(
+            f"Trial {trial.number}: {acquisition.name}, {'quick' if route.quick else 'full'} "
+            f"route, risk {request.overrun_risk}, sampler time charged: {charged}"
+        )
+        return plan
 
     def _startup(
         self, request: ProposalRequest, bridge: SpaceBridge, trial: FrozenTrial

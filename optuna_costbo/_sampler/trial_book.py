@@ -1,10 +1,10 @@
-"""This process's records of its running trials: the sampler's seconds spent on each, and the
-trials cut short because the budget was already spent when they started."""
+"""This process's records of its running trials (sampler seconds, gaps, trials cut short)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import datetime
 import threading
 import time
 from typing import Any
@@ -17,6 +17,9 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 __all__ = ["TrialBook"]
 
+# NOTE: a longer gap between a thread's trials is a pause, not Optuna's per-trial overhead.
+MAX_GAP_SECONDS = 1.0
+
 
 class TrialBook:
     """Per-trial records of one sampler object (thread-safe; a copy starts empty)."""
@@ -25,6 +28,8 @@ class TrialBook:
         self._lock = threading.Lock()
         self._seconds: dict[int, float] = {}  # trial id -> the sampler's seconds so far
         self._skipped: set[int] = set()  # trial ids to cut short at their first suggestion
+        self._gaps: dict[int, float] = {}  # trial id -> seconds charged beyond its sampler's
+        self._marks: dict[int, datetime.datetime] = {}  # thread -> its last cost measurement
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -37,15 +42,23 @@ class TrialBook:
         with self._lock:
             self._skipped.add(trial_id)
 
+    def begin(self, trial: FrozenTrial, seconds: float, uncharged: float = 0.0) -> None:
+        """``trial`` starts after ``seconds`` of ``before_trial`` (``uncharged`` of them a
+        one-time import), charged with the gap since the thread's last trial unless a pause."""
+        with self._lock:
+            self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
+            extra = -uncharged
+            mark = self._marks.get(threading.get_ident())
+            if mark is not None and trial.datetime_start is not None:
+                gap = (trial.datetime_start - mark).total_seconds()
+                if 0.0 < gap <= MAX_GAP_SECONDS:
+                    extra += gap
+            self._gaps[trial._trial_id] = extra
+
     @contextlib.contextmanager
     def timed(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
-        """Count the time inside as the sampler's, after cutting the trial short if it is
-        marked: a ``TrialPruned`` before the objective does any work.
-
-        The mark is stored on the trial only then, when the trial is really cut short: a
-        trial that never calls the sampler (all parameters fixed or enqueued) runs and is
-        charged as usual.
-        """
+        """Count the time inside as the sampler's, first pruning the trial if :meth:`skip`
+        marked it (a trial that never calls the sampler runs as usual)."""
         start = time.perf_counter()
         try:
             with self._lock:
@@ -59,8 +72,9 @@ class TrialBook:
             with self._lock:
                 self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
 
-    def finish(self, trial_id: int) -> float:
-        """Forget ``trial_id``; the sampler's seconds spent on it."""
+    def finish(self, trial_id: int, measured: datetime.datetime) -> tuple[float, float]:
+        """Forget ``trial_id``, measured now: its sampler seconds, the seconds charged beyond."""
         with self._lock:
             self._skipped.discard(trial_id)
-            return self._seconds.pop(trial_id, 0.0)
+            self._marks[threading.get_ident()] = measured
+            return self._seconds.pop(trial_id, 0.0), self._gaps.pop(trial_id, 0.0)

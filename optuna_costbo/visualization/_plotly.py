@@ -26,20 +26,8 @@ _logger = get_logger(__name__)
 
 PLOT_EXTRA_HINT = 'pip install "optuna-costbo[plot]"'
 
-# Plotly's default qualitative palette (plotly.colors.qualitative.Plotly), written out so that
-# the colors are known without importing plotly at module import time.
-_COLORS = (
-    "#636EFA",
-    "#EF553B",
-    "#00CC96",
-    "#AB63FA",
-    "#FFA15A",
-    "#19D3F3",
-    "#FF6692",
-    "#B6E880",
-    "#FF97FF",
-    "#FECB52",
-)
+# plotly.colors.qualitative.Plotly, without importing plotly
+_COLORS = "#636EFA #EF553B #00CC96 #AB63FA #FFA15A #19D3F3 #FF6692 #B6E880 #FF97FF #FECB52".split()
 
 
 def _import_plotly() -> Any:
@@ -63,70 +51,43 @@ def plot_cost_history(
     cost_unit: str | None = None,
     reference_point: Sequence[float] | None = None,
 ) -> go.Figure:
-    """Plot the best value so far against the cumulative cost of finished trials.
+    """Plot the best value so far against the cumulative cost of the finished trials.
 
-    The cost-aware counterpart of :func:`optuna.visualization.plot_optimization_history`:
-    the x axis is the summed cost of the study's finished trials in completion order
-    (COMPLETE, PRUNED and FAIL trials all add cost, as in the budget ledger), the y axis the
-    best value so far (a step function; only COMPLETE trials improve it, in the study's
-    direction). Each COMPLETE trial is also a point at (cumulative cost after it, its value).
-    A dashed vertical line marks the budget. Colors follow Optuna's
-    ``plot_optimization_history``: blue points and a red best-value line for one study, a
-    pair of colors per study when overlaying.
+    The cost-aware :func:`optuna.visualization.plot_optimization_history`: x is what the
+    budget ledger charged the finished trials in completion order (with the sampler's time
+    when it counts), y the best value so far, and a dashed line marks the budget.
 
     Args:
-        study_or_studies: A study, or a sequence of studies to overlay (points and a line
-            per study, in the study's pair of colors; one gray budget line if the studies
-            share a budget, else a budget line per study in its line's color, named in the
-            legend).
-        budget: Position of the budget line; ``None`` reads each study's ``cost_budget``
-            user attr (stored by :class:`~optuna_costbo.CostRolloutSampler`). No line is
-            drawn for a study without one.
-        cost_attr: The trial user attr holding each trial's cost (the sampler's
-            ``cost_attr``). Trials without it are charged their wall-clock time.
-        target: A function of a COMPLETE trial giving the value to plot instead of the
-            objective value. As in Optuna, no best value line is drawn for a target, whose
-            better direction is unknown. Without it, a multi-objective study is drawn as the
-            hypervolume of its front (COMPLETE, feasible trials) against cumulative cost.
+        study_or_studies: A study, or studies to overlay.
+        budget: The budget line; ``None`` reads each study's ``cost_budget`` user attr.
+        cost_attr: The trial user attr holding costs (else wall-clock time is charged).
+        target: A value of a COMPLETE trial to plot instead of the objective value (then no
+            best-value line). Without it a multi-objective study shows its hypervolume.
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
-        cost_unit: The unit of the costs, shown in the x axis title ("Cumulative Cost ($)")
-            and with the budget. ``None``: the study user attr ``cost_unit`` if set, else
-            seconds (``"s"``) when every trial's cost was measured wall-clock time, no unit
-            when costs were reported.
-        reference_point: For a multi-objective study, the hypervolume's reference point in
-            the study's units (as Optuna's ``plot_hypervolume_history`` takes it); ``None``:
-            the worst value of each objective over the plotted trials plus a tenth of its
-            range.
+        cost_unit: The costs' unit; ``None``: the study user attr ``cost_unit``, else ``"s"``
+            for measured wall-clock costs.
+        reference_point: The hypervolume's reference point; ``None``: each objective's worst
+            value plus a tenth of its range.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.
 
     Raises:
         ImportError: plotly is not installed (``pip install "optuna-costbo[plot]"``).
-        ValueError: ``labels`` of the wrong length, or a ``reference_point`` that is not one
-            finite number per objective.
+        ValueError: ``labels`` of the wrong length or a bad ``reference_point``.
 
     Example:
 
         .. code-block:: python
 
             import optuna
-            from optuna_costbo import CostRolloutSampler, report_cost
             from optuna_costbo.visualization import plot_cost_history
 
-
-            def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
-
-
-            sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
-            study = optuna.create_study(sampler=sampler)
-            study.optimize(objective)
-            fig = plot_cost_history(study)  # budget line at 10.0 from the study
-            fig.show()
+            study = optuna.create_study()
+            for cost, value in [(2.0, 3.0), (1.0, 1.0), (4.0, 2.0)]:
+                study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
+            plot_cost_history(study, budget=8.0).show()
     """
     go = _import_plotly()
     histories = get_cost_histories(
@@ -142,15 +103,13 @@ def plot_cost_history(
 
 
 def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str) -> Any:
-    """Draw ``histories`` into a new ``go.Figure`` (``go``: the plotly.graph_objects module)."""
-    # NOTE: arrays go in as lists: plotly >= 6 would serialize numpy arrays as base64 typed
-    # arrays, which plotly.js older than 2.28 (older optuna-dashboard bundles) cannot read.
+    """Draw ``histories`` into a new ``go.Figure`` (``go``: plotly.graph_objects)."""
+    # NOTE: lists, not arrays: plotly >= 6 writes arrays as base64, unread by plotly.js < 2.28.
     unit = ch.figure_cost_unit(histories)
-    cost_suffix = f" {unit}" if unit else ""
     figure = go.Figure()
     figure.update_layout(
-        title=ch.PLOT_TITLE,
-        xaxis={"title": ch.with_unit(ch.COST_AXIS_TITLE, unit)},
+        title=ch.plot_title(histories),
+        xaxis={"title": ch.cost_axis_title(histories)},
         yaxis={"title": ch.value_title(histories, target_name)},
         showlegend=True,
     )
@@ -164,65 +123,51 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
         points_color, line_color = (
             _COLORS[k % len(_COLORS)] for k in ch.color_indices(i, len(histories))
         )
-        complete = history.complete & ~history.infeasible  # (n,)
         of_label = f" of {history.label}" if overlay else ""
-        if history.infeasible.any() and not history.hypervolume:
-            off = history.infeasible  # (n,)
+        cost = _cost_hover(history, unit)
+        point_sets = []
+        if not history.hypervolume:
+            if history.infeasible.any():
+                point_sets.append((history.infeasible, " (infeasible)"))
+            point_sets.append((history.complete & ~history.infeasible, ""))
+        for mask, note in point_sets:
             figure.add_trace(
                 go.Scatter(
-                    x=history.cumulative_costs[off].tolist(),
-                    y=history.values[off].tolist(),
+                    x=history.cumulative_costs[mask].tolist(),
+                    y=history.values[mask].tolist(),
                     mode="markers",
-                    name=f"{target_name}{of_label} (infeasible)",
+                    name=f"{target_name}{of_label}{note}",
                     legendgroup=history.label,
-                    marker={"color": "#b0b0b0", "symbol": "x"},
-                    customdata=np.column_stack(
-                        [history.trial_numbers[off], history.costs[off]]
-                    ).tolist(),  # (n_infeasible, 2)
+                    marker={"color": points_color} if not note else _INFEASIBLE_MARKER,
+                    customdata=_customdata(history, mask),
                     hovertemplate=(
-                        f"Trial %{{customdata[0]}} (infeasible)<br>"
-                        f"Cost %{{customdata[1]:.4g}}{cost_suffix}<br>"
+                        f"Trial %{{customdata[0]}}{note}<br>{cost}"
                         f"{target_name} %{{y:.6g}}<extra></extra>"
                     ),
                 )
             )
-        if history.hypervolume:
-            complete = np.zeros_like(complete)  # a front's trials have no one value to draw
-        figure.add_trace(
-            go.Scatter(
-                x=history.cumulative_costs[complete].tolist(),
-                y=history.values[complete].tolist(),
-                mode="markers",
-                name=f"{target_name}{of_label}",
-                legendgroup=history.label,
-                marker={"color": points_color},
-                customdata=np.column_stack(
-                    [history.trial_numbers[complete], history.costs[complete]]
-                ).tolist(),  # (n_complete, 2)
-                hovertemplate=(
-                    f"Trial %{{customdata[0]}}<br>Cost %{{customdata[1]:.4g}}{cost_suffix}<br>"
-                    f"{ch.COST_AXIS_TITLE} %{{x:.4g}}{cost_suffix}<br>"
-                    f"{target_name} %{{y:.6g}}<extra></extra>"
-                ),
-            )
-        )
         if history.best_values is not None:
+            name = ch.line_name(history)
             figure.add_trace(
                 go.Scatter(
                     x=history.cumulative_costs.tolist(),
                     y=history.best_values.tolist(),
                     mode="lines",
                     line={"shape": "hv", "color": line_color},
-                    name=f"{ch.line_name(history)}{of_label}",
+                    name=f"{name}{of_label}",
                     legendgroup=history.label,
                     connectgaps=False,
+                    customdata=_customdata(history, np.ones(len(history.costs), dtype=bool)),
+                    hovertemplate=(
+                        f"After trial %{{customdata[0]}}<br>{cost}{name} %{{y:.6g}}<extra></extra>"
+                    ),
                 )
             )
     for line in ch.budget_lines(histories):
         color = "gray"
         if line.study_index is not None:
             color = _COLORS[ch.color_indices(line.study_index, len(histories))[1] % len(_COLORS)]
-            # A shape has no legend entry: an empty trace gives the line its name there.
+            # an empty trace names the line in the legend (a shape has no entry)
             figure.add_trace(
                 go.Scatter(
                     x=[None],
@@ -241,3 +186,23 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
             annotation_font_color=color,
         )
     return figure
+
+
+_INFEASIBLE_MARKER = {"color": "#b0b0b0", "symbol": "x"}
+
+
+def _customdata(history: CostHistory, mask: np.ndarray) -> list[list[float]]:
+    """Per drawn trial: number, charge and the sampler's share, (m, 3)."""
+    sampler = history.sampler_costs
+    share = sampler if sampler is not None else np.zeros_like(history.costs)  # (n,)
+    columns = [history.trial_numbers[mask], history.costs[mask], share[mask]]
+    out: list[list[float]] = np.column_stack(columns).tolist()  # (m, 3)
+    return out
+
+
+def _cost_hover(history: CostHistory, unit: str | None) -> str:
+    suffix = f" {unit}" if unit else ""
+    text = f"Cost %{{customdata[1]:.4g}}{suffix}"
+    if history.sampler_costs is not None:
+        text += f" ({ch.SAMPLER_TIME_NOTE} %{{customdata[2]:.3g}}{suffix})"
+    return f"{text}<br>{ch.COST_AXIS_TITLE} %{{x:.4g}}{suffix}<br>"

@@ -197,6 +197,40 @@ def test_the_link_check_finds_a_missing_file(tmp_path: Path) -> None:
     ]
 
 
+# Shown away from the repository (PyPI's project page, OptunaHub), where relative links break.
+INDEX_PAGES = ["README.md", "package/samplers/cost_rollout/README.md"]
+LINK_TARGETS = (
+    MD_LINK,  # [text](target), ![alt](target)
+    re.compile(r"^\s*\[[^\]]+\]:\s*(?P<target>\S+)", re.MULTILINE),  # [label]: target
+    re.compile(r"\b(?:href|src)=[\"'](?P<target>[^\"']+)"),  # HTML
+)
+
+
+def _relative_links(text: str) -> list[str]:
+    targets = [m["target"] for pattern in LINK_TARGETS for m in pattern.finditer(text)]
+    return [t for t in targets if not t.startswith(("https://", "http://", "mailto:"))]
+
+
+@pytest.mark.parametrize("page", INDEX_PAGES)
+def test_a_page_shown_on_a_package_index_has_only_absolute_links(page: str) -> None:
+    relative = _relative_links((REPO / page).read_text(encoding="utf-8"))
+    assert not relative, f"{page} has relative links, write them as {REPO_URL}<path>: {relative}"
+
+
+def test_the_repository_url_of_the_links_is_the_declared_one() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in Python 3.11 and later")
+    urls = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]
+    assert REPO_URL == urls["Repository"] + "/blob/main/"
+
+
+def test_the_relative_link_check_finds_each_kind() -> None:
+    text = (
+        "[a](docs/x.md) ![b](img/y.png) [c](#anchor) [d](https://example.org/x)\n"
+        '[e]: docs/z.md\n<img src="img/w.png"> <a href="https://example.org">f</a>'
+    )
+    assert _relative_links(text) == ["docs/x.md", "img/y.png", "#anchor", "docs/z.md", "img/w.png"]
+
+
 # Constructed cases: a result file, a document that copies from it.
 
 RESULT = """# Report

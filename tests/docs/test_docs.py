@@ -4,6 +4,8 @@
   broken link, missing page or unknown reference fails it, and the API page's signatures are
   formatted (one parameter a line). Skipped, saying why, when the docs tools are not installed
   (``pip install ".[docs]"``); the docs extra installs a signature formatter.
+- ``docs/api.md`` renders every public name of the package and of its public modules, and
+  every public method of their classes, and hard-codes no version (it renders the package's).
 - Every module's ``>>>`` examples, with :mod:`doctest`.
 - Every ``.. code-block:: python`` example in a docstring (the package's docstrings use Optuna's
   style: runnable code blocks rather than ``>>>`` sessions), executed in a temporary directory
@@ -28,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 
 import optuna_costbo
 
@@ -81,8 +84,10 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
 
     api = (site / "api" / "index.html").read_text()
     for identifier in (
+        "optuna_costbo.__version__",
         "optuna_costbo.CostRolloutSampler",
         "optuna_costbo.CostRolloutSampler.remaining_budget",
+        "optuna_costbo.CostRolloutSampler.recommended_trial",
         "optuna_costbo.CostBudgetPruner",
         "optuna_costbo.report_cost",
         "optuna_costbo.Ledger",
@@ -97,6 +102,8 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     signature = api[api.index("<code>", api.index('class="doc-signature', start)) :]
     signature = re.sub(r"<[^>]+>", "", signature[: signature.index("</code>")])
     assert re.match(r"\s*CostRolloutSampler\(\n    budget", signature), signature[:200]
+    # The version shown is the package's.
+    assert f"__version__ = '{optuna_costbo.__version__}'" in re.sub(r"<[^>]+>", "", api)
     # The reST in the docstrings was turned into Markdown, not printed as is.
     assert ".. code-block::" not in api
     assert ":class:`" not in api
@@ -117,6 +124,79 @@ def test_the_docs_extra_installs_a_signature_formatter() -> None:
     }
     assert {"mkdocs", "mkdocs-material", "mkdocstrings"} <= names, names
     assert names & set(SIGNATURE_FORMATTERS), names
+
+
+API_PAGE = REPO / "docs" / "api.md"
+# ``::: dotted.path`` and its indented mkdocstrings options.
+DIRECTIVE = re.compile(r"^::: (?P<path>\S+)\n(?P<options>(?:    .*\n)*)", re.MULTILINE)
+PUBLIC_MODULES = ["optuna_costbo"] + [m for m in MODULES if "._" not in m]
+
+
+def _public_api() -> dict[str, object]:
+    """Every public object by its first dotted path: the ``__all__`` of each public module."""
+    api: dict[str, object] = {}
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        assert hasattr(module, "__all__"), f"public module {name} needs an __all__"
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            # A public module is checked on its own; a re-export under its first path.
+            if not inspect.ismodule(obj) and not any(obj is seen for seen in api.values()):
+                api[f"{name}.{attr}"] = obj
+    return api
+
+
+def _own_public_members(cls: type) -> set[str]:
+    """The public methods and properties a class defines, less overrides of a base class from
+    another package (Optuna's sampler, pruner and storage hooks: documented by Optuna)."""
+    foreign = [b for b in cls.__mro__[1:] if not b.__module__.startswith("optuna_costbo")]
+    return {
+        name
+        for name in vars(cls)
+        if not name.startswith("_") and not any(name in vars(base) for base in foreign)
+    }
+
+
+def unrendered_api(page: str) -> list[str]:
+    """The public objects and class members no ``:::`` directive of ``page`` renders (a class
+    rendered with ``members: [...]`` shows only those; mkdocs.yml hides ``_`` names)."""
+    rendered: list[tuple[object, dict[str, Any]]] = []
+    for match in DIRECTIVE.finditer(page):
+        options = yaml.safe_load(textwrap.dedent(match["options"])) or {}
+        rendered.append((pkgutil.resolve_name(match["path"]), options.get("options", {})))
+    missing = []
+    for path, obj in _public_api().items():
+        found = [options for target, options in rendered if target is obj]
+        if not found:
+            missing.append(path)
+        elif inspect.isclass(obj):
+            members = found[0].get("members", True)
+            shown = set(members) if isinstance(members, list) else set() if not members else None
+            if shown is not None:
+                missing += [f"{path}.{m}" for m in sorted(_own_public_members(obj) - shown)]
+    return sorted(set(missing))
+
+
+def test_the_api_page_renders_every_public_name() -> None:
+    missing = unrendered_api(API_PAGE.read_text())
+    assert not missing, f"docs/api.md does not render {missing}"
+
+
+def test_the_api_page_check_finds_what_is_left_out() -> None:
+    page = API_PAGE.read_text()
+    assert "        - recommended_trial\n" in page
+    page = page.replace("        - recommended_trial\n", "")
+    page = page.replace("::: optuna_costbo.stopping.CostAwareStopping\n", "")
+    assert unrendered_api(page) == [
+        "optuna_costbo.CostRolloutSampler.recommended_trial",
+        "optuna_costbo.stopping.CostAwareStopping",
+    ]
+    assert "reseed_rng" not in _own_public_members(optuna_costbo.CostRolloutSampler)
+
+
+def test_the_api_page_hard_codes_no_version() -> None:
+    versions = re.findall(r"\b\d+\.\d+\.\d+\b", API_PAGE.read_text())
+    assert not versions, f"docs/api.md names versions {versions}; it renders __version__"
 
 
 def test_the_doctest_modules_are_found() -> None:

@@ -3,16 +3,19 @@
 Each example runs as a subprocess (as a user would run it), with a budget small enough that the
 study ends after a few trials and its SQLite storage in a temporary directory; the test checks
 the exit code and a line the example prints at the end. The whole file takes about a minute.
+Each example's ``--help`` shows every option's default.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 from collections.abc import Callable
 import json
 import os
 from pathlib import Path
 import re
+import runpy
 import subprocess
 import sys
 
@@ -99,8 +102,19 @@ def _check_quickstart(proc: subprocess.CompletedProcess[str], storage: str) -> N
     assert GRAPH_OBJECT_ID in charts, f"no optuna-dashboard chart in the study: {list(charts)}"
     chart = charts[GRAPH_OBJECT_ID]
     assert chart["layout"]["title"]["text"] == GRAPH_NAME
-    assert chart["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s)"
+    assert chart["layout"]["xaxis"]["title"]["text"] == "Cumulative Cost (s, incl. sampler time)"
     assert chart["layout"]["shapes"][0]["x0"] == 0.5  # the budget line
+    # The curve ends at the ledger's spent (the sampler's time included), not short of it.
+    spent = optuna.load_study(study_name=None, storage=storage).user_attrs["cost_spent"]
+    assert chart["data"][-1]["x"][-1] == pytest.approx(spent, rel=0.02)
+
+
+def _check_parallel(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """The overrun printed is the ledger's: spent beyond the budget."""
+    spent, budget, overrun = map(
+        float, re.findall(r"spent/budget: (\S+) s / (\S+) s \(overrun (\S+) s", proc.stdout)[0]
+    )
+    assert overrun == pytest.approx(max(spent - budget, 0.0), abs=0.011)
 
 
 # example -> a check of what it left behind, after the lines it printed
@@ -123,6 +137,22 @@ def _check_front(proc: subprocess.CompletedProcess[str], storage: str) -> None:
     assert f"Pareto front ({len(study.best_trials)} trials)" in proc.stdout
 
 
+def _check_constraints(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """The size limit is stored with each trial (by ``trial.set_constraint`` where Optuna has
+    it, else by ``constraints_func``), read by the sampler, and respected by the best trial."""
+    from optuna_costbo._optuna_compat import trial_constraints
+
+    study = optuna.load_study(study_name=None, storage=storage)
+    done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])
+    assert done
+    for trial in done:
+        limit = trial.user_attrs["size_mb"] - 20.0  # --max-mb 20
+        assert trial_constraints(trial) == pytest.approx((limit,))
+        if hasattr(optuna.trial.Trial, "set_constraint"):
+            assert trial.constraints == pytest.approx({"size_mb": limit})
+    assert study.best_trial.user_attrs["size_mb"] <= 20.0
+
+
 def _check_warm(proc: subprocess.CompletedProcess[str], storage: str) -> None:
     """Yesterday's trials are in today's study, imported: today's budget pays for today's."""
     yesterday = optuna.load_study(study_name="yesterday", storage=storage)
@@ -136,8 +166,10 @@ def _check_warm(proc: subprocess.CompletedProcess[str], storage: str) -> None:
 
 CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
     "quickstart.py": _check_quickstart,
+    "constraints.py": _check_constraints,
     "money_cost.py": _check_money,
     "multi_objective.py": _check_front,
+    "parallel_workers.py": _check_parallel,
     "warm_start.py": _check_warm,
 }
 
@@ -193,3 +225,61 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         assert line in proc.stdout, f"{name} did not print {line!r}:\n{output[-4000:]}"
     if name in CHECKS:
         CHECKS[name](proc, storage)
+
+
+def _help_entries(text: str) -> dict[str, str]:
+    """The options section of a ``--help`` text: each long option's entry, its lines joined."""
+    entries: dict[str, str] = {}
+    option = None
+    for line in text.splitlines():
+        match = re.match(r"^  (?:-\w, )?(--[\w-]+)", line)
+        if match:
+            option = match[1]
+            entries[option] = line.strip()
+        elif option and line.startswith("   "):
+            entries[option] += " " + line.strip()
+        else:
+            option = None
+    return entries
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_example_help_shows_every_default(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python examples/<name> --help``, run in this process so that the parser it builds can
+    be asked for its defaults (``parse_args([])``)."""
+    parsers: list[argparse.ArgumentParser] = []
+    parse_args = argparse.ArgumentParser.parse_args
+
+    def recording(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> object:
+        parsers.append(self)
+        return parse_args(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", recording)
+    monkeypatch.setattr(sys, "argv", [name, "--help"])
+    monkeypatch.setenv("COLUMNS", "200")  # one line an option where it fits
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    assert exit_info.value.code == 0
+    entries = _help_entries(capsys.readouterr().out)
+    (parser,) = parsers
+    defaults = vars(parse_args(parser, []))
+    assert defaults, f"{name} has no options"
+    for dest, default in defaults.items():
+        option = "--" + dest.replace("_", "-")
+        assert option in entries, f"{name} --help does not list {option}"
+        assert f"(default: {default})" in entries[option], f"{name}: {entries[option]!r}"
+
+
+def test_help_entries_are_read_option_by_option() -> None:
+    text = (
+        "options:\n  -h, --help  show this help message and exit\n"
+        "  --budget BUDGET  seconds\n      of time (default: 60.0)\n"
+        "  --seed SEED  the seed\n\nother:\n  x (default: 1)\n"
+    )
+    assert _help_entries(text) == {
+        "--help": "-h, --help  show this help message and exit",
+        "--budget": "--budget BUDGET  seconds of time (default: 60.0)",
+        "--seed": "--seed SEED  the seed",
+    }

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
+from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 import pytest
 
@@ -284,22 +285,22 @@ def test_store_ledger_does_not_leave_a_stale_spent_when_workers_interleave(
     # end as the ledger of every finished trial.
     study = optuna.create_study()
     _finished_with_cost(study, 1.0)
-    real = ledger_module.refresh_ledger
+    real = ledger_module.storage_trials
     calls = [0]
 
-    def interleaved(study_: optuna.Study, *args: object, **kwargs: object) -> object:
+    def interleaved(study_: optuna.Study) -> list[FrozenTrial]:
         calls[0] += 1
         if calls[0] == 2:
             _finished_with_cost(study_, 2.0)  # worker B, before this worker's read-back
-        out = real(study_, *args, **kwargs)  # type: ignore[arg-type]
+        out = real(study_)
         if calls[0] == 2:
             _finished_with_cost(study_, 4.0)  # worker D, after it: D stores the full ledger
-            full = real(study_, *args, **kwargs)  # type: ignore[arg-type]
+            full = ledger_module.charge_and_sum(study_, real(study_), 100.0, "cost")
             ledger_module.write_ledger(study_, full)
         return out
 
-    monkeypatch.setattr(ledger_module, "refresh_ledger", interleaved)
-    spent = ledger_module.store_ledger(study, 100.0, "cost")
+    monkeypatch.setattr(ledger_module, "storage_trials", interleaved)
+    spent, _ = ledger_module.store_ledger(study, 100.0, "cost")
     assert spent == pytest.approx(7.0)
     assert study.user_attrs[SPENT_ATTR] == pytest.approx(7.0)
     assert calls[0] >= 4  # the stale second write was followed by another read-back

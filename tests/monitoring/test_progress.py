@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import contextlib
 import io
 import logging
+from pathlib import Path
 import re
 import sys
 
@@ -247,19 +248,11 @@ def test_units_seconds_when_measured_named_when_reported() -> None:
         assert "| 2" + shown in _final_line(out.getvalue())
 
 
-# -- the hint for show_progress_bar=True ----------------------------------------------------
-
-
-class _HintingSampler(CostRolloutSampler):
-    """Calls the hint where the sampler would (see hint_cost_progress_bar)."""
-
-    def before_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        hint_cost_progress_bar(study)
-        super().before_trial(study, trial)
+# -- the hint at a budget study's start ----------------------------------------------------
 
 
 def _hints(caplog: pytest.LogCaptureFixture) -> list[str]:
-    records = {id(r): r for r in caplog.records if r.name == "optuna.costbo.progress"}
+    records = {id(r): r for r in caplog.records if r.name == "optuna.costbo.progress.hint"}
     return [r.getMessage() for r in records.values()]
 
 
@@ -273,54 +266,51 @@ def optuna_propagates() -> Iterator[None]:
         optuna.logging.disable_propagation()
 
 
-def test_show_progress_bar_without_trials_or_timeout_logs_one_hint(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, optuna_propagates: None
+def test_a_budget_study_logs_one_hint_per_study_at_info(
+    caplog: pytest.LogCaptureFixture, optuna_propagates: None
 ) -> None:
-    monkeypatch.setattr(progress, "_hinted", False)
-    caplog.set_level(logging.WARNING, logger="optuna")
-    study = optuna.create_study(sampler=_HintingSampler(budget=3.0, n_startup_trials=10))
-    # Optuna's own warning comes from optuna/progress_bar.py, and says nothing of budgets.
-    with pytest.warns(UserWarning, match="Progress bar won't be displayed"):
-        study.optimize(_scripted([1.0] * 4, [1.0] * 4), show_progress_bar=True)
-    assert len(study.trials) == 3
-    (hint,) = _hints(caplog)  # once, not once per trial
+    caplog.set_level(logging.INFO, logger="optuna")
+    study = optuna.create_study(
+        study_name="hinted", sampler=CostRolloutSampler(budget=3.0, n_startup_trials=10)
+    )
+    study.optimize(_scripted([1.0] * 4, [1.0] * 4), n_jobs=2)
+    assert len(study.trials) >= 3
+    (hint,) = _hints(caplog)  # once, not once per trial or per thread
+    assert "'hinted'" in hint and "budget of 3 is spent" in hint
     assert "callbacks=[CostProgressBar()]" in hint
     assert "from optuna_costbo.progress import CostProgressBar" in hint
-    assert not hint_cost_progress_bar(study)  # once per process
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [{"show_progress_bar": False}, {"show_progress_bar": True, "n_trials": 2}, {}],
-    ids=["no-bar-asked", "n_trials-given", "default"],
-)
-def test_no_hint_when_optunas_bar_was_not_refused(
-    kwargs: dict[str, object],
-    caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
-    optuna_propagates: None,
-) -> None:
-    monkeypatch.setattr(progress, "_hinted", False)
-    caplog.set_level(logging.WARNING, logger="optuna")
-    study = optuna.create_study(sampler=_HintingSampler(budget=2.0, n_startup_trials=10))
-    study.optimize(_scripted([1.0] * 3, [1.0] * 3), **kwargs)  # type: ignore[arg-type]
-    assert _hints(caplog) == []
-    assert not hint_cost_progress_bar(study)  # outside optimize: nothing to point at
-
-
-def test_hint_is_found_from_worker_threads(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, optuna_propagates: None
-) -> None:
-    monkeypatch.setattr(progress, "_hinted", False)
-    caplog.set_level(logging.WARNING, logger="optuna")
-    study = optuna.create_study(sampler=_HintingSampler(budget=2.0, n_startup_trials=10))
-    with pytest.warns(UserWarning, match="Progress bar won't be displayed"):
-        study.optimize(
-            lambda t: report_cost(t, 1.0) or t.suggest_float("x", 0.0, 1.0),  # type: ignore[func-returns-value]
-            n_jobs=2,
-            show_progress_bar=True,
-        )
+    (record,) = [r for r in caplog.records if r.name == "optuna.costbo.progress.hint"]
+    assert record.levelno == logging.INFO
+    # A second optimize call of the same study: already told.
+    study.optimize(_scripted([1.0] * 8, [1.0] * 8), n_trials=1)
     assert len(_hints(caplog)) == 1
+    # Another study in the same process gets its own hint.
+    other = optuna.create_study(sampler=CostRolloutSampler(budget=1.0, n_startup_trials=10))
+    other.optimize(_scripted([1.0] * 2, [1.0] * 2))
+    assert len(_hints(caplog)) == 2
+    # A study run with the bar already: nothing to point at.
+    with CostProgressBar(file=io.StringIO()) as bar:
+        barred = optuna.create_study(sampler=CostRolloutSampler(budget=1.0, n_startup_trials=10))
+        barred.optimize(_scripted([1.0] * 2, [1.0] * 2), callbacks=[bar])
+    assert len(_hints(caplog)) == 2 and bar.closed
+    assert not hint_cost_progress_bar(barred, 1.0)  # this study was seen
+
+
+def test_no_hint_without_a_budget_and_no_stack_walking(
+    caplog: pytest.LogCaptureFixture, optuna_propagates: None
+) -> None:
+    caplog.set_level(logging.INFO, logger="optuna")
+    study = optuna.create_study()
+    assert not hint_cost_progress_bar(study, float("inf"))  # a stopping rule ends it
+    assert hint_cost_progress_bar(study, 2.0)
+    assert not hint_cost_progress_bar(study, 2.0)
+    assert len(_hints(caplog)) == 1
+    # The package never inspects other threads' stacks or switches the collector off.
+    package = Path(progress.__file__).parents[1]
+    for path in package.rglob("*.py"):
+        code = path.read_text()
+        for banned in ("_current_frames", "gc.disable", "_getframe", "f_locals"):
+            assert banned not in code, f"{path.name} uses {banned}"
 
 
 def test_disabled_bar_leaves_optunas_logging_alone() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Literal
 
 import numpy as np
@@ -19,7 +20,10 @@ import pytest
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.ledger import compute_ledger
 from optuna_costbo.visualization import plot_cost_history
 from optuna_costbo.visualization._cost_history import completion_order
 from optuna_costbo.visualization._cost_history import get_cost_histories
@@ -207,20 +211,125 @@ def test_a_multi_objective_study_is_drawn_as_its_hypervolume_against_cost() -> N
     assert given.best_values[0] == pytest.approx(2.0 * 3.0)  # (3 - 1) x (2 - (-1))
 
 
-def test_the_hypervolume_plots_name_their_line_and_axis() -> None:
+def test_the_hypervolume_plots_are_titled_and_labelled_as_hypervolume() -> None:
     pytest.importorskip("plotly")
     pytest.importorskip("matplotlib")
-    from optuna_costbo.visualization.matplotlib import plot_cost_history as plot_mpl
+    pytest.importorskip("optuna_dashboard")
+    from optuna_costbo.dashboard import HYPERVOLUME_GRAPH_NAME
+    from optuna_costbo.dashboard import _figure
 
     fig = plot_cost_history(_front_study())
+    assert fig.layout.title.text == "Hypervolume Cost History Plot"
     assert fig.layout.yaxis.title.text == "Hypervolume"
-    names = [trace.name for trace in fig.data]
-    assert "Hypervolume" in names and "Best Value" not in names
-    (points,) = [trace for trace in fig.data if trace.name == "Objective Value"]
-    assert len(points.x) == 0  # a trial of several objectives has no one value to draw
-    ax = plot_mpl(_front_study())
-    assert ax.get_ylabel() == "Hypervolume"
-    assert "Hypervolume" in [line.get_label() for line in ax.get_lines()]
+    # The hypervolume line alone: no "Best Value", no empty "Objective Value" points.
+    assert [trace.name for trace in fig.data] == ["Hypervolume"]
+    assert "Hypervolume %{y:.6g}" in fig.data[0].hovertemplate
+    ax = _mpl_axes(_front_study())
+    try:
+        assert ax.get_title() == "Hypervolume Cost History Plot"
+        assert ax.get_ylabel() == "Hypervolume"
+        assert ax.get_legend_handles_labels()[1] == ["Hypervolume"]
+    finally:
+        _close(ax)
+    import plotly.graph_objects as go
+
+    chart = _figure(go, _front_study(), "cost", None, None, None, None)
+    assert chart.layout.title.text == HYPERVOLUME_GRAPH_NAME
+    assert chart.layout.yaxis.title.text == "Hypervolume"
+    # One objective keeps the best-value titles.
+    single = plot_cost_history(_crafted_study())
+    assert single.layout.title.text == "Cost History Plot"
+    assert _figure(go, _crafted_study(), "cost", None, None, None, None).layout.title.text == (
+        "Best value vs cumulative cost"
+    )
+
+
+def _sampler_timed_study(source: str) -> optuna.Study:
+    """Trials as the sampler records them: the objective's seconds in ``cost``, the sampler's
+    own in a system attr; ``source`` says whether the costs were measured or reported."""
+    study = optuna.create_study(study_name=f"sampler-timed-{source}")
+    for i, (seconds, sampler, value) in enumerate(
+        [(2.0, 0.5, 3.0), (3.0, 0.25, 1.0), (1.0, 0.0, 2.0)]
+    ):
+        start = T0 + datetime.timedelta(seconds=10 * i)
+        study.add_trial(
+            FrozenTrial(
+                number=i,
+                state=TrialState.COMPLETE,
+                value=value,
+                datetime_start=start,
+                datetime_complete=start + datetime.timedelta(seconds=seconds),
+                params={},
+                distributions={},
+                user_attrs={"cost": seconds - sampler},
+                system_attrs={SAMPLER_SECONDS_ATTR: sampler, COST_SOURCE_ATTR: source},
+                intermediate_values={},
+                trial_id=i,
+            )
+        )
+    study.set_user_attr(BUDGET_ATTR, 9.0)
+    return study
+
+
+def test_measured_costs_are_plotted_with_the_samplers_time_and_say_so() -> None:
+    pytest.importorskip("plotly")
+    measured = _sampler_timed_study("wall_clock")
+    (history,) = get_cost_histories(measured)
+    # The ledger charges the whole trial (objective 1.5 + sampler 0.5, ...), as it sums it.
+    np.testing.assert_allclose(history.cumulative_costs, [2.0, 5.0, 6.0])
+    assert history.sampler_costs is not None
+    np.testing.assert_allclose(history.sampler_costs, [0.5, 0.25, 0.0])
+    ledger = compute_ledger(measured.trials, 9.0, "cost", charge_sampler_time=True)
+    assert history.cumulative_costs[-1] == pytest.approx(ledger.spent)
+    fig = plot_cost_history(measured)
+    assert fig.layout.xaxis.title.text == "Cumulative Cost (s, incl. sampler time)"
+    points, line = fig.data
+    assert "(incl. sampler time %{customdata[2]:.3g} s)" in points.hovertemplate
+    assert [row[2] for row in points.customdata] == [0.5, 0.25, 0.0]
+    assert "incl. sampler time" in line.hovertemplate
+    ax = _mpl_axes(measured)
+    try:
+        assert ax.get_xlabel() == "Cumulative Cost (s, incl. sampler time)"
+    finally:
+        _close(ax)
+    # Reported costs: the sampler's seconds are not the user's units and are not charged.
+    reported = _sampler_timed_study("reported")
+    (history,) = get_cost_histories(reported)
+    np.testing.assert_allclose(history.cumulative_costs, [1.5, 4.25, 5.25])
+    assert history.sampler_costs is None
+    assert plot_cost_history(reported).layout.xaxis.title.text == "Cumulative Cost"
+
+
+@pytest.mark.parametrize("n_objectives", [1, 2])
+def test_the_chart_of_a_wall_clock_study_ends_at_the_ledgers_spent(n_objectives: int) -> None:
+    pytest.importorskip("plotly")
+    pytest.importorskip("optuna_dashboard")
+    import plotly.graph_objects as go
+
+    from optuna_costbo.dashboard import _figure
+
+    sampler = CostRolloutSampler(budget=1.5, n_startup_trials=3, seed=0)
+    study = optuna.create_study(sampler=sampler, directions=["minimize"] * n_objectives)
+
+    def objective(trial: optuna.Trial) -> float | tuple[float, float]:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        time.sleep(0.01 + 0.02 * x)
+        return (x - 0.3) ** 2 if n_objectives == 1 else ((x - 0.3) ** 2, x)
+
+    study.optimize(objective)
+    spent = sampler.ledger(study).spent
+    assert spent >= 1.5  # the study ran to its budget
+    objective_only = compute_ledger(study.trials, 1.5, "cost", charge_sampler_time=False)
+    assert objective_only.spent < spent  # the sampler's time is in the spent
+    line = plot_cost_history(study).data[-1]  # the best value (or hypervolume) line
+    assert line.x[-1] == pytest.approx(spent, rel=0.02)
+    ax = _mpl_axes(study)
+    try:
+        assert ax.get_lines()[0].get_xdata()[-1] == pytest.approx(spent, rel=0.02)
+    finally:
+        _close(ax)
+    chart = _figure(go, study, "cost", None, None, None, None)
+    assert chart.data[-1].x[-1] == pytest.approx(spent, rel=0.02)
 
 
 # -- plotly ---------------------------------------------------------------------------------

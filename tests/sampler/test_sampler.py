@@ -39,7 +39,8 @@ def synthetic(trial: optuna.Trial) -> float:
 
 @pytest.mark.parametrize("acquisition", ["ei", "eipu", "ei-cool"])
 def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> None:
-    sampler = CostRolloutSampler(budget=150.0, acquisition=acquisition, seed=1)
+    # Soft (the hard default stops short of the budget: tests/sampler/test_hard_budget.py).
+    sampler = CostRolloutSampler(budget=150.0, acquisition=acquisition, seed=1, overrun_risk=None)
     study = optuna.create_study(sampler=sampler)
     study.optimize(synthetic)  # neither n_trials nor timeout
 
@@ -263,8 +264,8 @@ def test_reopened_study_continues_from_the_stored_ledger(tmp_path: Path) -> None
     study.optimize(synthetic, n_trials=1)
     spent_first = sum(t.user_attrs["cost"] for t in study.trials)
 
-    again = optuna.load_study(
-        study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0)
+    again = optuna.load_study(  # soft: it runs until the budget is spent
+        study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0, overrun_risk=None)
     )
     assert again.sampler.remaining_budget(again) == pytest.approx(max(20.0 - spent_first, 0.0))  # type: ignore[attr-defined]
     again.optimize(synthetic)
@@ -359,7 +360,13 @@ def test_known_cost_function_is_charged_and_no_cost_model_is_fitted() -> None:
         calls.append(params)
         return 1.0 + 4.0 * params["x"]
 
-    sampler = CostRolloutSampler(budget=20.0, cost_fn=cost_fn, seed=0, n_startup_trials=3)
+    sampler = CostRolloutSampler(
+        budget=20.0,
+        cost_fn=cost_fn,
+        seed=0,
+        n_startup_trials=3,
+        overrun_risk=None,  # soft
+    )
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.8) ** 2)
     costs = [t.user_attrs["cost"] for t in study.trials]
@@ -379,7 +386,12 @@ def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
         return 0.1 + abs(params["x"] - start)
 
     sampler = CostRolloutSampler(
-        budget=3.0, cost_fn=moving_cost, seed=0, n_startup_trials=3, acquisition="rollout"
+        budget=3.0,
+        cost_fn=moving_cost,
+        seed=0,
+        n_startup_trials=3,
+        acquisition="rollout",
+        overrun_risk=None,  # soft: every trial runs (the hard default skips the last)
     )
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", -1.0, 1.0) - 0.7) ** 2)
@@ -557,7 +569,7 @@ def test_a_missing_dashboard_package_is_named_once_per_study(
 def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:
     # HyperbandPruner hands the sampler per-bracket study views without the optimize loop's
     # thread-local state: the budget must still end study.optimize.
-    sampler = CostRolloutSampler(budget=5.0, seed=0, n_startup_trials=2)
+    sampler = CostRolloutSampler(budget=5.0, seed=0, n_startup_trials=2, overrun_risk=None)
     pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9)
     study = optuna.create_study(sampler=sampler, pruner=pruner)
 

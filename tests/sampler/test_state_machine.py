@@ -252,6 +252,7 @@ class World:
             acquisition=acquisition,
             n_startup_trials=n_startup,
             seed=self.config["seed"] + which,
+            overrun_risk=None,  # the soft budget's rules are the ones checked below
         )
 
     def _new_storage(self) -> optuna.storages.BaseStorage:

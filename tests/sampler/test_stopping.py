@@ -166,6 +166,7 @@ def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
     from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.policy import Plan
     from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.policy import propose
     from optuna_costbo._numerics.search_space import BoxCodec
@@ -184,7 +185,7 @@ def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
     )
     for name in ("ei", "eipu", "rollout"):
         proposal = propose(
-            request, make_acquisition(name, AcquisitionOptions()), np.random.default_rng(0)
+            request, Plan(make_acquisition(name, AcquisitionOptions())), np.random.default_rng(0)
         )
         grid = np.linspace(0.0, 1.0, 20001)[:, None]
         mean, var = proposal.objective_model.predict(grid)
