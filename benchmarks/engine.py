@@ -106,8 +106,7 @@ elif kind == "sqlite":
 
 
 def _run(root: Path, kind: str, arg: dict[str, object]) -> dict[str, object]:
-    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
-    env["OPENBLAS_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
+    env = {**os.environ, "PYTHONPATH": str(root)}  # BLAS threads: capped by the preamble
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, kind, json.dumps(arg)],
         env=env,
