@@ -33,21 +33,21 @@ from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
 from optuna_costbo._optuna_compat import store_constraints
-from optuna_costbo._sampler import ChartSchedule
-from optuna_costbo._sampler import StopRule
-from optuna_costbo._sampler import Suggester
-from optuna_costbo._sampler import TrialBook
-from optuna_costbo._sampler import UserCost
-from optuna_costbo._sampler import check_distinct_choices
-from optuna_costbo._sampler import check_objectives
-from optuna_costbo._sampler import check_options
-from optuna_costbo._sampler import check_overrun_risk
-from optuna_costbo._sampler import check_stopping
-from optuna_costbo._sampler import end_if_spent
-from optuna_costbo._sampler import recommended_trial
-from optuna_costbo._sampler import record_stop
-from optuna_costbo._sampler import stop
-from optuna_costbo._sampler import stop_reason
+from optuna_costbo._sampler.chart_schedule import ChartSchedule
+from optuna_costbo._sampler.hard_budget import check_overrun_risk
+from optuna_costbo._sampler.options import check_options
+from optuna_costbo._sampler.options import check_stopping
+from optuna_costbo._sampler.recommendation import recommended_trial
+from optuna_costbo._sampler.space import check_distinct_choices
+from optuna_costbo._sampler.stopping import StopRule
+from optuna_costbo._sampler.stopping import record_stop
+from optuna_costbo._sampler.stopping import stop_reason
+from optuna_costbo._sampler.study_control import check_objectives
+from optuna_costbo._sampler.study_control import end_if_spent
+from optuna_costbo._sampler.study_control import stop
+from optuna_costbo._sampler.suggest import Suggester
+from optuna_costbo._sampler.trial_book import TrialBook
+from optuna_costbo._sampler.user_cost import UserCost
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
