@@ -60,8 +60,8 @@ _logger = get_logger(__name__)
 class CostRolloutSampler(BaseSampler):
     """Cost-aware Bayesian optimization that stops the study when its cost budget is spent.
 
-    GPs model the objective (one per objective for 2 to 4) and log(cost) after the start-up
-    trials; the ledger lives in storage, so workers sharing a study share one budget.
+    After the start-up trials, GPs model the objective (one per objective, up to 4) and
+    log(cost); the ledger lives in storage, so workers sharing a study share one budget.
 
     Example:
 
@@ -89,9 +89,9 @@ class CostRolloutSampler(BaseSampler):
             cooled as EI-cool), ``"rollout-paper"``, ``"eipu"`` (EI per unit cost),
             ``"ei-cool"`` or ``"ei"``; their EHVI forms with several objectives.
         horizon: Rollout steps (``None``: 2); read by the rollouts only.
-        cost_fn: A known cost, ``cost_fn(params)`` or ``cost_fn(params, previous_params)``,
-            finite and non-negative: used instead of a cost model, and charged when the
-            objective reports none (else the wall clock is, the sampler's own time included).
+        cost_fn: A known cost, used instead of a cost model: ``cost_fn(params)`` or
+            ``cost_fn(params, previous_params)``, charged when the objective reports none;
+            without either, a trial costs its wall-clock seconds (the sampler's included).
         cost_attr: Trial user attr holding a trial's cost: the objective may set it
             (:func:`optuna_costbo.report_cost`), else the sampler records it there.
         n_startup_trials: Quasi-random trials before the models; ``None``: ``d + 1`` (at least
@@ -196,10 +196,7 @@ class CostRolloutSampler(BaseSampler):
         return self._suggester.search_space(study, trial)
 
     def sample_relative(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        search_space: dict[str, BaseDistribution],
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         check_objectives(study, self._suggester.stop_rule is not None)
         if not search_space:

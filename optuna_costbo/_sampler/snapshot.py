@@ -291,11 +291,8 @@ def read_snapshot(
 def risk_left(risk: float, trials: Sequence[FrozenTrial], trial: FrozenTrial) -> float:
     """The study's risk less the other trials' chances (a union bound keeps the study within
     it), at least a thousandth of it so that a configuration that surely fits goes on."""
-    taken = sum(
-        float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0))
-        for t in trials
-        if t._trial_id != trial._trial_id
-    )
+    others = (t for t in trials if t._trial_id != trial._trial_id)
+    taken = sum(float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0)) for t in others)
     return max(risk - taken, risk * 1e-3)
 
 
@@ -332,7 +329,5 @@ def _stopped(trial: FrozenTrial) -> bool:
 
 def _curve(trial: FrozenTrial, sign: float) -> Curve:
     steps = sorted(trial.intermediate_values)
-    return (
-        np.array(steps, dtype=float),
-        sign * np.array([trial.intermediate_values[s] for s in steps], dtype=float),
-    )
+    values = [trial.intermediate_values[s] for s in steps]
+    return np.array(steps, dtype=float), sign * np.array(values, dtype=float)
