@@ -134,10 +134,9 @@ def _assert_same(study: Any, trials: list[FrozenTrial]) -> None:
         assert incremental == full  # every field, to the last bit
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     fresh = _SpaceOfStudy()
-    for t in complete:
-        fresh.add(t)
-    space = fresh.space()
-    assert completed_search_space(study, trials) == (space, fresh.activity(space))
+    fresh.add(trials)  # counts the COMPLETE ones
+    space, activity = fresh.space()
+    assert completed_search_space(study, trials) == (space, activity)
     # The parameters every completed trial has are Optuna's intersection search space.
     shared = {n: d for n, d in space.items() if fresh.present[n] == len(complete)}
     assert shared == intersection_search_space(complete)
