@@ -142,7 +142,7 @@ def extreme_problems() -> dict[str, Problem]:
     return {name: extreme_problem(name) for name in SPECS}
 
 
-def cost_range(costs: Sequence[float]) -> float:
+def cost_range(costs: Sequence[float] | np.ndarray) -> float:
     """The ratio of the 95th to the 5th percentile of ``costs``."""
     low, high = np.percentile(np.asarray(costs, dtype=float), [5, 95])
     return float(high / low)

@@ -83,6 +83,7 @@ def test_noise_is_a_tenth_of_the_median_random_gap() -> None:
     assert {p.name for p in noisy_ones} == {n for n in PROBLEMS if n.endswith("-noisy")}
     for p in noisy_ones:
         gap = extreme.SPECS[p.name][3]
+        assert gap is not None
         assert gap == pytest.approx(noisy.median_gap(p), rel=1e-3)
         params = p.decode(np.full(p.encoded_dim, 0.3))
         draws = [p.observe(params, None, 0, t)[0] - p.true_value(params) for t in range(400)]
