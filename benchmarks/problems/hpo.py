@@ -628,7 +628,7 @@ _MLP_SIZED_SPACE = (
 )
 EXTREME_LIVE_BUDGETS = {"mlp-digits-extreme": 6.0, "mlp-synth-extreme": 5.4}
 """Reported seconds of fit + score: 30x the mean of random configurations (issue 59's rule,
-measured on the shared 2-core machine; benchmarks/results/extreme-costs/README.md)."""
+30 random configurations on the shared 2-core machine; benchmarks/suite/README.md)."""
 
 
 def extreme_live_problems() -> dict[str, Problem]:
