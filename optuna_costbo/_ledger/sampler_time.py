@@ -1,12 +1,7 @@
 """Whether the sampler's own time counts against the budget: the one rule, used everywhere.
 
-It counts exactly when the costs are the measured wall clock (no ``cost_fn``, and the objective
-reports no cost): the budget is then the wall clock of the whole study, suggestions included.
-A cost the objective reports, or one a ``cost_fn`` gives, is in the user's units, to which the
-sampler's seconds do not belong. A study's costs are measured or not from its first priced
-trial on (:func:`.ledger.measured_costs`); before that, they are taken as measured unless there
-is a ``cost_fn``. The sampler, :class:`~optuna_costbo.CostBudgetPruner` and
-:class:`~optuna_costbo.progress.CostProgressBar` all read the rule here.
+It counts exactly when the costs are measured wall-clock time (reported and ``cost_fn`` costs
+are in the user's units); before the first priced trial, unless there is a ``cost_fn``.
 """
 
 from __future__ import annotations
@@ -19,9 +14,6 @@ from optuna.trial import FrozenTrial
 from optuna_costbo._ledger.ledger import measured_costs
 
 
-__all__ = ["SamplerTimeCharge", "charges_sampler_time"]
-
-
 def charges_sampler_time(trials: Sequence[FrozenTrial], has_cost_fn: bool = False) -> bool:
     """Whether the sampler's time counts against the budget of the study of ``trials``."""
     if has_cost_fn:
@@ -31,11 +23,7 @@ def charges_sampler_time(trials: Sequence[FrozenTrial], has_cost_fn: bool = Fals
 
 
 class SamplerTimeCharge:
-    """:func:`charges_sampler_time` per study, remembered once a priced trial decides it.
-
-    Args:
-        has_cost_fn: Whether the sampler has a ``cost_fn`` (its costs are then never measured).
-    """
+    """:func:`charges_sampler_time` per study, remembered once a priced trial decides it."""
 
     def __init__(self, has_cost_fn: bool) -> None:
         self._has_cost_fn = has_cost_fn
@@ -44,8 +32,7 @@ class SamplerTimeCharge:
     def resolve(
         self, study_id: int, trials: Callable[[], Sequence[FrozenTrial]] | Sequence[FrozenTrial]
     ) -> bool:
-        """Whether the sampler's time counts in study ``study_id``, given its trials (or a
-        function that reads them, called only while no priced trial has decided it)."""
+        """The rule in study ``study_id``; ``trials`` may be a function, called only if needed."""
         known = self._known.get(study_id)
         if known is not None:
             return known
