@@ -58,12 +58,6 @@ def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = 
     trial.set_user_attr(cost_attr, validate_cost(cost, name=f"the reported cost {cost_attr!r}"))
 
 
-def _seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float:
-    if start is None or end is None:
-        return 0.0
-    return max((end - start).total_seconds(), 0.0)
-
-
 def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
     raw = trial.user_attrs.get(cost_attr)
     if raw is None:
@@ -96,7 +90,10 @@ def objective_cost(
     end = trial.datetime_complete
     if end is None and trial.state == TrialState.RUNNING:
         end = now or datetime.datetime.now()
-    return max(_seconds(trial.datetime_start, end) - sampler_seconds(trial), 0.0)
+    start = trial.datetime_start
+    if start is None or end is None:
+        return 0.0
+    return max(max((end - start).total_seconds(), 0.0) - sampler_seconds(trial), 0.0)
 
 
 def charged_cost(

@@ -1,7 +1,7 @@
 """Whether the sampler's own time counts against the budget: the one rule, used everywhere.
 
-It counts exactly when the costs are measured wall-clock time (reported and ``cost_fn`` costs
-are in the user's units); before the first priced trial, unless there is a ``cost_fn``.
+Exactly when the costs are measured wall-clock time (reported and ``cost_fn`` costs are in the
+user's units); before the first priced trial, unless there is a ``cost_fn``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from optuna.trial import FrozenTrial
 from optuna_costbo._ledger.ledger import measured_costs
 
 
-def charges_sampler_time(trials: Sequence[FrozenTrial], has_cost_fn: bool = False) -> bool:
+def charges_sampler_time(trials: Sequence[FrozenTrial]) -> bool:
     """Whether the sampler's time counts against the budget of the study of ``trials``."""
-    if has_cost_fn:
-        return False
     measured = measured_costs(trials)
     return True if measured is None else measured
 
