@@ -222,10 +222,7 @@ def storage_trials(study: optuna.Study) -> list[FrozenTrial]:
 
 
 def refresh_ledger(
-    study: optuna.Study,
-    budget: float,
-    cost_attr: str,
-    charge_sampler_time: bool = False,
+    study: optuna.Study, budget: float, cost_attr: str, charge_sampler_time: bool = False
 ) -> Ledger:
     """The sampler's ledger of ``study`` as stored now (trials it did not start are imported)."""
     trials = storage_trials(study)
