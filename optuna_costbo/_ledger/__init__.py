@@ -20,6 +20,6 @@ from optuna_costbo._ledger.ledger import stored_budget as stored_budget
 from optuna_costbo._ledger.ledger import write_ledger as write_ledger
 from optuna_costbo._ledger.record import record_finished_trial as record_finished_trial
 from optuna_costbo._ledger.runs import mark_run as mark_run
-from optuna_costbo._ledger.sampler_time import SamplerTimeCharge as SamplerTimeCharge
-from optuna_costbo._ledger.sampler_time import charges_sampler_time as charges_sampler_time
+from optuna_costbo._ledger.units import SamplerTimeCharge as SamplerTimeCharge
+from optuna_costbo._ledger.units import charges_sampler_time as charges_sampler_time
 from optuna_costbo._ledger.units import cost_unit as cost_unit

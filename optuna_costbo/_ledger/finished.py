@@ -58,10 +58,7 @@ def per_storage(storage: Any) -> dict[Any, Any] | None:
 
 
 def finishing_trial(
-    trial: FrozenTrial,
-    state: TrialState,
-    values: Sequence[float] | None,
-    now: datetime.datetime | None = None,
+    trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
 ) -> FrozenTrial:
     """A finishing trial (still RUNNING in storage during ``after_trial``) as it will be stored."""
     return FrozenTrial(
@@ -70,7 +67,7 @@ def finishing_trial(
         value=None,
         values=list(values) if values is not None and state == TrialState.COMPLETE else None,
         datetime_start=trial.datetime_start,
-        datetime_complete=now or datetime.datetime.now(),
+        datetime_complete=datetime.datetime.now(),
         params=trial.params,
         distributions=trial.distributions,
         user_attrs=trial.user_attrs,

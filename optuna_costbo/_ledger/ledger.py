@@ -30,7 +30,6 @@ from optuna_costbo._ledger.keys import IMPORTED_TRIALS_ATTR
 from optuna_costbo._ledger.keys import OVERRUN_ATTR
 from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
-from optuna_costbo._ledger.keys import CostSource
 from optuna_costbo._ledger.runs import study_runs
 
 
@@ -118,7 +117,6 @@ class _Charges:
         self.reset(active=False)
 
     def reset(self, active: bool) -> None:
-        """Forget every trial seen."""
         self.active = active
         self.scan = FinishedScan()
         self.prefix = self.n_finished = self.n_imported = 0
@@ -286,13 +284,3 @@ def stored_budget(study: optuna.Study) -> float | None:
     """The budget a :class:`~optuna_costbo.CostRolloutSampler` stored on the study, if any."""
     value = study._storage.get_study_user_attrs(study._study_id).get(BUDGET_ATTR)
     return float(value) if isinstance(value, (int, float)) else None
-
-
-def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
-    """Whether the study's costs are measured, by its first trial with a wall-clock, reported or
-    ``cost_fn`` cost (None: no such trial yet)."""
-    for t in trials:
-        source = t.system_attrs.get(COST_SOURCE_ATTR)
-        if source in (CostSource.REPORTED, CostSource.COST_FN, CostSource.WALL_CLOCK):
-            return bool(source == CostSource.WALL_CLOCK)
-    return None

@@ -56,16 +56,15 @@ def record_finished_trial(
     if trial.system_attrs.get(SKIPPED_ATTR):
         return None
     raw = trial.user_attrs.get(cost_attr)
+    bad_report: ValueError | None = None
     if raw is not None:
         try:
             validate_cost(raw, name=f"the reported cost {cost_attr!r}")
             storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, CostSource.REPORTED.value)
             return None
         except ValueError as exc:
-            bad_report: ValueError | None = exc
+            bad_report = exc
             storage.set_trial_system_attr(trial_id, INVALID_COST_ATTR, repr(raw))
-    else:
-        bad_report = None
     failed: Exception | None = None  # what cost_fn raised
     if user_cost is not None and bad_report is None:
         previous = previous_params(storage_trials(study), trial) if user_cost.moving else None

@@ -61,7 +61,6 @@ _unreferenced: dict[tuple[int, int], Runs] = {}  # storages that cannot be weakl
 
 
 def study_runs(study: optuna.Study) -> Runs:
-    """The :class:`Runs` of ``study`` in this process."""
     cache = per_storage(study._storage)
     with _lock:
         if cache is None:

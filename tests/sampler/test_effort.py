@@ -9,8 +9,8 @@ import pytest
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
-from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
-from optuna_costbo._ledger.sampler_time import charges_sampler_time
+from optuna_costbo._ledger.units import SamplerTimeCharge
+from optuna_costbo._ledger.units import charges_sampler_time
 from optuna_costbo._numerics.request import Route
 from optuna_costbo._sampler.effort import EffortRule
 
