@@ -241,9 +241,7 @@ def write_ledger(
         (OVERRUN_ATTR, ledger.overrun),
         *(imports if ledger.n_imported else ()),
     ):
-        if not math.isfinite(value):
-            continue
-        if stored is None or stored.get(key) != value:
+        if math.isfinite(value) and (stored is None or stored.get(key) != value):
             storage.set_study_user_attr(study_id, key, value)
 
 
