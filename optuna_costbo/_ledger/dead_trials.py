@@ -1,19 +1,8 @@
-"""Trials whose worker died: charged from their start to their last sign of life.
+"""A dead worker's trial, failed later by heartbeat, charged to its last sign of life.
 
-A worker killed mid-trial never reaches ``after_trial``, so its trial carries no cost. It stays
-RUNNING until another worker's optimize loop fails it by heartbeat
-(``optuna.storages.fail_stale_trials``), and Optuna stamps its completion time then: when it
-was *noticed*, at least the grace period after the worker died, often much later. Charging
-start to completion would bill that wait.
-
-So while a trial runs in ``study.optimize`` on a storage that records heartbeats, its worker
-writes on it, at the start and then every heartbeat interval, the seconds since it started
-(trial system attr ``costbo:alive_seconds``), on its own clock, the one that stamped the
-trial's start. A failed trial without a cost is charged its last stamp: at most what it ran,
-at least that less one interval. Only Optuna's storage API is used: a running trial's system
-attrs can be set, a finished trial's cannot (Optuna refuses), and need not be: every worker
-derives the same charge from the stamp, so nothing is written after the trial failed and no
-two workers can disagree.
+NOTE: its completion is stamped when noticed, often long after death; so while it runs its
+worker stamps the seconds since its start (``costbo:alive_seconds``), and every worker derives
+the same charge from the last stamp (docs/parallel.md, 'A worker that dies').
 """
 
 from __future__ import annotations
@@ -33,12 +22,8 @@ from optuna_costbo._optuna_compat import UpdateFinishedTrialError
 from optuna_costbo._optuna_compat import in_optimize_loop
 
 
-__all__ = ["LifeStamps", "alive_seconds"]
-
-
 def alive_seconds(trial: FrozenTrial) -> float | None:
-    """A failed trial's last stamp (seconds from its start, at least the models' cost floor,
-    at most its start to completion); None for other trials and failed ones without a stamp."""
+    """A failed trial's last stamp, clipped to [cost floor, its duration]; else None."""
     stamp: Any = trial.system_attrs.get(ALIVE_ATTR)
     if trial.state != TrialState.FAIL or not is_real(stamp):
         return None
@@ -62,8 +47,7 @@ class LifeStamps:
         self.__init__()  # type: ignore[misc]
 
     def start(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        """Stamp ``trial`` while it runs, if Optuna watches it by heartbeat (an optimize loop
-        on a storage with a heartbeat interval)."""
+        """Stamp ``trial`` while it runs, if Optuna watches it by heartbeat."""
         interval = getattr(study._storage, "get_heartbeat_interval", lambda: None)()
         if not interval or trial.datetime_start is None or not in_optimize_loop(study):
             return
@@ -79,7 +63,7 @@ class LifeStamps:
         thread.start()
 
     def stop(self, trial_id: int) -> None:
-        """Stop stamping ``trial_id`` (it is finishing: its cost is about to be recorded)."""
+        """Stop stamping ``trial_id`` (it is finishing)."""
         with self._lock:
             entry = self._stops.pop(trial_id, None)
         if entry is not None:

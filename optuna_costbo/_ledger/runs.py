@@ -1,16 +1,8 @@
 """Which trials ran under the study's budget, and which were imported (``add_trial(s)``).
 
-A trial is run under the budget only if a :class:`~optuna_costbo.CostRolloutSampler` saw it
-start: ``before_trial`` writes this process's token on it (trial system attr ``costbo:run``).
-Each process registers its own random token once per study, as a study system attr key
-``costbo:runner:<token>`` (one key per process: workers never race for one value). In a study
-with a registered token, a trial without one of the study's tokens was imported: copied from
-another study (``add_trials`` copies system attrs, and trial ids of two databases can
-coincide, so neither a copied token nor a trial id can pass for a run), made with
-``create_trial``, or run by another sampler. It feeds the models and is not charged. A study
-without a registered token charges every trial, to :class:`~optuna_costbo.CostBudgetPruner` and
-:class:`~optuna_costbo.progress.CostProgressBar` used with another sampler; a
-:class:`~optuna_costbo.CostRolloutSampler`'s own ledger (``marked``) charges none of them.
+NOTE: each process registers a random token on the study (one key each: no race) and writes it
+on the trials it starts; a trial without one of the study's tokens was imported, since copied
+attrs and trial ids can coincide across databases. Without any token, every trial is charged.
 """
 
 from __future__ import annotations
@@ -27,16 +19,8 @@ from optuna_costbo._ledger.keys import RUN_ATTR
 from optuna_costbo._ledger.keys import RUNNER_ATTR_PREFIX
 
 
-__all__ = ["Runs", "mark_run", "study_runs"]
-
-
 class Runs:
-    """The tokens of one study known to this process: its own, the study's, foreign ones.
-
-    The study's tokens are read (one read of the study's system attrs) only when a trial
-    carries a token not seen before: another worker's, or one copied from another study.
-    A token is registered before any trial carries it, so one read settles it for good.
-    """
+    """The tokens of one study known to this process: its own, the study's, foreign ones."""
 
     def __init__(self) -> None:
         self.own: str | None = None
@@ -45,12 +29,13 @@ class Runs:
         self.lock = threading.Lock()
 
     def active(self, marked: bool = False) -> bool:
-        """Whether trials without a token of the study count as imported: always in a
-        sampler's own ledger (``marked``), else once the study has a registered token."""
+        """Whether untokened trials count as imported: in a sampler's own ledger, or once the
+        study has a token."""
         return marked or bool(self.valid)
 
     def learn(self, study: optuna.Study, trials: Iterable[FrozenTrial]) -> None:
-        """Settle the tokens of ``trials`` not seen before (reads the study once if any)."""
+        """Settle the tokens of ``trials`` not seen before (a token is registered before use, so
+        one read of the study settles it for good)."""
         with self.lock:
             unknown = {
                 token
@@ -76,7 +61,6 @@ _unreferenced: dict[tuple[int, int], Runs] = {}  # storages that cannot be weakl
 
 
 def study_runs(study: optuna.Study) -> Runs:
-    """The :class:`Runs` of ``study`` in this process (per storage object and study)."""
     cache = per_storage(study._storage)
     with _lock:
         if cache is None:
@@ -86,8 +70,7 @@ def study_runs(study: optuna.Study) -> Runs:
 
 
 def mark_run(study: optuna.Study, trial: FrozenTrial) -> None:
-    """Mark ``trial`` as run under the study's budget (one write; the first trial of a
-    process in a study also registers the process's token)."""
+    """Mark ``trial`` as run under the study's budget (registering this process's token once)."""
     runs = study_runs(study)
     storage = study._storage
     with runs.lock:

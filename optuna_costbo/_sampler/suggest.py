@@ -18,7 +18,7 @@ from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
 from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._ledger.ledger import charge_and_sum
-from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
+from optuna_costbo._ledger.units import SamplerTimeCharge
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy

@@ -25,10 +25,10 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
 from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.ledger import compute_ledger
-from optuna_costbo._ledger.ledger import measured_costs
 from optuna_costbo._ledger.ledger import refresh_ledger
 from optuna_costbo._ledger.ledger import storage_trials
 from optuna_costbo._ledger.runs import mark_run
+from optuna_costbo._ledger.units import measured_costs
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -250,7 +250,7 @@ def test_budget_pruner_rejects_two_pruners_and_names_wrapped_pruner_for_other_ob
 
 def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default() -> None:
     # Wall-clock costs: the sampler charges its own seconds, and so does the pruner (one rule,
-    # _ledger/sampler_time.py); with a budget between the two ledgers the pruner prunes.
+    # _ledger/units.py); with a budget between the two ledgers the pruner prunes.
     from optuna_costbo import CostRolloutSampler
 
     sampler = CostRolloutSampler(budget=1e6, n_startup_trials=2, seed=0)
