@@ -257,6 +257,7 @@ class CostRolloutSampler(BaseSampler):
         # could fail a trial that finished fine.
         with heartbeat_thread(trial._trial_id, study._storage):
             self._after_trial(study, trial, state, values)
+        self._book.close()
 
     # -- after a trial: its cost, the ledger, the chart, the stop ---------------------------
 

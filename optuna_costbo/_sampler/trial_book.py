@@ -17,7 +17,8 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 __all__ = ["TrialBook"]
 
-# NOTE: a longer gap between a thread's trials is a pause, not Optuna's per-trial overhead.
+# NOTE: a longer gap between the end of a thread's after_trial and its next trial's start is a
+# pause (between optimize calls, a slow callback), not Optuna's per-trial bookkeeping.
 MAX_GAP_SECONDS = 1.0
 
 
@@ -30,6 +31,7 @@ class TrialBook:
         self._skipped: set[int] = set()  # trial ids to cut short at their first suggestion
         self._gaps: dict[int, float] = {}  # trial id -> seconds charged beyond its sampler's
         self._marks: dict[int, datetime.datetime] = {}  # thread -> its last cost measurement
+        self._tails: dict[int, float] = {}  # thread -> seconds of after_trial after it
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -47,8 +49,9 @@ class TrialBook:
         one-time import), charged with the gap since the thread's last trial unless a pause."""
         with self._lock:
             self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
-            extra = -uncharged
-            mark = self._marks.get(threading.get_ident())
+            thread = threading.get_ident()
+            extra = self._tails.pop(thread, 0.0) - uncharged
+            mark = self._marks.get(thread)
             if mark is not None and trial.datetime_start is not None:
                 gap = (trial.datetime_start - mark).total_seconds()
                 if 0.0 < gap <= MAX_GAP_SECONDS:
@@ -78,3 +81,13 @@ class TrialBook:
             self._skipped.discard(trial_id)
             self._marks[threading.get_ident()] = measured
             return self._seconds.pop(trial_id, 0.0), self._gaps.pop(trial_id, 0.0)
+
+    def close(self) -> None:
+        """The thread's ``after_trial`` ends now: its seconds since the cost was measured are
+        charged to the thread's next trial in full, whatever the gap until it starts."""
+        now = datetime.datetime.now()
+        with self._lock:
+            mark = self._marks.get(threading.get_ident())
+            if mark is not None:
+                self._tails[threading.get_ident()] = max((now - mark).total_seconds(), 0.0)
+                self._marks[threading.get_ident()] = now
