@@ -24,8 +24,9 @@ Who uses what:
   ``dashboard_chart``), set on one sampler object, so those methods run as before;
 - ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
-  ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
-  (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
+  ``_numerics.optimize`` (:func:`maximize_acquisition`, :func:`maximize_exponent`),
+  ``_numerics.cost_model`` (``shares_objective``), ``_numerics.acquisition.strategies``
+  (``Choice``);
 - ``harness/informative_steps.py`` (the ``-informative`` and ``-betterhalf`` pruner
   variants): :func:`completed_rank_correlation`, the correlation ``CostBudgetPruner``'s check
   reads (``pruner._completed_pairs`` and ``pruner._pairs_correlation``);
@@ -63,7 +64,6 @@ NAMES: dict[str, tuple[str, str]] = {
     "Choice": ("strategies", "Choice"),
     "completed_pairs": ("pruner", "_completed_pairs"),
     "log_h_parts": ("ei", "_log_h_parts"),
-    "maximize_acquisition": ("optimize", "maximize_acquisition"),
     "pairs_correlation": ("pruner", "_pairs_correlation"),
     "shares_objective": ("cost_model", "shares_objective"),
 }
@@ -164,6 +164,28 @@ def gittins_index(sampler: Any) -> None:
     if rule is None:
         raise ValueError("the pbgi method needs value_per_cost: the index prices cost at it")
     sampler._suggester.acquisition = PandoraGittins(rule.value_per_cost)
+
+
+def maximize_acquisition(
+    fun_and_grad: Any, codec: Any, rng: Any, *, fun: Any = None, **options: Any
+) -> tuple[Any, float]:
+    """One acquisition of the points alone (``Z -> (values, grads)``) maximized by the
+    package's optimizer (``optimize.Search`` options: ``extra_starts``, ``max_evals``,
+    ``exclude``): its best legal point and value."""
+    optimize = module("optimize")
+    one = None if fun is None else (lambda Z, _: fun(Z))
+    search = optimize.Search(lambda Z, _: fun_and_grad(Z), one, codec, **options)
+    Z, values = optimize.maximize(search, rng)
+    return Z[0], float(values[0])
+
+
+def maximize_exponent(ctx: Any, exponent: float) -> tuple[Any, float]:
+    """The maximizer of ``log EI - exponent * log c`` in an acquisition context, as the
+    package's myopic acquisitions make it, and its value."""
+    Z, values = ctx.record(
+        (exponent,), *module("optimize").maximize(ctx.search((exponent,)), ctx.rng)
+    )
+    return Z[0], float(values[0])
 
 
 def cold_objective_fit(trials: Any, seed: int) -> Any:

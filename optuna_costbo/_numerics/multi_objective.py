@@ -14,7 +14,8 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.acquisition.strategies import excluded_rows
 from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import Search
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.pareto import non_dominated_mask
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
@@ -82,15 +83,16 @@ def propose_front(
         if cost.origin is not None:  # a moving cost: the cheap moves are next to the origin
             starts = np.vstack([starts, cost.origin[None]])
         max_evals = cost.max_evals
-    z, value = maximize_acquisition(
-        acq.value_and_grad,
+    search = Search(
+        lambda Z, _: acq.value_and_grad(Z),
+        lambda Z, _: acq(Z),
         request.codec,
-        rng,
         extra_starts=starts,
-        fun=acq,
         max_evals=max_evals,
         exclude=_exclusion(request, first),
     )
+    Z, values = maximize(search, rng)
+    z, value = Z[0], float(values[0])
     new_warm = dataclasses.replace(first.warm, others=tuple(m.warm for m in others))
     return Proposal(
         z=z,

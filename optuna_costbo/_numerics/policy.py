@@ -19,7 +19,8 @@ from optuna_costbo._numerics.budget_fit import budget_fit
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.models import cost_model_of
 from optuna_costbo._numerics.multi_objective import propose_front
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import Search
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.request import CostData
 from optuna_costbo._numerics.request import FitSchedule
@@ -116,7 +117,11 @@ def propose(
                 feasibility=models.feasibility,
             )
             choice = plan.acquisition.choose(ctx)
-            rate = ctx.best_log_rate() if request.rate_needed else None
+            rate = None
+            if request.rate_needed and models.cost is not None:
+                # The largest log(EI / c), from the choice's own maximization where it made one.
+                done = ctx.maximized.get(1.0)
+                rate = done[1] if done else float(maximize(ctx.search((1.0,)), rng)[1][0])
             chosen = None
             if request.rate_needed and models.best is not None:
                 # What the model expects of the chosen point, for the stopping rule's record.
@@ -146,15 +151,16 @@ def _within_budget(
         proposal.overrun_chance = 1.0 - float(fit.pf(proposal.z[None])[0])
         return proposal
     evaluated = request.evaluated
-    z, margin = maximize_acquisition(
-        lambda Z: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+    search = Search(
+        lambda Z, _: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+        lambda Z, _: fit.margin(Z)[0],
         request.codec,
-        rng,
-        fun=lambda Z: fit.margin(Z)[0],
         exclude=None
         if evaluated is None or len(evaluated) == 0
-        else (lambda Z: rows_among(Z, evaluated)),
+        else lambda Z: rows_among(Z, evaluated),
     )
+    Z, margins = maximize(search, rng)
+    z, margin = Z[0], margins[0]
     if margin >= 0.0:
         proposal.z = z
         proposal.overrun_chance = 1.0 - float(fit.pf(z[None])[0])
