@@ -18,7 +18,7 @@ Who uses what:
 - ``cheap_trials.py``: :func:`effort_counts` reads the suggester's effort counts (full and
   quick suggestions);
 - ``noise_fit.py``: :func:`cold_objective_fit`, the objective GP a suggestion without a warm
-  start fits (``_numerics.models._fit``, ``_sampler.space.SpaceBridge``);
+  start fits (``_numerics.gp.fit.fit_gp``, ``_sampler.space.SpaceBridge``);
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
   parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``,
   ``dashboard_chart``), set on one sampler object, so those methods run as before;
@@ -49,6 +49,7 @@ import numpy as np
 
 MODULES: dict[str, str] = {
     "cost_model": "optuna_costbo._numerics.cost_model",
+    "fit": "optuna_costbo._numerics.gp.fit",
     "models": "optuna_costbo._numerics.models",
     "request": "optuna_costbo._numerics.request",
     "space": "optuna_costbo._sampler.space",
@@ -196,8 +197,10 @@ def cold_objective_fit(trials: Any, seed: int) -> Any:
     request = module("request")
     floor = request.ProposalRequest.__dataclass_fields__["min_noise_var"].default
     rng = np.random.default_rng(seed)
-    model, _ = module("models")._fit(X, y, None, 0, rng, floor, request.FitSchedule())
-    return model
+    schedule = request.FitSchedule()
+    return module("fit").fit_gp(
+        X, y, rng=rng, n_restarts=3, min_noise_var=floor, max_points=schedule.max_fit_points
+    )
 
 
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:

@@ -25,6 +25,7 @@ from typing import TypeGuard
 import numpy as np
 from scipy.special import ndtr
 
+from optuna_costbo._numerics.curves import PruningStats
 from optuna_costbo._numerics.gp.model import GPModel
 
 
@@ -37,6 +38,7 @@ __all__ = [
     "KnownCost",
     "PrunedCost",
     "shares_objective",
+    "with_pruning",
 ]
 
 #: The smallest cost any model sees or returns: log(cost) stays finite and EI / cost bounded.
@@ -273,3 +275,14 @@ class PrunedCost:
             self.base.cost(Z) * np.exp(self._log_factor(Z, False)[0]), COST_FLOOR
         )
         return out
+
+
+def with_pruning(
+    cost: CostModel | None, objective: GPModel, y: np.ndarray, stats: PruningStats | None
+) -> CostModel | None:
+    """The cost model of full trials, or its expected cost under the study's pruning (y (n,):
+    the values whose quantile the pruner stops above)."""
+    if cost is None or stats is None or stats.pruned_share <= 0.0:
+        return cost
+    threshold = float(np.quantile(y, 1.0 - stats.pruned_share))
+    return PrunedCost(cost, objective, threshold, stats.pruned_share, stats.run_fraction)

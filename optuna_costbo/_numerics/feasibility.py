@@ -22,16 +22,21 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from optuna_costbo._numerics.budget_fit import BudgetFit
-from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["Feasibility", "feasible_rows", "fit_constraints", "margin", "with_completion"]
+__all__ = [
+    "CONSTRAINT_MIN_NOISE_VAR",
+    "Feasibility",
+    "feasible_rows",
+    "margin",
+    "with_completion",
+]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
-# Noise variance floor of the constraint models (standardized units): their resolution.
-_MIN_NOISE_VAR = 1e-6
+#: Noise variance floor of the constraint models (standardized units): their resolution.
+CONSTRAINT_MIN_NOISE_VAR = 1e-6
 
 
 def margin(model: GPModel) -> float:
@@ -44,7 +49,7 @@ def margin(model: GPModel) -> float:
     the last 20 of 40 trials feasible, violations of 1e-5 to 4e-4). Taken at the model's
     resolution below 0 they land inside, and the optimum is still approached to within it.
     """
-    return float(np.sqrt(_MIN_NOISE_VAR) * model.y_std)
+    return float(np.sqrt(CONSTRAINT_MIN_NOISE_VAR) * model.y_std)
 
 
 def feasible_rows(C: np.ndarray) -> np.ndarray:
@@ -123,36 +128,3 @@ class Feasibility:
         """The probability of feasibility at Z (m, D): (m,)."""
         out: np.ndarray = np.exp(self.log_pf(Z)[0])
         return out
-
-
-def fit_constraints(
-    X: np.ndarray,  # (n, D)
-    C: np.ndarray,  # (n, k), NaN where a constraint is not known
-    rng: np.random.Generator,
-    warm: Sequence[GPHyperparams | None] | None = None,
-    *,
-    restarts: bool = True,
-) -> Feasibility:
-    """A GP per constraint, each fitted to the rows where its value is known.
-
-    ``warm``: the last fits' hyperparameters, to start from; ``restarts``: add random restarts
-    (the full route) or not (a quick refit).
-    """
-    models = []
-    for i in range(C.shape[1]):
-        known = np.isfinite(C[:, i])
-        if not known.any():  # no value of it yet: it constrains nothing
-            continue
-        start = warm[i] if warm is not None and i < len(warm) else None
-        models.append(
-            fit_gp(
-                X[known],
-                C[known, i],
-                rng=rng,
-                n_restarts=3 if restarts and start is None else 0,
-                warm_start=start if start is not None and start.dim == X.shape[1] else None,
-                max_points=256,
-                min_noise_var=_MIN_NOISE_VAR,
-            )
-        )
-    return Feasibility(models)

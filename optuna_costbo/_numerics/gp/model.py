@@ -21,7 +21,14 @@ from optuna_costbo._numerics.gp.kernel import matern52_parts
 from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 
 
-__all__ = ["GPModel", "cholesky_jittered", "standardization", "validate_X", "validate_y"]
+__all__ = [
+    "GPModel",
+    "cholesky_jittered",
+    "standardization",
+    "validate_X",
+    "validate_y",
+    "with_pending",
+]
 
 # NOTE(gp): latent variances are clipped at this fraction of the signal variance: s2 - k^T K^-1 k
 # cancels near training points and may go slightly negative.
@@ -324,3 +331,20 @@ class GPModel:
         X, ys = np.vstack([self.X, x[None, :]]), np.append(self.y, y)  # (n+1, D), (n+1,)
         model._set_state(X, ys, self.y_mean, self.y_std, hyper, L, w, self._jitter)
         return model
+
+
+def with_pending(
+    model: GPModel, X_running: np.ndarray | None, y_running: np.ndarray | None = None
+) -> GPModel:
+    """``model`` conditioned on the running trials' points (r, D) at what their reports say of
+    their final values (``y_running``, (r,)) where finite, else at its own mean.
+
+    NOTE: a kriging believer: EI at a pending point drops to about zero, so parallel workers
+    do not propose the same point.
+    """
+    if X_running is not None:
+        for i, x_r in enumerate(X_running):
+            told = np.nan if y_running is None else float(y_running[i])
+            value = told if np.isfinite(told) else float(model.predict(x_r[None, :])[0][0])
+            model = model.condition_on(x_r, value)
+    return model
