@@ -1,9 +1,5 @@
 """GP posterior with fixed hyperparameters on ``[0, 1]^D``: Matern-5/2 ARD kernel, constant mean,
-Gaussian noise, outputs standardized; predictions are of the latent ``f`` in original units.
-
-NOTE(gp): small dense linear algebra: run under ``threadpoolctl.threadpool_limits(1, "blas")``
-(a multi-threaded BLAS spin-waits for cores on a loaded machine).
-"""
+Gaussian noise, outputs standardized; predictions are of the latent ``f`` in original units."""
 
 from __future__ import annotations
 
@@ -336,12 +332,9 @@ class GPModel:
 def with_pending(
     model: GPModel, X_running: np.ndarray | None, y_running: np.ndarray | None = None
 ) -> GPModel:
-    """``model`` conditioned on the running trials' points (r, D) at what their reports say of
-    their final values (``y_running``, (r,)) where finite, else at its own mean.
-
-    NOTE: a kriging believer: EI at a pending point drops to about zero, so parallel workers
-    do not propose the same point.
-    """
+    """``model`` conditioned on the running trials' points (r, D) at their reported finals
+    (``y_running``, (r,)) where finite, else at its own mean: a kriging believer, so parallel
+    workers do not propose the same point."""
     if X_running is not None:
         for i, x_r in enumerate(X_running):
             told = np.nan if y_running is None else float(y_running[i])
