@@ -40,7 +40,11 @@ _MIN_VAR = 1e-100
 
 def cool_exponent(remaining: float, budget: float) -> float:
     """EI-cool's cost exponent remaining / budget in [0, 1] (Lee et al. 2020): EI per unit cost
-    at the start, EI at the end; 1 without a budget."""
+    at the start, EI at the end; 1 without a budget.
+
+    >>> cool_exponent(25.0, 100.0), cool_exponent(5.0, float("inf"))
+    (0.25, 1.0)
+    """
     if not math.isfinite(budget):
         return 1.0
     return float(np.clip(remaining / budget, 0.0, 1.0))
