@@ -25,11 +25,8 @@ __all__ = ["front_exponent", "objective_requests", "propose_front"]
 
 
 def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
-    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"``, 1 for
-    ``"eipu"``, and the cooled ``remaining / budget`` for the others (rollouts included).
-
-    NOTE: a rollout's hypervolume form is its myopic limit, EHVI-cool (docs/multi_objective.md).
-    """
+    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``ei``, 1 for ``eipu``,
+    the cooled ``remaining / budget`` for the others (a rollout's myopic limit, EHVI-cool)."""
     if not acquisition.needs_cost:
         return 0.0
     if acquisition.name == "eipu":

@@ -181,13 +181,9 @@ def fit_gp(
     optimize: bool = True,
     condition_on: np.ndarray | None = None,  # (m,) indices
 ) -> GPModel:
-    """The GP on X (n, D), y (n,) with MAP hyperparameters: the best of L-BFGS-B runs from
-    ``warm_start`` (or a default) and ``n_restarts`` random points, within the bounds above.
-
-    ``max_points`` fits on a subset (:func:`.subsets.fit_subset`); ``optimize=False`` keeps
-    ``warm_start``'s kernel and profiles the mean again; ``fixed_noise`` holds the noise at
-    ``min_noise_var``; ``condition_on`` conditions the model on those rows only.
-    """
+    """The GP on X (n, D), y (n,) with MAP hyperparameters: the best L-BFGS-B run from
+    ``warm_start`` (or a default) and ``n_restarts`` random points; ``max_points``: fitted on a
+    subset; ``optimize=False`` keeps ``warm_start``'s kernel; ``condition_on``: those rows only."""
     X = validate_X(X, "X")
     n, D = X.shape
     if n == 0:
