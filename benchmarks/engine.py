@@ -1,8 +1,8 @@
 """The engine around the model (issue 57): four tables, this checkout beside a baseline.
 
-1. **depth**: the deepest stack of package frames at a call into scipy.optimize during one
-   model-based suggestion (the default rollout, with a constraint so every model is fitted),
-   frames and distinct files.
+1. **depth**: the most package frames, and files, on the stack at any call into scipy.optimize
+   during model-based suggestions (:data:`DEPTH_SCENARIOS`), a worker thread's counted with its
+   caller's; the deepest stack.
 2. **reads**: full reads of the trial list per trial on SQLite (Optuna's cached RDB storage's
    ``get_all_trials``), TPE beside ours.
 3. **sqlite**: ``study.optimize`` on SQLite with the study's wall clock as the budget, trials
@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 import subprocess
 import sys
+from typing import Any
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,22 +46,44 @@ def objective(trial):
     return (x - 1.0) ** 2 + y * y
 
 if kind == "depth":
-    deepest = []
+    # Every call into scipy.optimize during model-based suggestions: the package frames on the
+    # stack; in a worker thread, the calling thread's (waiting at the hand-off) and the
+    # worker's. threading.setprofile reaches the L-BFGS-B threads, all started after it.
+    import threading
+    main, on, chains = threading.get_ident(), [False], {}
+    def ours(frame):
+        return [f for f in traceback.extract_stack(frame) if f.filename.startswith(pkg)]
     def probe(frame, event, c_func):
-        hit = (event == "call" and "scipy/optimize" in frame.f_code.co_filename) or (
-            event == "c_call" and "setulb" in repr(c_func))
-        if hit:
-            ours = [f for f in traceback.extract_stack(frame) if f.filename.startswith(pkg)]
-            if len(ours) > len(deepest):
-                deepest[:] = ours
-    study = optuna.create_study(sampler=CostRolloutSampler(
-        budget=1e9, seed=0, constraints_func=lambda t: (t.params["x"] - 1.5,)))
-    study.optimize(objective, n_trials=10)
+        if on[0] and event == "call" and "scipy/optimize" in frame.f_code.co_filename:
+            chain = ours(frame)
+            if threading.get_ident() != main:
+                chain = ours(sys._current_frames()[main]) + chain
+            chains[tuple(f"{os.path.relpath(f.filename, pkg)}:{f.name}" for f in chain)] = 1
+    threading.setprofile(probe)
     sys.setprofile(probe)
-    study.optimize(objective, n_trials=2)
+    out = []
+    for scenario in arg["scenarios"]:
+        options = {"overrun_risk": None, **scenario["options"]}
+        if scenario.get("constraint"):
+            options["constraints_func"] = lambda t: (t.params["x"] - 1.5,)
+        if scenario.get("cost_fn"):
+            options["cost_fn"] = lambda params: 1.0 + params["x"] ** 2
+        objectives = scenario.get("objectives", 1)
+        study = optuna.create_study(
+            directions=["minimize"] * objectives,
+            sampler=CostRolloutSampler(budget=1e9, seed=0, **options))
+        two = lambda t: (objective(t), (t.params["x"] + 1.0) ** 2)
+        study.optimize(objective if objectives == 1 else two, n_trials=10)
+        chains.clear()
+        on[0] = True
+        study.optimize(objective if objectives == 1 else two, n_trials=2)
+        on[0] = False
+        deepest = max(chains, key=lambda c: (len(c), len({x.split(":")[0] for x in c})))
+        worst = max(chains, key=lambda c: (len({x.split(":")[0] for x in c}), len(c)))
+        out.append({"name": scenario["name"], "calls": len(chains), "stack": list(deepest),
+                    "frames": len(deepest), "files": len({x.split(":")[0] for x in worst})})
     sys.setprofile(None)
-    print(json.dumps({"frames": len(deepest), "files": len({f.filename for f in deepest}),
-                      "stack": [f"{os.path.relpath(f.filename, pkg)}:{f.name}" for f in deepest]}))
+    print(json.dumps(out))
 elif kind == "reads":
     from optuna.storages._cached_storage import _CachedStorage
     count = [0]
@@ -105,7 +128,18 @@ elif kind == "sqlite":
 """
 
 
-def _run(root: Path, kind: str, arg: dict[str, object]) -> dict[str, object]:
+DEPTH_SCENARIOS: list[dict[str, object]] = [
+    {"name": "rollout, constraint, learned cost", "options": {}, "constraint": True},
+    {"name": "rollout, cost_fn", "options": {}, "cost_fn": True},
+    {"name": "rollout, hard budget", "options": {"overrun_risk": 0.05}, "constraint": True},
+    {"name": "eipu, cost_fn", "options": {"acquisition": "eipu"}, "cost_fn": True},
+    {"name": "ei", "options": {"acquisition": "ei"}},
+    {"name": "rollout, two objectives", "options": {}, "objectives": 2},
+]
+"""The suggestions whose calls into scipy.optimize the depth table measures."""
+
+
+def _run(root: Path, kind: str, arg: dict[str, object]) -> Any:
     env = {**os.environ, "PYTHONPATH": str(root)}  # BLAS threads: capped by the preamble
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, kind, json.dumps(arg)],
@@ -115,8 +149,7 @@ def _run(root: Path, kind: str, arg: dict[str, object]) -> dict[str, object]:
         text=True,
         check=True,
     )
-    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _lines(package: Path) -> tuple[int, int]:
@@ -151,10 +184,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.baseline is not None:
         roots = {"baseline": args.baseline.resolve(), **roots}
 
-    print("| package | frames | files | deepest stack |\n|---|---|---|---|")
+    print("| package | suggestion | frames | files | deepest stack |\n|---|---|---|---|---|")
     for name, root in roots.items():
-        d = _run(root, "depth", {})
-        print(f"| {name} | {d['frames']} | {d['files']} | {' > '.join(d['stack'])} |")  # type: ignore[arg-type]
+        for d in _run(root, "depth", {"scenarios": DEPTH_SCENARIOS}):
+            stack = " > ".join(d["stack"])
+            print(f"| {name} | {d['name']} | {d['frames']} | {d['files']} | {stack} |")
 
     print("\n| package | reads per trial, TPE | reads per trial, ours |\n|---|---|---|")
     for name, root in roots.items():

@@ -18,14 +18,15 @@ Who uses what:
 - ``cheap_trials.py``: :func:`effort_counts` reads the suggester's effort counts (full and
   quick suggestions);
 - ``noise_fit.py``: :func:`cold_objective_fit`, the objective GP a suggestion without a warm
-  start fits (``_numerics.models._fit``, ``_sampler.space.SpaceBridge``);
+  start fits (``_numerics.gp.fit.fit_gp``, ``_sampler.space.SpaceBridge``);
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
   parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``,
   ``dashboard_chart``), set on one sampler object, so those methods run as before;
 - ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
-  ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
-  (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
+  ``_numerics.optimize`` (:func:`maximize_acquisition`, :func:`maximize_exponent`),
+  ``_numerics.cost_model`` (``shares_objective``), ``_numerics.acquisition.strategies``
+  (``Choice``);
 - ``harness/informative_steps.py`` (the ``-informative`` and ``-betterhalf`` pruner
   variants): :func:`completed_rank_correlation`, the correlation ``CostBudgetPruner``'s check
   reads (``pruner._completed_pairs`` and ``pruner._pairs_correlation``);
@@ -48,6 +49,7 @@ import numpy as np
 
 MODULES: dict[str, str] = {
     "cost_model": "optuna_costbo._numerics.cost_model",
+    "fit": "optuna_costbo._numerics.gp.fit",
     "models": "optuna_costbo._numerics.models",
     "request": "optuna_costbo._numerics.request",
     "space": "optuna_costbo._sampler.space",
@@ -63,7 +65,6 @@ NAMES: dict[str, tuple[str, str]] = {
     "Choice": ("strategies", "Choice"),
     "completed_pairs": ("pruner", "_completed_pairs"),
     "log_h_parts": ("ei", "_log_h_parts"),
-    "maximize_acquisition": ("optimize", "maximize_acquisition"),
     "pairs_correlation": ("pruner", "_pairs_correlation"),
     "shares_objective": ("cost_model", "shares_objective"),
 }
@@ -166,6 +167,28 @@ def gittins_index(sampler: Any) -> None:
     sampler._suggester.acquisition = PandoraGittins(rule.value_per_cost)
 
 
+def maximize_acquisition(
+    fun_and_grad: Any, codec: Any, rng: Any, *, fun: Any = None, **options: Any
+) -> tuple[Any, float]:
+    """One acquisition of the points alone (``Z -> (values, grads)``) maximized by the
+    package's optimizer (``optimize.Search`` options: ``extra_starts``, ``max_evals``,
+    ``exclude``): its best legal point and value."""
+    optimize = module("optimize")
+    one = None if fun is None else (lambda Z, _: fun(Z))
+    search = optimize.Search(lambda Z, _: fun_and_grad(Z), one, codec, **options)
+    Z, values = optimize.maximize(search, rng)
+    return Z[0], float(values[0])
+
+
+def maximize_exponent(ctx: Any, exponent: float) -> tuple[Any, float]:
+    """The maximizer of ``log EI - exponent * log c`` in an acquisition context, as the
+    package's myopic acquisitions make it, and its value."""
+    Z, values = ctx.record(
+        (exponent,), *module("optimize").maximize(ctx.search((exponent,)), ctx.rng)
+    )
+    return Z[0], float(values[0])
+
+
 def cold_objective_fit(trials: Any, seed: int) -> Any:
     """The package's GP of the (minimized) values of ``trials``, fitted as a suggestion
     without a warm start fits it: 3 restarts, the request's noise floor."""
@@ -174,8 +197,10 @@ def cold_objective_fit(trials: Any, seed: int) -> Any:
     request = module("request")
     floor = request.ProposalRequest.__dataclass_fields__["min_noise_var"].default
     rng = np.random.default_rng(seed)
-    model, _ = module("models")._fit(X, y, None, 0, rng, floor, request.FitSchedule())
-    return model
+    schedule = request.FitSchedule()
+    return module("fit").fit_gp(
+        X, y, rng=rng, n_restarts=3, min_noise_var=floor, max_points=schedule.max_fit_points
+    )
 
 
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:

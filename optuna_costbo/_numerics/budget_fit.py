@@ -1,25 +1,7 @@
-"""A hard budget: the probability that a trial's cost fits the budget left, and the rule.
-
-The paper's constraint is "the total cost does not exceed the budget" (Lee et al., UAI 2021,
-Section 3). Under a hard budget a configuration is proposed only if its cost fits the budget
-left ``tau`` (the remaining budget less what the running trials are predicted to spend) with
-probability at least ``1 - risk`` under the cost model's predictive distribution:
-
-- a GP on log cost predicts a new trial's log cost as ``N(mu(x), s2(x) + noise)``, that
-  deviation widened where the GP's leave-one-out errors say it is overconfident
-  (:func:`loo_widening`), so ``P(c(x) <= tau) = Phi((log tau - mu(x)) / s(x))`` and the
-  rule is ``mu(x) + z_{1-risk} s(x) <= log tau``;
-- a known cost (``cost_fn``) is exact: ``P = 1`` if ``c(x) <= tau``, else 0, and so is a
-  fitted one whose observed costs are all the same (a fixed price per trial);
-- under pruning the full trial's cost counts (the budget pruner stops a trial before it would
-  cross the budget).
-
-:class:`BudgetFit` has the interface of :class:`.feasibility.Feasibility` (``log_pf``), so
-every acquisition is weighted by the probability of fitting the way it is weighted by the
-probability of feasibility, and :meth:`BudgetFit.fits` is the hard rule the proposal obeys.
-
-This module imports only numpy and scipy.
-"""
+"""A hard budget (Lee et al., UAI 2021, Section 3): the probability that a trial's cost fits
+the budget left ``tau``, ``Phi((log tau - mu(x)) / s(x))`` under a GP on log cost (``s`` widened
+by its leave-one-out errors), exact for a known cost or a fixed price. :class:`BudgetFit` weighs
+acquisitions as :class:`.feasibility.Feasibility` does; :meth:`BudgetFit.fits` is the rule."""
 
 from __future__ import annotations
 
@@ -56,13 +38,8 @@ def full_trial_cost(cost: CostModel) -> CostModel:
 
 
 class BudgetFit:
-    """Whether configurations fit the budget left, under a cost model.
-
-    Args:
-        cost: The cost model (under pruning, its full-trial cost is used).
-        tau: The budget left for this trial, in cost units (may be <= 0: nothing fits).
-        risk: The largest probability of overrunning ``tau`` allowed, in (0, 1).
-    """
+    """Whether configurations fit ``tau``, the budget left, with probability at least
+    ``1 - risk`` under ``cost`` (its full trial's cost under pruning)."""
 
     def __init__(self, cost: CostModel, tau: float, risk: float) -> None:
         if not 0.0 < risk < 1.0:
@@ -164,9 +141,7 @@ class BudgetFit:
 
 def loo_widening(scores: np.ndarray, risk: float) -> float:
     """The factor (>= 1) on a predictive deviation that puts its ``1 - risk`` quantile at the
-    conformal quantile of the leave-one-out scores (n,): their ``ceil((1 - risk)(n + 1))``-th
-    smallest (the largest, where that is past n); 1 for a risk of a half or more, whose
-    quantile is not in the upper tail."""
+    conformal quantile of the leave-one-out scores (n,); 1 for a risk of a half or more."""
     z = float(ndtri(1.0 - risk))
     if z <= 0.0:
         return 1.0
@@ -177,9 +152,8 @@ def loo_widening(scores: np.ndarray, risk: float) -> float:
 
 
 def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:
-    """Under a hard budget (``request.overrun_risk``), whether a trial's cost fits what is
-    left: the remaining budget less the running trials' predicted costs; None under a soft
-    budget, or before anything predicts a cost."""
+    """Under a hard budget, the fit of the remaining budget less the running trials' predicted
+    costs; None under a soft budget or before anything predicts a cost."""
     if request.overrun_risk is None or cost is None:
         return None
     reserved = 0.0

@@ -13,24 +13,20 @@ from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.acquisition.strategies import excluded_rows
 from optuna_costbo._numerics.models import Models
-from optuna_costbo._numerics.models import build_models
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import Search
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.pareto import non_dominated_mask
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
-from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
 
 
-__all__ = ["front_exponent", "propose_front"]
+__all__ = ["front_exponent", "objective_requests", "propose_front"]
 
 
 def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
-    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"``, 1 for
-    ``"eipu"``, and the cooled ``remaining / budget`` for the others (rollouts included).
-
-    NOTE: a rollout's hypervolume form is its myopic limit, EHVI-cool (docs/multi_objective.md).
-    """
+    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``ei``, 1 for ``eipu``,
+    the cooled ``remaining / budget`` for the others (a rollout's myopic limit, EHVI-cool)."""
     if not acquisition.needs_cost:
         return 0.0
     if acquisition.name == "eipu":
@@ -38,28 +34,29 @@ def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: f
     return cool_exponent(remaining, budget)
 
 
-def propose_front(
-    request: ProposalRequest,
-    rng: np.random.Generator,
-    *,
-    exponent: float,
-    needs_cost: bool,
-    route: Route,
-) -> Proposal:
-    """The proposal for a request with ``Y`` (n, m), carrying the first objective's models."""
+def objective_requests(request: ProposalRequest) -> list[ProposalRequest]:
+    """The request of each objective of ``request.Y`` (n, m): the first carries the cost and the
+    constraints, the others their values and warm starts alone."""
     assert request.Y is not None
-    Y = request.Y  # (n, m)
-    warm = request.warm or WarmStart()
-    first = build_models(
-        dataclasses.replace(request, y=Y[:, 0], Y=None), rng, needs_cost=needs_cost, route=route
-    )
-    others = [
-        build_models(
-            _other_objective(request, Y[:, j], warm, j), rng, needs_cost=False, route=route
+    Y, warm = request.Y, request.warm or WarmStart()
+    return [dataclasses.replace(request, y=Y[:, 0], Y=None)] + [
+        dataclasses.replace(
+            request,
+            y=Y[:, j],
+            Y=None,
+            warm=warm.others[j - 1] if len(warm.others) >= j else WarmStart(),
+            constraints=None,
         )
         for j in range(1, Y.shape[1])
     ]
-    models = [first, *others]
+
+
+def propose_front(
+    request: ProposalRequest, models: list[Models], rng: np.random.Generator, *, exponent: float
+) -> Proposal:
+    """The proposal for a request with ``Y`` (n, m), from each objective's models, carrying the
+    first objective's."""
+    first, others = models[0], models[1:]
     Y_fit = np.stack([m.y for m in models], axis=1)  # (n, m), infinities replaced
     feasible = np.ones(len(Y_fit), dtype=bool) if first.feasible is None else first.feasible
     observed = Y_fit[feasible]  # (k, m)
@@ -82,15 +79,16 @@ def propose_front(
         if cost.origin is not None:  # a moving cost: the cheap moves are next to the origin
             starts = np.vstack([starts, cost.origin[None]])
         max_evals = cost.max_evals
-    z, value = maximize_acquisition(
-        acq.value_and_grad,
+    search = Search(
+        lambda Z, _: acq.value_and_grad(Z),
+        lambda Z, _: acq(Z),
         request.codec,
-        rng,
         extra_starts=starts,
-        fun=acq,
         max_evals=max_evals,
         exclude=_exclusion(request, first),
     )
+    Z, values = maximize(search, rng)
+    z, value = Z[0], float(values[0])
     new_warm = dataclasses.replace(first.warm, others=tuple(m.warm for m in others))
     return Proposal(
         z=z,
@@ -101,19 +99,6 @@ def propose_front(
         fitted=first.fitted,
         cost_data=request.cost_data,
         observed=(first.X, first.y),
-    )
-
-
-def _other_objective(
-    request: ProposalRequest, y: np.ndarray, warm: WarmStart, j: int
-) -> ProposalRequest:
-    """The request of objective ``j`` >= 1: its values and warm start, no constraints."""
-    return dataclasses.replace(
-        request,
-        y=y,
-        Y=None,
-        warm=warm.others[j - 1] if len(warm.others) >= j else WarmStart(),
-        constraints=None,
     )
 
 

@@ -15,11 +15,15 @@ from threadpoolctl import ThreadpoolController
 from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
+from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.budget_fit import budget_fit
+from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.models import cost_model_of
+from optuna_costbo._numerics.multi_objective import objective_requests
 from optuna_costbo._numerics.multi_objective import propose_front
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import Search
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.request import CostData
 from optuna_costbo._numerics.request import FitSchedule
@@ -90,40 +94,52 @@ def propose(
     whose fits are kept when the data are the same."""
     # NOTE: the matrices are small; multi-threaded BLAS only adds thread start-up and spinning.
     with _threadpools().limit(limits=1, user_api="blas"):
-        if request.Y is not None:
-            proposal = propose_front(
-                request,
-                rng,
-                exponent=plan.front_exponent,
-                needs_cost=plan.needs_cost,
-                route=plan.route,
+        route = plan.route
+        if request.Y is not None:  # several objectives: a model of each, the first's costs
+            front: list[Models] = []
+            for one in objective_requests(request):
+                needs_cost = plan.needs_cost and not front
+                front.append(build_models(one, rng, needs_cost=needs_cost, route=route))
+            models = front[0]
+            proposal = propose_front(request, front, rng, exponent=plan.front_exponent)
+            return _within_budget(proposal, request, models.budget_fit, rng)
+        models = build_models(
+            request,
+            rng,
+            needs_cost=plan.needs_cost,
+            route=route,
+            reuse=None if route.quick else reuse,
+        )
+        if route.quick:
+            proposal = quick_propose(
+                request, rng, needs_cost=plan.needs_cost, route=route, models=models
             )
-        elif plan.route.quick:
-            proposal = quick_propose(request, rng, needs_cost=plan.needs_cost, route=plan.route)
-        else:
-            models = build_models(request, rng, needs_cost=plan.needs_cost, reuse=reuse)
-            ctx = AcquisitionContext(
-                codec=request.codec,
-                model=models.model,
-                best=models.best,
-                cost=models.cost,
-                rng=rng,
-                remaining=request.remaining,
-                budget=request.budget,
-                starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
-                X_running=request.X_running,
-                evaluated=request.evaluated,
-                feasibility=models.feasibility,
-            )
-            choice = plan.acquisition.choose(ctx)
-            rate = ctx.best_log_rate() if request.rate_needed else None
-            chosen = None
-            if request.rate_needed and models.best is not None:
-                # What the model expects of the chosen point, for the stopping rule's record.
-                mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
-                chosen = float(log_ei(mean, var, models.best)[0])
-            proposal = models.proposal(choice, request, rate, chosen)
-        return _within_budget(proposal, request, rng)
+            return _within_budget(proposal, request, models.budget_fit, rng)
+        ctx = AcquisitionContext(
+            codec=request.codec,
+            model=models.model,
+            best=models.best,
+            cost=models.cost,
+            rng=rng,
+            remaining=request.remaining,
+            budget=request.budget,
+            starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
+            X_running=request.X_running,
+            evaluated=request.evaluated,
+            feasibility=models.feasibility,
+        )
+        choice = plan.acquisition.choose(ctx)
+        rate = chosen = None
+        if request.rate_needed and models.cost is not None:
+            # The largest log(EI / c), from the choice's own maximization where it made one.
+            done = ctx.maximized.get(1.0)
+            rate = done[1] if done else float(maximize(ctx.search((1.0,)), rng)[1][0])
+        if request.rate_needed and models.best is not None:
+            # What the model expects of the chosen point, for the stopping rule's record.
+            mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
+            chosen = float(log_ei(mean, var, models.best)[0])
+        proposal = models.proposal(choice, request, rate, chosen)
+        return _within_budget(proposal, request, models.budget_fit, rng)
 
 
 def cost_known(request: ProposalRequest) -> bool:
@@ -133,28 +149,27 @@ def cost_known(request: ProposalRequest) -> bool:
 
 
 def _within_budget(
-    proposal: Proposal, request: ProposalRequest, rng: np.random.Generator
+    proposal: Proposal, request: ProposalRequest, fit: BudgetFit | None, rng: np.random.Generator
 ) -> Proposal:
-    """Under a hard budget, ``proposal`` if its point fits the budget left; else the point
-    that fits best (the cheapest by the cost's quantile) if it fits; else ``proposal`` marked
-    ``over_budget``: no configuration fits, and the study is to stop."""
-    cost = proposal.cost_model
-    fit = None if cost is None else budget_fit(request, cost)
+    """Under a hard budget (``fit``), ``proposal`` if its point fits the budget left; else the
+    point that fits best (the cheapest by the cost's quantile) if it fits; else ``proposal``
+    marked ``over_budget``: no configuration fits, and the study is to stop."""
     if fit is None:
         return proposal
     if fit.fits(proposal.z[None])[0]:
         proposal.overrun_chance = 1.0 - float(fit.pf(proposal.z[None])[0])
         return proposal
     evaluated = request.evaluated
-    z, margin = maximize_acquisition(
-        lambda Z: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+    search = Search(
+        lambda Z, _: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+        lambda Z, _: fit.margin(Z)[0],
         request.codec,
-        rng,
-        fun=lambda Z: fit.margin(Z)[0],
         exclude=None
         if evaluated is None or len(evaluated) == 0
-        else (lambda Z: rows_among(Z, evaluated)),
+        else lambda Z: rows_among(Z, evaluated),
     )
+    Z, margins = maximize(search, rng)
+    z, margin = Z[0], margins[0]
     if margin >= 0.0:
         proposal.z = z
         proposal.overrun_chance = 1.0 - float(fit.pf(z[None])[0])

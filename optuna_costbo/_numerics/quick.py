@@ -8,6 +8,7 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import Choice
+from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
@@ -46,10 +47,11 @@ def quick_propose(
     *,
     needs_cost: bool,
     route: Route = QUICK,
+    models: Models | None = None,
 ) -> Proposal:
     """A proposal from the last hyperparameters and one batched look at a candidate set
     (log EI without a cost model); ``warm`` changes only if the objective model was fitted."""
-    models = build_models(request, rng, needs_cost=needs_cost, route=route)
+    models = models or build_models(request, rng, needs_cost=needs_cost, route=route)
     cost, y = models.cost, models.y
     alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
     acq = LogEIPerCost(models.model, models.best, feasibility=models.feasibility)

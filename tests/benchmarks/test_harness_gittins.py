@@ -18,8 +18,8 @@ from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
-from optuna_costbo._numerics.feasibility import fit_constraints
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.models import fit_constraints
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import NumericParam
 

@@ -14,8 +14,8 @@ from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
 from optuna_costbo._numerics.acquisition.rollout_values import rollout_values
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.feasibility import feasible_rows
-from optuna_costbo._numerics.feasibility import fit_constraints
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.models import fit_constraints
 
 
 def _feasibility() -> tuple[Feasibility, np.ndarray]:

@@ -469,7 +469,7 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
     # f rewards eta close to 1 and depth close to 12 strongly, but only a tree booster asks
     # them; a linear booster is best overall. The maximizer must be the legal linear point
     # (tree knobs at the fill), with f evaluated there, and match a brute-force search.
-    from optuna_costbo._numerics.optimize import maximize_acquisition
+    from _maximize import maximize_one
 
     codec = _conditional_codec()
     target = codec.encode(np.array([[0, np.nan, np.nan, np.nan, np.nan, 0.7]]))[0]
@@ -481,7 +481,7 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
         values = -(diff**2).sum(axis=1) + 0.1 * (Z @ np.where(w < 0, 1.0, 0.0))
         return values, -2 * diff + 0.1 * np.where(w < 0, 1.0, 0.0)
 
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(f, codec, np.random.default_rng(0))
     np.testing.assert_array_equal(codec.project(z[None])[0], z)
     assert value == pytest.approx(float(f(z[None])[0][0]))
     brute = codec.random_points(20000, np.random.default_rng(1))

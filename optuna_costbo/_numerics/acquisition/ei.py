@@ -40,7 +40,11 @@ _MIN_VAR = 1e-100
 
 def cool_exponent(remaining: float, budget: float) -> float:
     """EI-cool's cost exponent remaining / budget in [0, 1] (Lee et al. 2020): EI per unit cost
-    at the start, EI at the end; 1 without a budget."""
+    at the start, EI at the end; 1 without a budget.
+
+    >>> cool_exponent(25.0, 100.0), cool_exponent(5.0, float("inf"))
+    (0.25, 1.0)
+    """
     if not math.isfinite(budget):
         return 1.0
     return float(np.clip(remaining / budget, 0.0, 1.0))
@@ -165,26 +169,8 @@ class LogCostModel(Protocol):
 
 class LogEIPerCost:
     """``log EI(x) [+ log PF(x)] - cost_exponent * log c(x)`` at box points: log EI (exponent
-    0), EI per unit cost (1) or EI-cool (remaining / budget); ``best=None``: PF alone.
-
-    An array of exponents (m,) gives each row of the points its own (:meth:`for_rows`).
-
-    Example:
-        >>> import numpy as np
-        >>> class Model:
-        ...     def predict(self, Xq, return_grad=False):
-        ...         mean, var = Xq.sum(axis=1), np.ones(len(Xq))
-        ...         return (mean, var) if not return_grad else (mean, var, 1 + 0 * Xq, 0 * Xq)
-        >>> class LogCost:
-        ...     def log_cost(self, Z):
-        ...         return Z[:, 0]
-        ...     def log_cost_and_grad(self, Z):
-        ...         return Z[:, 0], np.eye(Z.shape[1])[[0] * len(Z)]
-        >>> acq = LogEIPerCost(Model(), best=0.0, cost_model=LogCost(), cost_exponent=1.0)
-        >>> values, grads = acq.value_and_grad(np.array([[0.1, 0.2], [0.5, 0.5]]))
-        >>> values.shape, grads.shape
-        ((2,), (2, 2))
-    """
+    0), EI per unit cost (1) or EI-cool (remaining / budget); ``best=None``: PF alone. An array of
+    exponents (m,) gives each row of the points its own (:meth:`for_rows`)."""
 
     def __init__(
         self,

@@ -22,8 +22,11 @@ from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
-from optuna_costbo._numerics.lbfgsb import local_maximize
+from optuna_costbo._numerics.optimize import clean
 from optuna_costbo._numerics.optimize import default_n_candidates
+from optuna_costbo._numerics.optimize import lbfgsb_runs
+from optuna_costbo._numerics.optimize import maximize
+from optuna_costbo._numerics.optimize import on_active
 from optuna_costbo._numerics.search_space import BoxCodec
 
 
@@ -62,24 +65,24 @@ class _RolloutOptions:
     screening: Screening = Screening()
     draws: Draws = qmc_normals
 
-    def _roll_out(
-        self,
-        ctx: AcquisitionContext,
-        exponents: tuple[float, ...],
-        *,
-        rate: bool,
-        last_overruns: bool,
-        cost_exponent: float,
-    ) -> Choice:
-        """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each of ``exponents``,
-        with the budget left after the running trials."""
+    def settings(self, ctx: AcquisitionContext) -> tuple[tuple[float, ...], bool, bool, float]:
+        """The exponents whose maximizers seed the first actions, ``rate``, ``last_overruns``
+        and the cost exponent (:func:`.rollout_values.rollout_values`)."""
+        raise NotImplementedError
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each exponent, with the
+        budget left after the running trials."""
         assert ctx.cost is not None
+        exponents, rate, last_overruns, cost_exponent = self.settings(ctx)
         if ctx.best is None:
             # NOTE: nothing feasible yet: the most probably feasible point per unit cost first
             # (as Optuna's GPSampler).
-            return Choice(*ctx.maximize(cost_exponent))
+            e = (cost_exponent,)
+            Z, values = ctx.record(e, *maximize(ctx.search(e), ctx.rng))
+            return Choice(Z[0], float(values[0]))
         pool = ctx.screen(max(self.screening.n_pool, default_n_candidates(ctx.codec.dim)))
-        seeds, _ = ctx.maximize_each(exponents, pool)  # (s, D)
+        seeds, _ = ctx.record(exponents, *maximize(ctx.search(exponents, pool)))  # (s, D)
         return rollout_choice(
             ctx.model, ctx.codec, ctx.rng, ctx.best, ctx.remaining - ctx.reserved(), seeds,
             ctx.cost, pool, horizon=self.horizon, rate=rate, last_overruns=last_overruns,
@@ -98,8 +101,8 @@ class PaperRollout(_RolloutOptions):
     def from_options(cls, options: AcquisitionOptions) -> PaperRollout:
         return cls(options.horizon)
 
-    def choose(self, ctx: AcquisitionContext) -> Choice:
-        return self._roll_out(ctx, (0.0, 1.0), rate=False, last_overruns=False, cost_exponent=1.0)
+    def settings(self, ctx: AcquisitionContext) -> tuple[tuple[float, ...], bool, bool, float]:
+        return (0.0, 1.0), False, False, 1.0
 
 
 @dataclass(frozen=True)
@@ -113,13 +116,10 @@ class Rollout(_RolloutOptions):
     def from_options(cls, options: AcquisitionOptions) -> Rollout:
         return cls(options.horizon)
 
-    def choose(self, ctx: AcquisitionContext) -> Choice:
+    def settings(self, ctx: AcquisitionContext) -> tuple[tuple[float, ...], bool, bool, float]:
         alpha = cool_exponent(ctx.remaining, ctx.budget)
         # Under a hard budget a step of a trajectory starts only where the budget left covers it.
-        return self._roll_out(
-            ctx, (0.0, 1.0, alpha), rate=True, last_overruns=ctx.budget_fit is None,
-            cost_exponent=alpha,
-        )  # fmt: skip
+        return (0.0, 1.0, alpha), True, ctx.budget_fit is None, alpha
 
 
 def rollout_choice(
@@ -198,8 +198,19 @@ def rollout_choice(
         def polish(Z: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return every.for_rows(runs).value_and_grad(Z)  # each row under its run's exponent
 
-        starts = np.tile(first[top], (len(exponents), 1))  # (R, D)
-        polished, _ = local_maximize(polish, codec, starts, screening.refine_radius, _POLISH_EVALS)
+        # Each start polished within a box of half-width refine_radius, its continuous columns
+        # only; a polished point is kept where, made legal, it is better.
+        starts = codec.project(np.tile(first[top], (len(exponents), 1)))  # (R, D)
+        fg, _ = on_active(codec, polish, lambda Z, runs: polish(Z, runs)[0])
+        runs = np.arange(len(starts))  # (R,)
+        start_v = clean(fg(starts, runs)[0])  # (R,)
+        polished, cols = starts, codec.continuous_columns
+        if len(cols) and len(starts):
+            r = screening.refine_radius
+            box = np.clip(np.stack([starts[:, cols] - r, starts[:, cols] + r], axis=-1), 0.0, 1.0)
+            moved = codec.project(lbfgsb_runs(fg, starts, start_v, cols, box, _POLISH_EVALS)[0])
+            better = clean(fg(moved, runs)[0]) > start_v  # (R,)
+            polished = np.where(better[:, None], moved, starts)
         again = np.unique(np.vstack([first[top], polished]), axis=0)  # (B2, D)
         score = score_of(again)
         if rate:

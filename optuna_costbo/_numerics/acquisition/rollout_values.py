@@ -201,15 +201,9 @@ def _base_policy(
     feasible: np.ndarray | None = None,  # (P,) probability of feasibility, or None
     spare_m: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The base policy's step in every trajectory: the index j (B, N) of the affordable point
-    with the largest EI (times PF; per unit cost with ``cost``), 0 where none is, and that EI
-    (times PF) at j (B, N); exactly the argmax over all P points. ``spare_m``: m may be
-    overwritten.
-
-    NOTE: EI = s h(z) <= s (max(z, 0) + phi(z) / (1 + z^2)) (a Mills-ratio bound) needs no
-    Phi, whose erfc is most of EI's time: Phi is evaluated only where the bound reaches the
-    exact EI of the point with the largest bound.
-    """
+    """The base policy's step in every trajectory: the index j (B, N) of the affordable point of
+    largest EI (times PF; per unit cost with ``cost``), 0 where none is, and that EI at j (B, N).
+    NOTE: a Mills-ratio bound on EI needs no Phi (erfc); Phi only where it reaches the best."""
     # The (B, N, P) arrays are formed in place (page faults cost more than the arithmetic).
     sigma = np.sqrt(np.maximum(v, _TINY_VAR))  # (B, N or 1, P)
     # (B, N, P); with spare_m in m's memory (the last step's means are not needed after it)

@@ -20,9 +20,9 @@ from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
+from optuna_costbo._numerics.optimize import Search
 from optuna_costbo._numerics.optimize import default_n_candidates
-from optuna_costbo._numerics.optimize import maximize_acquisition
-from optuna_costbo._numerics.optimize import maximize_each
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import rows_among
 
@@ -110,52 +110,19 @@ class AcquisitionContext:
         # neither the screen nor the best points lead.
         return np.vstack([self.starts, cost.origin[None]]), cost.max_evals
 
-    def maximize(
-        self, cost_exponent: float, screened: Screen | None = None
-    ) -> tuple[np.ndarray, float]:
-        """Maximize ``log EI - cost_exponent * log c`` over the legal points: ``(z (D,), value)``,
-        from ``screened`` if given (a screen shared by several maximizations)."""
-        uses_cost = cost_exponent != 0.0 and self.cost is not None
-        acq = LogEIPerCost(
-            self.model,
-            self.best,
-            cost_model=self.cost if uses_cost else None,
-            cost_exponent=cost_exponent if uses_cost else 0.0,
-            feasibility=self.feasibility,
-        )
-        extra, max_evals = self._starts_and_cap(self.cost if uses_cost else None)
-        self.maximized[cost_exponent] = out = maximize_acquisition(
-            acq.value_and_grad,
-            self.codec,
-            self.rng,
-            extra_starts=extra,
-            fun=acq,
-            max_evals=max_evals,
-            exclude=self._exclusion(),
-            screened=None
-            if screened is None
-            else (screened.points, screened.values(cost_exponent if uses_cost else 0.0)),
-        )
-        return out
-
-    def maximize_each(
-        self, cost_exponents: Sequence[float], screened: Screen
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`maximize` for each exponent (K,) from one screen, in one batch of L-BFGS-B runs:
-        maximizers (K, D) and values (K,); every run starts from the cost's origin, if any."""
+    def search(self, cost_exponents: Sequence[float], screened: Screen | None = None) -> Search:
+        """The maximization of ``log EI - e * log c`` for each exponent (K,), from ``screened``
+        if given (a screen shared by several maximizations), else from a Latin hypercube."""
         uses_cost = self.cost is not None and any(e != 0.0 for e in cost_exponents)
         asked = np.array([e if uses_cost else 0.0 for e in cost_exponents])  # (K,)
         # Exponents within EXPONENT_TOL are one maximization (EI-cool's alpha is 1 without a
         # budget, where it is EIpu): (U,) distinct, and the index of each asked one.
         exps, row_of = _distinct(asked)
         cost = self.cost if uses_cost else None
+        feasibility = self.feasibility
         every = LogEIPerCost(
-            self.model,
-            self.best,
-            cost_model=cost,
-            cost_exponent=exps,  # (U,), checked once
-            feasibility=self.feasibility,
-        )
+            self.model, self.best, cost_model=cost, cost_exponent=exps, feasibility=feasibility
+        )  # (U,) exponents, checked once
 
         def fun_and_grad(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return every.for_rows(which).value_and_grad(Z)  # which (m,): each row's exponent
@@ -164,28 +131,21 @@ class AcquisitionContext:
             return every.for_rows(which)(Z)
 
         extra, max_evals = self._starts_and_cap(cost)
-        values = np.stack([screened.values(e) for e in exps], axis=1)  # (M, U)
-        Z, best_values = maximize_each(
-            fun_and_grad,
-            fun,
-            self.codec,
-            (screened.points, values),
-            extra_starts=extra,
-            max_evals=max_evals,
-            exclude=self._exclusion(),
-        )  # (U, D), (U,)
-        Z, best_values = Z[row_of], best_values[row_of]  # (K, D), (K,)
-        for k, e in enumerate(asked):
-            self.maximized[float(e)] = (Z[k], float(best_values[k]))
-        return Z, best_values
+        shared = None  # (M, D), (M, U)
+        if screened is not None:
+            shared = (screened.points, np.stack([screened.values(e) for e in exps], axis=1))
+        return Search(
+            fun_and_grad, fun, self.codec, screened=shared,
+            extra_starts=extra, max_evals=max_evals, exclude=self._exclusion(), rows=row_of,
+        )  # fmt: skip
 
-    def best_log_rate(self) -> float | None:
-        """The largest log(EI / c) over the legal points (None without a cost model), reusing a
-        maximization the strategy already made."""
-        if self.cost is None:
-            return None
-        done = self.maximized.get(1.0)
-        return float(done[1]) if done is not None else float(self.maximize(1.0)[1])
+    def record(
+        self, cost_exponents: Sequence[float], Z: np.ndarray, values: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The maximizers Z (K, D) and values (K,) of :meth:`search`, kept for the rate."""
+        for k, e in enumerate(cost_exponents):
+            self.maximized[float(e)] = (Z[k], float(values[k]))
+        return Z, values
 
 
 def excluded_rows(
@@ -212,49 +172,52 @@ class AcquisitionStrategy(Protocol):
     def choose(self, ctx: AcquisitionContext) -> Choice: ...
 
 
-class EI:
+class _Myopic:
+    """A one-step acquisition: ``log EI - e * log c`` maximized, ``e`` of its choosing."""
+
+    name: ClassVar[str]
+    needs_cost: ClassVar[bool] = True
+    uses_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_options(cls, options: AcquisitionOptions) -> _Myopic:
+        return cls()
+
+    def exponent(self, ctx: AcquisitionContext) -> float:
+        raise NotImplementedError
+
+    def choose(self, ctx: AcquisitionContext) -> Choice:
+        e = (self.exponent(ctx),)
+        Z, values = ctx.record(e, *maximize(ctx.search(e), ctx.rng))
+        return Choice(Z[0], float(values[0]))
+
+
+class EI(_Myopic):
     """Expected improvement, maximized as log EI; ignores cost."""
 
     name: ClassVar[str] = "ei"
     needs_cost: ClassVar[bool] = False
-    uses_options: ClassVar[tuple[str, ...]] = ()
 
-    @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> EI:
-        return cls()
-
-    def choose(self, ctx: AcquisitionContext) -> Choice:
-        return Choice(*ctx.maximize(0.0))
+    def exponent(self, ctx: AcquisitionContext) -> float:
+        return 0.0
 
 
-class EIPerCost:
+class EIPerCost(_Myopic):
     """EI per unit predicted cost, maximized as log EI - log c."""
 
     name: ClassVar[str] = "eipu"
-    needs_cost: ClassVar[bool] = True
-    uses_options: ClassVar[tuple[str, ...]] = ()
 
-    @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> EIPerCost:
-        return cls()
-
-    def choose(self, ctx: AcquisitionContext) -> Choice:
-        return Choice(*ctx.maximize(1.0))
+    def exponent(self, ctx: AcquisitionContext) -> float:
+        return 1.0
 
 
-class EICool:
+class EICool(_Myopic):
     """EI / c^alpha, alpha = remaining / total budget (EI-cool, Lee et al. 2020)."""
 
     name: ClassVar[str] = "ei-cool"
-    needs_cost: ClassVar[bool] = True
-    uses_options: ClassVar[tuple[str, ...]] = ()
 
-    @classmethod
-    def from_options(cls, options: AcquisitionOptions) -> EICool:
-        return cls()
-
-    def choose(self, ctx: AcquisitionContext) -> Choice:
-        return Choice(*ctx.maximize(cool_exponent(ctx.remaining, ctx.budget)))
+    def exponent(self, ctx: AcquisitionContext) -> float:
+        return cool_exponent(ctx.remaining, ctx.budget)
 
 
 def _distinct(exponents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import lapack
+from scipy.optimize import fmin_l_bfgs_b
 
 from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
@@ -21,7 +22,6 @@ from optuna_costbo._numerics.gp.prior import MEAN_PRIOR_VAR
 from optuna_costbo._numerics.gp.prior import LogPrior
 from optuna_costbo._numerics.gp.prior import log_prior
 from optuna_costbo._numerics.gp.subsets import fit_subset
-from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
 
 
 __all__ = ["LENGTHSCALE_BOUNDS", "NOISE_VAR_MAX", "SIGNAL_VAR_BOUNDS", "fit_gp"]
@@ -33,8 +33,9 @@ SIGNAL_VAR_BOUNDS: tuple[float, float] = (1e-3, 1e3)
 NOISE_VAR_MAX: float = 10.0
 # NOTE(gp): hyperparameters matter to a few percent for the acquisition: gtol 1e-3 (Optuna
 # uses 1e-2) instead of scipy's 1e-5; a warm start also stops once an iteration gains < 1e-4.
-_LBFGS_OPTIONS: dict[str, Any] = {"gtol": 1e-3, "max_iter": 200}
-_WARM_LBFGS_OPTIONS: dict[str, Any] = {**_LBFGS_OPTIONS, "ftol": 1e-4}
+_EPS = float(np.finfo(float).eps)  # scipy's factr is ftol / eps
+_LBFGS: dict[str, Any] = {"factr": 2.2204460492503131e-09 / _EPS, "pgtol": 1e-3, "maxiter": 200}
+_WARM_LBFGS: dict[str, Any] = {**_LBFGS, "factr": 1e-4 / _EPS}
 
 
 def _sq_diffs(X: np.ndarray) -> np.ndarray:
@@ -153,36 +154,18 @@ def _initial_points(
     return [np.clip(s, bounds[:, 0], bounds[:, 1]) for s in starts]
 
 
-def _lbfgsb_fit(
-    starts: list[np.ndarray],  # each (D+2,)
-    sq: np.ndarray,  # (D, k * k)
-    z: np.ndarray,  # (k,)
-    bounds: np.ndarray,  # (D+2, 2)
-    prior: LogPrior,
-    warm_first: bool = False,
-    means: dict[bytes, float] | None = None,
-) -> np.ndarray:
-    """The best log-parameters (D+2,) of L-BFGS-B runs from ``starts``; ``warm_first``: the
-    first is the last fit's (looser tolerance); ``means`` gets each evaluation's profiled mean."""
-
-    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad, mean = _nll_core(theta, sq, z, None, prior)
-        if not (math.isfinite(value) and np.all(np.isfinite(grad))):
-            # NOTE(gp): a huge finite value makes L-BFGS-B backtrack instead of aborting.
-            return 1e300, np.zeros_like(theta)
-        if means is not None:
-            means[theta.tobytes()] = mean
-        return value, grad
-
-    best_theta = starts[0]
-    best_value = math.inf
-    for i, x0 in enumerate(starts):
-        options = _WARM_LBFGS_OPTIONS if warm_first and i == 0 else _LBFGS_OPTIONS
-        x, value = lbfgsb_minimize(objective, x0, bounds, **options)
-        theta = np.clip(x, bounds[:, 0], bounds[:, 1])
-        if math.isfinite(value) and value < best_value:
-            best_value, best_theta = value, theta
-    return best_theta
+def _objective(
+    theta: np.ndarray, sq: np.ndarray, z: np.ndarray, means: dict[bytes, float] | None
+) -> tuple[float, np.ndarray]:
+    """The NLL with the prior and its gradient (D+2,) for L-BFGS-B; ``means`` gets each
+    evaluation's profiled mean."""
+    value, grad, mean = _nll_core(theta, sq, z, None, log_prior)
+    if not (math.isfinite(value) and np.all(np.isfinite(grad))):
+        # NOTE(gp): a huge finite value makes L-BFGS-B backtrack instead of aborting.
+        return 1e300, np.zeros_like(theta)
+    if means is not None:
+        means[theta.tobytes()] = mean
+    return value, grad
 
 
 def fit_gp(
@@ -198,13 +181,9 @@ def fit_gp(
     optimize: bool = True,
     condition_on: np.ndarray | None = None,  # (m,) indices
 ) -> GPModel:
-    """The GP on X (n, D), y (n,) with MAP hyperparameters: the best of L-BFGS-B runs from
-    ``warm_start`` (or a default) and ``n_restarts`` random points, within the bounds above.
-
-    ``max_points`` fits on a subset (:func:`.subsets.fit_subset`); ``optimize=False`` keeps
-    ``warm_start``'s kernel and profiles the mean again; ``fixed_noise`` holds the noise at
-    ``min_noise_var``; ``condition_on`` conditions the model on those rows only.
-    """
+    """The GP on X (n, D), y (n,) with MAP hyperparameters: the best L-BFGS-B run from
+    ``warm_start`` (or a default) and ``n_restarts`` random points; ``max_points``: fitted on a
+    subset; ``optimize=False`` keeps ``warm_start``'s kernel; ``condition_on``: those rows only."""
     X = validate_X(X, "X")
     n, D = X.shape
     if n == 0:
@@ -232,17 +211,25 @@ def fit_gp(
 
     starts = _initial_points(D, bounds, rng, int(n_restarts), warm_start)
     means: dict[bytes, float] = {}  # profiled mean of each evaluation on (sq, z)
-    if not optimize:
-        best_theta = starts[0]
-    else:
-        warm_first = warm_start is not None
+    best_theta = starts[0]
+    if optimize:
+        stages = [(sq, z, warm_start is not None)]  # (D, k * k), (k,), the first start warm
         if len(starts) > 1 and X_fit is not X:
             # NOTE(gp): the restarts only pick a basin: on a quarter of the subset, the best of
             # them refined on the whole.
             coarse = fit_subset(z, max(len(z) // 4, 2), rng)  # indices into the subset
-            starts = [_lbfgsb_fit(starts, _sq_diffs(X_fit[coarse]), z[coarse], bounds, log_prior)]
-            warm_first = False
-        best_theta = _lbfgsb_fit(starts, sq, z, bounds, log_prior, warm_first, means)
+            stages = [(_sq_diffs(X_fit[coarse]), z[coarse], False), (sq, z, False)]
+        for stage, (sq_s, z_s, warm_first) in enumerate(stages):
+            record = means if stage == len(stages) - 1 else None
+            best_value = math.inf
+            for i, x0 in enumerate(starts):
+                options = _WARM_LBFGS if warm_first and i == 0 else _LBFGS
+                x, value, _ = fmin_l_bfgs_b(
+                    _objective, x0, args=(sq_s, z_s, record), bounds=bounds, **options
+                )
+                if math.isfinite(value) and value < best_value:
+                    best_value, best_theta = value, np.clip(x, bounds[:, 0], bounds[:, 1])
+            starts = [best_theta]
     # The best point is one L-BFGS-B evaluated: its profiled mean is looked up.
     mean = means.get(np.asarray(best_theta, dtype=float).tobytes())
     if mean is None:

@@ -1,9 +1,5 @@
 """GP posterior with fixed hyperparameters on ``[0, 1]^D``: Matern-5/2 ARD kernel, constant mean,
-Gaussian noise, outputs standardized; predictions are of the latent ``f`` in original units.
-
-NOTE(gp): small dense linear algebra: run under ``threadpoolctl.threadpool_limits(1, "blas")``
-(a multi-threaded BLAS spin-waits for cores on a loaded machine).
-"""
+Gaussian noise, outputs standardized; predictions are of the latent ``f`` in original units."""
 
 from __future__ import annotations
 
@@ -21,7 +17,14 @@ from optuna_costbo._numerics.gp.kernel import matern52_parts
 from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 
 
-__all__ = ["GPModel", "cholesky_jittered", "standardization", "validate_X", "validate_y"]
+__all__ = [
+    "GPModel",
+    "cholesky_jittered",
+    "standardization",
+    "validate_X",
+    "validate_y",
+    "with_pending",
+]
 
 # NOTE(gp): latent variances are clipped at this fraction of the signal variance: s2 - k^T K^-1 k
 # cancels near training points and may go slightly negative.
@@ -324,3 +327,17 @@ class GPModel:
         X, ys = np.vstack([self.X, x[None, :]]), np.append(self.y, y)  # (n+1, D), (n+1,)
         model._set_state(X, ys, self.y_mean, self.y_std, hyper, L, w, self._jitter)
         return model
+
+
+def with_pending(
+    model: GPModel, X_running: np.ndarray | None, y_running: np.ndarray | None = None
+) -> GPModel:
+    """``model`` conditioned on the running trials' points (r, D) at their reported finals
+    (``y_running``, (r,)) where finite, else at its own mean: a kriging believer, so parallel
+    workers do not propose the same point."""
+    if X_running is not None:
+        for i, x_r in enumerate(X_running):
+            told = np.nan if y_running is None else float(y_running[i])
+            value = told if np.isfinite(told) else float(model.predict(x_r[None, :])[0][0])
+            model = model.condition_on(x_r, value)
+    return model

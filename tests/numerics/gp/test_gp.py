@@ -577,10 +577,10 @@ def test_a_warm_fit_on_one_more_observation_is_within_hundredths_of_a_nat_of_a_t
     X, y = _toy_data(n + 1, D, seed=n)
     before = fit_gp(X[:-1], y[:-1], rng=np.random.default_rng(0))
     warm = fit_gp(X, y, rng=np.random.default_rng(1), n_restarts=0, warm_start=before.hyper)
-    tight_options = {"gtol": 1e-9, "ftol": 1e-15, "max_iter": 2000}
+    tight_options = {"pgtol": 1e-9, "factr": 1e-15 / fit_module._EPS, "maxiter": 2000}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fit_module, "_LBFGS_OPTIONS", tight_options)
-        patch.setattr(fit_module, "_WARM_LBFGS_OPTIONS", tight_options)
+        patch.setattr(fit_module, "_LBFGS", tight_options)
+        patch.setattr(fit_module, "_WARM_LBFGS", tight_options)
         tight = fit_gp(X, y, rng=np.random.default_rng(1), n_restarts=0, warm_start=before.hyper)
     z = (y - warm.y_mean) / warm.y_std
 
@@ -721,17 +721,17 @@ def test_the_fitted_mean_is_looked_up_not_evaluated_again(
     start = fit_gp(X, y[::-1].copy(), rng=np.random.default_rng(0)).hyper if warm else None
     calls, by_optimizer = [0], [0]
     built: list[tuple[np.ndarray, float]] = []
-    core, minimize = fit_module._nll_core, fit_module.lbfgsb_minimize
+    core, minimize = fit_module._nll_core, fit_module.fmin_l_bfgs_b
     from_log_params = GPHyperparams.from_log_params
 
     def counting_core(*args: Any) -> tuple[float, np.ndarray, float]:
         calls[0] += 1
         return core(*args)
 
-    def counting_minimize(fun: Any, *args: Any, **kwargs: Any) -> tuple[np.ndarray, float]:
-        def counted(theta: np.ndarray) -> tuple[float, np.ndarray]:
+    def counting_minimize(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        def counted(theta: np.ndarray, *more: Any) -> tuple[float, np.ndarray]:
             by_optimizer[0] += 1
-            return fun(theta)  # type: ignore[no-any-return]
+            return fun(theta, *more)  # type: ignore[no-any-return]
 
         return minimize(counted, *args, **kwargs)
 
@@ -740,7 +740,7 @@ def test_the_fitted_mean_is_looked_up_not_evaluated_again(
         return from_log_params(theta, mean)
 
     monkeypatch.setattr(fit_module, "_nll_core", counting_core)
-    monkeypatch.setattr(fit_module, "lbfgsb_minimize", counting_minimize)
+    monkeypatch.setattr(fit_module, "fmin_l_bfgs_b", counting_minimize)
     monkeypatch.setattr(fit_module.GPHyperparams, "from_log_params", recording)
     fit_gp(X, y, rng=np.random.default_rng(1), warm_start=start, max_points=max_points)
     assert calls[0] == by_optimizer[0] > 0

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from optuna_costbo._numerics import lbfgsb
-from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
-from optuna_costbo._numerics.lbfgsb import lbfgsb_runs
+from optuna_costbo._numerics import optimize
+from optuna_costbo._numerics.optimize import lbfgsb_runs
 
 
 D = 4
@@ -135,10 +134,10 @@ def test_the_runs_are_deterministic_and_an_evaluation_error_ends_them_all() -> N
     # No run is left waiting: every thread of the module's pool goes back to idle.
     for _ in range(500):
         threads = [t for t in threading.enumerate() if t.name == "costbo-lbfgsb"]
-        if len(lbfgsb._POOL.idle) == len(threads):
+        if len(optimize._POOL.idle) == len(threads):
             break
         time.sleep(0.01)
-    assert len(lbfgsb._POOL.idle) == len(threads) >= 6
+    assert len(optimize._POOL.idle) == len(threads) >= 6
 
 
 def test_a_run_whose_scipy_call_fails_reports_the_error() -> None:
@@ -191,41 +190,3 @@ def test_no_runs_or_no_columns_return_the_starts() -> None:
     assert fun.calls == 0
     Z, V = lbfgsb_runs(fun, Z0[:0], V0[:0], np.arange(D))
     assert Z.shape == (0, D) and V.shape == (0,)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize(("ftol", "gtol"), [(2.2e-9, 1e-5), (1e-4, 1e-3)])
-def test_one_minimization_is_scipys_minimize(seed: int, ftol: float, gtol: float) -> None:
-    # A GP fit's kind of problem: a smooth function of a few log-parameters in a box, some
-    # optima on its bounds.
-    rng = np.random.default_rng(seed)
-    k = 5
-    centre = rng.uniform(-3.0, 3.0, k)  # (k,)
-    bounds = np.stack([np.full(k, -2.0), np.full(k, 2.0)], axis=1)  # (k, 2)
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        d = x - centre
-        return float(np.sum(_WEIGHTS[0] * d**2 + np.cos(3.0 * x))), 2.0 * d - 3.0 * np.sin(3.0 * x)
-
-    x0 = rng.uniform(-2.5, 2.5, k)  # some outside the box: clipped, as scipy does
-    options = {"ftol": ftol, "gtol": gtol, "maxiter": 200}
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
-    x, value = lbfgsb_minimize(fun, x0, bounds, ftol=ftol, gtol=gtol, max_iter=200)
-    np.testing.assert_array_equal(x, res.x)
-    assert value == res.fun
-
-
-def test_one_minimization_with_open_bounds_is_scipys_minimize() -> None:
-    # x0 free, x1 bounded below only, x2 above only: scipy's bound codes 0, 1 and 3.
-    centre = np.array([3.0, -1.0, 2.0])
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        return float(np.sum((x - centre) ** 2)), 2.0 * (x - centre)
-
-    bounds = np.array([[-np.inf, np.inf], [0.0, np.inf], [-np.inf, 1.0]])
-    x0 = np.array([0.0, 0.5, 0.0])
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds)
-    x, value = lbfgsb_minimize(fun, x0, bounds)
-    np.testing.assert_array_equal(x, res.x)
-    np.testing.assert_allclose(x, [3.0, 0.0, 1.0], atol=1e-6)
-    assert value == res.fun
