@@ -17,14 +17,6 @@ from optuna_costbo._optuna_compat import trial_constraints
 from optuna_costbo._sampler.snapshot import minimize_signs
 
 
-__all__ = [
-    "front_size_and_hypervolume",
-    "hypervolume_history",
-    "minimized_values",
-    "monitor_reference",
-]
-
-
 def minimized_values(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> np.ndarray:

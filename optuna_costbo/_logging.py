@@ -7,9 +7,6 @@ import logging
 import optuna
 
 
-__all__ = ["get_logger"]
-
-
 def get_logger(module: str) -> logging.Logger:
     """The logger of ``module`` (an ``optuna_costbo`` module name) under ``optuna.costbo``."""
     short = module.removeprefix("optuna_costbo").lstrip(".") or "core"

@@ -14,19 +14,6 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 
-__all__ = [
-    "INDEPENDENT_SAMPLING_WARNING_TEMPLATE",
-    "UpdateFinishedTrialError",
-    "distribution_contains",
-    "heartbeat_thread",
-    "in_optimize_loop",
-    "rdb_private_methods",
-    "root_study",
-    "store_constraints",
-    "trial_constraints",
-]
-
-
 def heartbeat_thread(
     trial_id: int, storage: optuna.storages.BaseStorage
 ) -> AbstractContextManager[Any]:
@@ -59,19 +46,15 @@ def rdb_private_methods() -> tuple[str, ...]:
     return tuple(name for name in _RDB_PRIVATE_METHODS if callable(getattr(rdb, name, None)))
 
 
-try:
-    from optuna.samplers._base import (
-        _INDEPENDENT_SAMPLING_WARNING_TEMPLATE as INDEPENDENT_SAMPLING_WARNING_TEMPLATE,
-    )
-except ImportError:  # Optuna < 4.5 has no shared template: the same words
-    INDEPENDENT_SAMPLING_WARNING_TEMPLATE = (
-        "The parameter `{param_name}` in Trial#{trial_number} is sampled independently "
-        "using `{independent_sampler_name}` instead of `{sampler_name}`, potentially "
-        "degrading the optimization performance. This fallback happened because "
-        "{fallback_reason}. You can suppress this warning by setting "
-        "`warn_independent_sampling` to `False` in the constructor of `{sampler_name}` if "
-        "this independent sampling is intended behavior."
-    )
+# Optuna's words for a parameter sampled independently (as its samplers log it).
+INDEPENDENT_SAMPLING_WARNING_TEMPLATE = (
+    "The parameter `{param_name}` in Trial#{trial_number} is sampled independently "
+    "using `{independent_sampler_name}` instead of `{sampler_name}`, potentially "
+    "degrading the optimization performance. This fallback happened because "
+    "{fallback_reason}. You can suppress this warning by setting "
+    "`warn_independent_sampling` to `False` in the constructor of `{sampler_name}` if "
+    "this independent sampling is intended behavior."
+)
 
 
 def root_study(study: optuna.Study) -> optuna.Study:

@@ -14,7 +14,7 @@ Who uses what:
   sampler's reads replaced by the intersection search space, the behaviour before conditional
   spaces were modelled);
 - ``scale_quality.py``: :func:`set_fit_schedule` sets one sampler's ``FitSchedule``
-  (``_numerics.policy``) and :func:`shipped_fit_schedule` reads the package's;
+  (``_numerics.request``) and :func:`shipped_fit_schedule` reads the package's;
 - ``cheap_trials.py``: :func:`effort_counts` reads the suggester's effort counts (full and
   quick suggestions);
 - ``noise_fit.py``: :func:`cold_objective_fit`, the objective GP a suggestion without a warm
@@ -115,7 +115,7 @@ def completed_rank_correlation(
 
 def shipped_fit_schedule() -> Any:
     """The package's ``FitSchedule`` (what every sampler uses)."""
-    return module("policy").FitSchedule()
+    return module("request").FitSchedule()
 
 
 def set_fit_schedule(sampler: Any, schedule: Any) -> None:
@@ -127,7 +127,7 @@ def fit_schedule(
     max_fit_points: int, refit_from: int, refit_growth: float, max_model_points: int
 ) -> Any:
     """A ``FitSchedule`` with these bounds."""
-    return module("policy").FitSchedule(
+    return module("request").FitSchedule(
         max_fit_points=max_fit_points,
         max_model_points=max_model_points,
         refit_from=refit_from,

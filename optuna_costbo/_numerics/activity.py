@@ -16,9 +16,6 @@ from optuna_costbo._numerics.param_specs import Condition
 from optuna_costbo._numerics.param_specs import Param
 
 
-__all__ = ["ActivityRule"]
-
-
 class ActivityRule:
     """The activity of each of the P parameters, given checked ``conditions`` (index -> its)."""
 

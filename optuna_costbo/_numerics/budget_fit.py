@@ -19,8 +19,6 @@ from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.request import ProposalRequest
 
 
-__all__ = ["BudgetFit", "budget_fit", "full_trial_cost", "loo_widening"]
-
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 # Fewer observed costs say nothing of how far a new one strays (no widening, no fixed price).
 _MIN_SPREAD_N = 3

@@ -14,8 +14,6 @@ from scipy.special import erfcx
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["censoring", "finite_values", "impute_censored", "truncated_mean"]
-
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 

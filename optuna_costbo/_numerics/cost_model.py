@@ -16,18 +16,6 @@ from optuna_costbo._numerics.curves import PruningStats
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = [
-    "COST_FLOOR",
-    "BoxCost",
-    "BoxPairCost",
-    "CostModel",
-    "FittedLogCost",
-    "KnownCost",
-    "PrunedCost",
-    "shares_objective",
-    "with_pruning",
-]
-
 #: The smallest cost any model sees or returns: log(cost) stays finite and EI / cost bounded.
 COST_FLOOR: float = 1e-6
 

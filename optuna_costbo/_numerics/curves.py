@@ -15,16 +15,6 @@ import numpy as np
 from scipy import stats
 
 
-__all__ = [
-    "Curve",
-    "PruningStats",
-    "finals_and_bounds",
-    "impute_finals",
-    "run_fractions",
-    "step_rank_correlation",
-]
-
-
 Curve = tuple[np.ndarray, np.ndarray]  # steps (k,), increasing, and the values (k,) reported
 
 

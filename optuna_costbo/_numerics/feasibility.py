@@ -14,14 +14,6 @@ from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = [
-    "CONSTRAINT_MIN_NOISE_VAR",
-    "Feasibility",
-    "feasible_rows",
-    "margin",
-    "with_completion",
-]
-
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 #: Noise variance floor of the constraint models (standardized units): their resolution.
 CONSTRAINT_MIN_NOISE_VAR = 1e-6

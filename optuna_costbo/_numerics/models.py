@@ -36,8 +36,6 @@ from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
 
 
-__all__ = ["Models", "build_models", "cost_model_of", "fit_constraints"]
-
 _FULL_ROUTE = Route()
 
 # NOTE: noise floor of the log-cost model (standardized units): measured costs are noisy.

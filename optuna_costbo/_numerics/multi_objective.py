@@ -21,9 +21,6 @@ from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import WarmStart
 
 
-__all__ = ["front_exponent", "objective_requests", "propose_front"]
-
-
 def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
     """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``ei``, 1 for ``eipu``,
     the cooled ``remaining / budget`` for the others (a rollout's myopic limit, EHVI-cool)."""

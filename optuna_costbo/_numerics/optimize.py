@@ -24,8 +24,6 @@ from optuna_costbo._numerics.starts import keep_best
 from optuna_costbo._numerics.starts import run_starts
 
 
-__all__ = ["RowFun", "RowFunAndGrad", "Search", "clean", "lbfgsb_runs", "maximize", "on_active"]
-
 RowFunAndGrad = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 """``(Z (m, D), which (m,)) -> (values (m,), grads (m, D))``: row i under acquisition
 ``which[i]`` (for :func:`lbfgsb_runs`, row i is a point of run ``which[i]``)."""

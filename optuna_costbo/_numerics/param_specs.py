@@ -14,16 +14,6 @@ import numpy as np
 from optuna_costbo._numerics.checks import is_int
 
 
-__all__ = [
-    "CategoricalParam",
-    "Condition",
-    "NumericParam",
-    "Param",
-    "check_conditions",
-    "check_param",
-]
-
-
 @dataclass(frozen=True)
 class NumericParam:
     """A float or integer in ``[low, high]``, on the grid ``low + k * step`` if ``step`` is set

@@ -7,14 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 
-__all__ = [
-    "hypervolume",
-    "non_dominated_boxes",
-    "non_dominated_mask",
-    "pareto_front",
-    "reference_point",
-]
-
 _PAIR_ENTRIES = 1 << 22  # the mask compares pairs in chunks of at most this many entries
 _MIN_RANGE = 1e-7  # the smallest range the reference margin scales by (BoTorch's MIN_Y_RANGE)
 

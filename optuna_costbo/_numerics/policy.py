@@ -25,29 +25,10 @@ from optuna_costbo._numerics.multi_objective import propose_front
 from optuna_costbo._numerics.optimize import Search
 from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.quick import quick_propose
-from optuna_costbo._numerics.request import CostData
-from optuna_costbo._numerics.request import FitSchedule
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import Route
-from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._numerics.search_space import rows_among
-
-
-__all__ = [
-    "CostData",
-    "FitSchedule",
-    "Plan",
-    "Proposal",
-    "ProposalRequest",
-    "Route",
-    "WarmStart",
-    "cost_known",
-    "fits_budget",
-    "needs_cost_model",
-    "propose",
-    "recommend",
-]
 
 
 @functools.cache

@@ -15,9 +15,6 @@ from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.search_space import BoxCodec
 
 
-__all__ = ["CostData", "FitSchedule", "Proposal", "ProposalRequest", "Route", "WarmStart"]
-
-
 @dataclass(frozen=True)
 class FitSchedule:
     """How the models are fitted as the data grow: past ``refit_from`` observations, refit

@@ -17,7 +17,6 @@ import numpy as np
 from scipy.stats import qmc
 
 from optuna_costbo._numerics.activity import ActivityRule
-from optuna_costbo._numerics.param_specs import CategoricalParam
 from optuna_costbo._numerics.param_specs import Condition
 from optuna_costbo._numerics.param_specs import ContinuousBlock
 from optuna_costbo._numerics.param_specs import NumericEncoding
@@ -25,9 +24,6 @@ from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.param_specs import check_conditions
 from optuna_costbo._numerics.param_specs import check_param
-
-
-__all__ = ["BoxCodec", "CategoricalParam", "Condition", "NumericParam", "Param", "rows_among"]
 
 
 class BoxCodec:

@@ -8,9 +8,6 @@ import numpy as np
 from optuna_costbo._numerics.search_space import BoxCodec
 
 
-__all__ = ["distinct_union", "extra_starts", "keep_best", "run_starts", "top_distinct"]
-
-
 def extra_starts(codec: BoxCodec, given: np.ndarray | None) -> np.ndarray:
     """The extra starts (k, D), projected to legal points."""
     D = codec.dim

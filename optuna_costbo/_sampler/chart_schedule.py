@@ -14,8 +14,6 @@ from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._logging import get_logger
 
 
-__all__ = ["ChartSchedule"]
-
 _INTERVAL_SECONDS = 2.0
 _logger = get_logger(__name__)
 

@@ -13,17 +13,6 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 
-__all__ = [
-    "CHECKED_ATTR",
-    "MAX_ROUNDS",
-    "PROPOSED_ATTR",
-    "Pending",
-    "mark_checked",
-    "must_repropose",
-    "point_of",
-    "publish",
-]
-
 PROPOSED_ATTR = "costbo:proposed_params"  # trial system attr: the proposed parameters
 CHECKED_ATTR = "costbo:proposal_checked"  # trial system attr: the proposal is final
 

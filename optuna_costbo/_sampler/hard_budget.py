@@ -8,8 +8,6 @@ from typing import Any
 from optuna_costbo._numerics.checks import is_real
 
 
-__all__ = ["check_overrun_risk", "overrun_risk"]
-
 AUTO = "auto"
 AUTO_RISK = 0.05  # the risk of "auto" where costs are in the user's units
 

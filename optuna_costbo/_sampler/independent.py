@@ -15,8 +15,6 @@ from optuna_costbo._optuna_compat import INDEPENDENT_SAMPLING_WARNING_TEMPLATE
 from optuna_costbo._sampler.startup import StartupDesign
 
 
-__all__ = ["IndependentSampling"]
-
 _logger = get_logger(__name__)
 
 

@@ -9,9 +9,6 @@ from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.checks import is_real
 
 
-__all__ = ["check_options", "check_stopping"]
-
-
 def check_options(*, horizon: Any, n_startup_trials: Any, cost_attr: Any, seed: Any) -> None:
     """Raise ``ValueError`` for the first option outside what is allowed."""
     if horizon is not None and (not is_int(horizon) or horizon < 1):

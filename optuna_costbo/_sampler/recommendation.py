@@ -9,18 +9,15 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from optuna_costbo._ledger.keys import RECOMMENDED_ATTR
-from optuna_costbo._numerics.policy import FitSchedule
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import recommend
+from optuna_costbo._numerics.request import FitSchedule
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.snapshot import completed_search_space
 from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
-
-
-__all__ = ["Recommendations", "fresh_request", "recommended_trial"]
 
 
 class Recommendations:

@@ -41,9 +41,6 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["TrialReads", "minimize_sign", "minimize_signs", "read_snapshot", "risk_left"]
-
-
 def minimize_sign(study: optuna.Study) -> float:
     """1 for a minimize study, -1 for maximize: turns its values into values to minimize."""
     return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0

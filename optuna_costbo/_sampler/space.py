@@ -16,15 +16,12 @@ from optuna.distributions import FloatDistribution
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import Condition
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import Condition
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 from optuna_costbo._optuna_compat import distribution_contains
-
-
-__all__ = ["Activity", "SpaceBridge", "check_distinct_choices"]
 
 
 @dataclass(frozen=True)

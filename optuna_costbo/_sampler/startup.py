@@ -14,8 +14,6 @@ from optuna_costbo._numerics.search_space import rows_among
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["StartupDesign", "startup_count", "startup_size"]
-
 # NOTE: scramblings tried for a new configuration (a small discrete space may have none left)
 _SCRAMBLINGS = 16
 

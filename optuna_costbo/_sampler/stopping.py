@@ -20,15 +20,6 @@ from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.study_control import stop
 
 
-__all__ = [
-    "StopRule",
-    "calibration",
-    "end_study",
-    "record_stop",
-    "running_calibrations",
-    "stop_reason",
-]
-
 PSEUDO_TRIALS = 1.0  # weight of the calibration's prior: trials that met the mean expectation
 
 _logger = get_logger(__name__)

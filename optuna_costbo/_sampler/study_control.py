@@ -11,8 +11,6 @@ from optuna_costbo._optuna_compat import in_optimize_loop
 from optuna_costbo._optuna_compat import root_study
 
 
-__all__ = ["MAX_OBJECTIVES", "check_objectives", "end_if_spent", "note_budget_end", "stop"]
-
 _logger = get_logger(__name__)
 
 

@@ -23,15 +23,15 @@ from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.multi_objective import front_exponent
-from optuna_costbo._numerics.policy import FitSchedule
 from optuna_costbo._numerics.policy import Plan
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import WarmStart
 from optuna_costbo._numerics.policy import cost_known
 from optuna_costbo._numerics.policy import fits_budget
 from optuna_costbo._numerics.policy import needs_cost_model
 from optuna_costbo._numerics.policy import propose
+from optuna_costbo._numerics.request import FitSchedule
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
@@ -49,8 +49,6 @@ from optuna_costbo._sampler.stopping import end_study
 from optuna_costbo._sampler.study_control import note_budget_end
 from optuna_costbo._sampler.user_cost import UserCost
 
-
-__all__ = ["Suggester"]
 
 _logger = get_logger(__name__)
 

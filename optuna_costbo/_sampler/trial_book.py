@@ -15,8 +15,6 @@ from optuna.trial import FrozenTrial
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 
-__all__ = ["TrialBook"]
-
 # NOTE: a longer gap between the end of a thread's after_trial and its next trial's start is a
 # pause (between optimize calls, a slow callback), not Optuna's per-trial bookkeeping.
 MAX_GAP_SECONDS = 1.0

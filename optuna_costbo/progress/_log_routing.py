@@ -10,9 +10,6 @@ from typing import Any
 import optuna
 
 
-__all__ = ["BarLogRoute"]
-
-
 class BarLogRoute:
     """Routes Optuna's default handler through ``tqdm.write`` (``tqdm``: the bar's class)."""
 

@@ -20,8 +20,8 @@ from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.gp.fit import fit_gp
 from optuna_costbo._numerics.models import fit_constraints
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 def _brentq_index(mean: float, var: float, price: float) -> float:

@@ -22,8 +22,8 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 def branin(Z: np.ndarray) -> np.ndarray:  # (m, 2) in [0, 1]^2 -> (m,)

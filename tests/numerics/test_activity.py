@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from optuna_costbo._numerics.activity import ActivityRule
+from optuna_costbo._numerics.param_specs import CategoricalParam
 from optuna_costbo._numerics.param_specs import Condition
 from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
 
 
 def _reference(values: np.ndarray, conditions: dict[int, Condition]) -> np.ndarray:

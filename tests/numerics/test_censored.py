@@ -14,9 +14,9 @@ from optuna_costbo._numerics.curves import finals_and_bounds
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.models import build_models
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 def _curve(steps: list[int], values: list[float]) -> tuple[np.ndarray, np.ndarray]:

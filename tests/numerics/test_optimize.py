@@ -8,10 +8,10 @@ from _maximize import maximize_one
 import numpy as np
 import pytest
 
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 
 
 class _Quadratic:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 CODEC = BoxCodec([NumericParam(0.0, 1.0), NumericParam(0.0, 1.0)])
@@ -139,10 +139,10 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset() -> None:
     from optuna_costbo._numerics import policy
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-    from optuna_costbo._numerics.policy import CostData
-    from optuna_costbo._numerics.policy import FitSchedule
-    from optuna_costbo._numerics.policy import ProposalRequest
-    from optuna_costbo._numerics.policy import WarmStart
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import FitSchedule
+    from optuna_costbo._numerics.request import ProposalRequest
+    from optuna_costbo._numerics.request import WarmStart
 
     schedule = FitSchedule(max_fit_points=20, refit_from=20, refit_growth=0.25)
     rng = np.random.default_rng(0)
@@ -214,10 +214,10 @@ def test_models_are_conditioned_on_a_bounded_working_set() -> None:
     from optuna_costbo._numerics import policy
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-    from optuna_costbo._numerics.policy import CostData
-    from optuna_costbo._numerics.policy import FitSchedule
-    from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.quick import quick_propose
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import FitSchedule
+    from optuna_costbo._numerics.request import ProposalRequest
 
     rng = np.random.default_rng(0)
     X = rng.random((100, 2))

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 
 
 # ---------------------------------------------------------------- strategies
@@ -372,7 +372,7 @@ def test_non_param_is_a_type_error() -> None:
 def _conditional_codec() -> BoxCodec:
     # booster in {linear, tree, dart}; depth and eta for tree and dart; drop (and a nested
     # categorical "kind", itself under drop's parent) for dart only.
-    from optuna_costbo._numerics.search_space import Condition
+    from optuna_costbo._numerics.param_specs import Condition
 
     return BoxCodec(
         [
@@ -450,7 +450,7 @@ def test_discrete_neighbours_switch_parents_and_stay_legal() -> None:
 
 
 def test_bad_conditions_are_refused_with_what_is_allowed() -> None:
-    from optuna_costbo._numerics.search_space import Condition
+    from optuna_costbo._numerics.param_specs import Condition
 
     params = [CategoricalParam(2), NumericParam(0.0, 1.0)]
     with pytest.raises(ValueError, match="categorical"):

@@ -165,12 +165,12 @@ def test_a_lower_exchange_rate_buys_more_trials_and_a_better_value() -> None:
 def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-    from optuna_costbo._numerics.policy import CostData
+    from optuna_costbo._numerics.param_specs import NumericParam
     from optuna_costbo._numerics.policy import Plan
-    from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.policy import propose
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import ProposalRequest
     from optuna_costbo._numerics.search_space import BoxCodec
-    from optuna_costbo._numerics.search_space import NumericParam
 
     X = np.array([[0.05], [0.25], [0.5], [0.7], [0.95]])
     y = np.sin(6 * X[:, 0])

@@ -20,8 +20,6 @@ from optuna_costbo._numerics.pareto import non_dominated_boxes
 from optuna_costbo._numerics.pareto import reference_point
 
 
-__all__ = ["LogEHVIPerCost", "log_ehvi", "log_ehvi_and_grad"]
-
 # NOTE(ehvi): the std floor is the square root of ei.py's variance floor; z is clipped so
 # that z^2 stays finite; the (points, boxes, objectives) arrays are formed in chunks.
 _MIN_STD = 1e-50

@@ -15,8 +15,6 @@ from optuna_costbo._numerics.acquisition.strategies import EICool
 from optuna_costbo._numerics.acquisition.strategies import EIPerCost
 
 
-__all__ = ["ACQUISITIONS", "make_acquisition"]
-
 #: Acquisition name -> strategy class, in the order the documentation lists them.
 ACQUISITIONS: dict[str, type[AcquisitionStrategy]] = {
     cls.name: cls for cls in (Rollout, PaperRollout, EI, EIPerCost, EICool)

@@ -17,9 +17,6 @@ from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
-__all__ = ["PairCost", "qmc_normals", "rollout_values"]
-
-
 PairCost = Callable[[np.ndarray], np.ndarray]  # rows (k,) into P -> (k, |P|) costs of moving
 
 _TINY_VAR = 1e-300

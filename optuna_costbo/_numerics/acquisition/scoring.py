@@ -14,8 +14,6 @@ from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["decide", "scorer"]
-
 Scorer = Callable[[np.ndarray], np.ndarray]  # normals (N, max(h-1, 1)) -> values (B,)
 
 

@@ -14,9 +14,6 @@ from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.cost_model import shares_objective
 
 
-__all__ = ["Screen", "screen"]
-
-
 @dataclass(frozen=True)
 class Screen:
     """Legal points and the predictions at them; ``log_ei`` is 0 while nothing is feasible,

@@ -27,11 +27,6 @@ from optuna_costbo._numerics.search_space import BoxCodec
 from optuna_costbo._numerics.search_space import rows_among
 
 
-__all__ = [
-    "EI", "AcquisitionContext", "AcquisitionOptions", "AcquisitionStrategy", "Choice", "EICool",
-    "EIPerCost", "excluded_rows",
-]  # fmt: skip
-
 # NOTE: cost exponents this close are maximized once: the values differ by a factor c^1e-9 at
 # most, below L-BFGS-B's tolerance.
 EXPONENT_TOL = 1e-9

@@ -24,8 +24,6 @@ from optuna_costbo._numerics.gp.prior import log_prior
 from optuna_costbo._numerics.gp.subsets import fit_subset
 
 
-__all__ = ["LENGTHSCALE_BOUNDS", "NOISE_VAR_MAX", "SIGNAL_VAR_BOUNDS", "fit_gp"]
-
 _LOG_2PI = math.log(2.0 * math.pi)
 
 LENGTHSCALE_BOUNDS: tuple[float, float] = (1e-2, 1e2)

@@ -8,9 +8,6 @@ import math
 import numpy as np
 
 
-__all__ = ["GPHyperparams"]
-
-
 @dataclass(frozen=True)
 class GPHyperparams:
     """Lengthscales (D,), signal and noise variances and the constant mean; the last three in

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 
-__all__ = ["matern52", "matern52_parts", "scaled_sq_dist"]
-
 # NOTE(gp): the largest (n1, n2, D) difference array formed at once: one array beats a loop
 # over D for small blocks, not for large ones.
 _BLOCK_ELEMENTS = 8192

@@ -17,15 +17,6 @@ from optuna_costbo._numerics.gp.kernel import matern52_parts
 from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 
 
-__all__ = [
-    "GPModel",
-    "cholesky_jittered",
-    "standardization",
-    "validate_X",
-    "validate_y",
-    "with_pending",
-]
-
 # NOTE(gp): latent variances are clipped at this fraction of the signal variance: s2 - k^T K^-1 k
 # cancels near training points and may go slightly negative.
 _VAR_FLOOR_REL = 1e-12

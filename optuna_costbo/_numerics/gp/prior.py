@@ -8,8 +8,6 @@ import math
 import numpy as np
 
 
-__all__ = ["LENGTHSCALE_PRIOR_WEIGHT", "MEAN_PRIOR_VAR", "LogPrior", "log_prior"]
-
 LogPrior = Callable[[np.ndarray], tuple[float, np.ndarray]]
 """``theta (D+2,) -> (value, grad (D+2,))``: a negative log-prior of the packed parameters."""
 

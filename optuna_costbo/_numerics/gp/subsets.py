@@ -7,9 +7,6 @@ import numpy as np
 from optuna_costbo._numerics.checks import is_int
 
 
-__all__ = ["fit_subset", "model_subset"]
-
-
 def fit_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
     """Sorted indices (max_points,) the hyperparameters are fitted on: the best quarter by
     value and a uniform draw of the rest (subset of data, Rasmussen and Williams 2006, 8.3.2)."""

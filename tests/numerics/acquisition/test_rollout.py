@@ -20,9 +20,9 @@ from optuna_costbo._numerics.acquisition import rollout as rollout_acquisition
 from optuna_costbo._numerics.acquisition.rollout import PaperRollout
 from optuna_costbo._numerics.acquisition.rollout import Screening
 from optuna_costbo._numerics.cost_model import KnownCost
-from optuna_costbo._numerics.policy import Proposal
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 _SCREENING = Screening(n_inner=128, n_shortlist=4)

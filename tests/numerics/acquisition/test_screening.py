@@ -13,10 +13,10 @@ from optuna_costbo._numerics.acquisition.screening import screen
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 
 
 _CONTINUOUS: list[Param] = [NumericParam(0.0, 1.0)] * 3
