@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import threading
@@ -202,9 +203,11 @@ def read_snapshot(
     schedule: FitSchedule,
     rate_needed: bool,
     overrun_risk: float | None = None,
+    imported: Callable[[FrozenTrial], bool] | None = None,
 ) -> ProposalRequest:
     """The policy's request from ``trials`` (``sign`` per objective, (m,)); a pruned trial
-    that reported is censored, its cost scaled to a full trial's (:mod:`.._numerics.curves`)."""
+    that reported is censored, its cost scaled to a full trial's (:mod:`.._numerics.curves`).
+    ``imported``: which trials were added (warm starts): priced only by a ``cost_attr``."""
     done = [t for t in trials if t.state in FINISHED_STATES]
     held_done = bridge.holds_many([t.params for t in done])  # (len(done),)
     finished = [t for t, ok in zip(done, held_done, strict=True) if ok]
@@ -217,7 +220,10 @@ def read_snapshot(
     )  # (f, m), NaN: none
     costs = np.array(
         [
-            -1.0 if t.system_attrs.get(SKIPPED_ATTR) else objective_cost(t, cost_attr)
+            -1.0
+            if t.system_attrs.get(SKIPPED_ATTR)
+            or (imported is not None and cost_attr not in t.user_attrs and imported(t))
+            else objective_cost(t, cost_attr)
             for t in finished
         ],
         dtype=float,
@@ -280,15 +286,26 @@ def read_snapshot(
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
         stopped=stopped[observed] if pruning is not None else None,
-        overrun_risk=None if overrun_risk is None else risk_left(overrun_risk, trials, trial),
+        overrun_risk=None
+        if overrun_risk is None
+        else risk_left(overrun_risk, trials, trial, imported),
         labels=np.array([t.number for t in finished], dtype=int)[observed],
     )
 
 
-def risk_left(risk: float, trials: Sequence[FrozenTrial], trial: FrozenTrial) -> float:
-    """The study's risk less the other trials' chances (a union bound keeps the study within
-    it), at least a thousandth of it so that a configuration that surely fits goes on."""
-    others = (t for t in trials if t._trial_id != trial._trial_id)
+def risk_left(
+    risk: float,
+    trials: Sequence[FrozenTrial],
+    trial: FrozenTrial,
+    imported: Callable[[FrozenTrial], bool] | None = None,
+) -> float:
+    """The study's risk less the chances its other trials took (a union bound keeps the study
+    within it; imported trials took none), at least a thousandth so a sure fit goes on."""
+    others = (
+        t
+        for t in trials
+        if t._trial_id != trial._trial_id and (imported is None or not imported(t))
+    )
     taken = sum(float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0)) for t in others)
     return max(risk - taken, risk * 1e-3)
 

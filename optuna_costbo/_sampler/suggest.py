@@ -18,6 +18,7 @@ from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
 from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._ledger.ledger import charge_and_sum
+from optuna_costbo._ledger.ledger import imported_rule
 from optuna_costbo._ledger.units import SamplerTimeCharge
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.strategies import EI
@@ -217,6 +218,7 @@ class Suggester:
             schedule=self.schedule,
             rate_needed=self.stop_rule is not None,
             overrun_risk=overrun_risk(self.overrun_option, charged),
+            imported=imported_rule(study, trials, marked=True),
         )
         plan = self.plan(study, trial, bridge, request, ledger, charged)
         if not isinstance(plan, Plan):

@@ -269,3 +269,42 @@ def test_the_examples_keep_within_a_small_budget(example: str, tmp_path: Path) -
     )
     study = optuna.load_study(study_name=None, storage=storage)
     assert 0.0 < study.user_attrs[SPENT_ATTR] <= 5.0
+
+
+def test_imported_trials_take_none_of_the_risk_and_unpriced_ones_no_cost() -> None:
+    # Trials copied from a hard-budget study carry the overrun chances they took there, and a
+    # trial added without a cost has none: neither may shape this study's budget.
+    from optuna.distributions import FloatDistribution
+
+    from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
+    from optuna_costbo._sampler.snapshot import risk_left
+
+    dist = {"x": FloatDistribution(0.0, 1.0)}
+    old = [
+        optuna.trial.create_trial(
+            params={"x": x},
+            distributions=dist,
+            value=(x - 0.3) ** 2,
+            user_attrs={"cost": 1.0 + 0.5 * x},
+            system_attrs={OVERRUN_CHANCE_ATTR: 0.05},
+        )
+        for x in (0.1, 0.5, 0.9)
+    ]
+    unpriced = optuna.trial.create_trial(params={"x": 0.7}, distributions=dist, value=0.16)
+    sampler = CostRolloutSampler(budget=5.0, seed=0, overrun_risk=0.05)
+    study = optuna.create_study(sampler=sampler)
+    study.add_trials([*old, unpriced])
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        report_cost(trial, 1.0 + 0.5 * x)
+        return (x - 0.3) ** 2
+
+    study.optimize(objective)
+    ran = [t for t in study.trials[4:] if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(ran) >= 3 and 4.0 <= sampler.ledger(study).spent <= 5.0
+    frozen = study.trials
+    assert risk_left(0.05, frozen[:4], frozen[-1]) == pytest.approx(0.05 * 1e-3)  # all taken
+    imported = {t._trial_id for t in frozen[:4]}
+    rule = lambda t: t._trial_id in imported  # noqa: E731
+    assert risk_left(0.05, frozen[:4], frozen[-1], rule) == pytest.approx(0.05)
