@@ -218,7 +218,8 @@ def test_partial_fixed_sampler(acquisition: str) -> None:
 def test_enqueued_trial_on_a_spent_budget_is_not_run_or_is_charged() -> None:
     # A trial whose parameters are all fixed never calls the sampler, so it cannot be pruned at
     # its first suggestion: either it is not run, or it runs and is charged like any other.
-    sampler = _sampler("rollout", budget=3.0)
+    # soft: the test is about an enqueued trial on a spent budget, not the hard budget
+    sampler = _sampler("rollout", budget=3.0, overrun_risk=None)
     study = _study(sampler)
     ran: list[int] = []
     study.optimize(_fully_fixed_objective(ran))
@@ -249,7 +250,8 @@ def test_fully_fixed_trial_on_a_spent_budget_is_not_run_or_is_charged() -> None:
 
 @pytest.mark.parametrize("acquisition", ACQUISITIONS)
 def test_added_trials_without_timestamps_or_costs(acquisition: str) -> None:
-    sampler = _sampler(acquisition, budget=10.0)
+    # soft: the test is about importing added trials, not the hard budget
+    sampler = _sampler(acquisition, budget=10.0, overrun_risk=None)
     study = _study(sampler)
     for i in range(4):  # add_trial: start == complete, no cost attr: charged 0
         study.add_trial(
@@ -335,7 +337,8 @@ def test_waiting_and_orphaned_running_trials_are_not_spent() -> None:
 
 @pytest.mark.parametrize("acquisition", ACQUISITIONS)
 def test_hyperband_pruner_maximize(acquisition: str) -> None:
-    sampler = _sampler(acquisition, budget=6.0)
+    # soft: the test is about HyperbandPruner and maximization, not the hard budget
+    sampler = _sampler(acquisition, budget=6.0, overrun_risk=None)
     pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9)
     study = _study(sampler, direction="maximize", pruner=pruner)
 

@@ -48,6 +48,8 @@ def _config(spec: dict[str, Any], name: str, budget: float, tmp: Path, tag: str)
         "out": str(tmp / f"out-{tag}.json"),
         "seed": 0,
         "n_startup_trials": 3,
+        # soft: these tests are about faults and resumption, not the hard budget
+        "sampler_kwargs": {"overrun_risk": None},
     }
 
 
@@ -203,7 +205,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
     first = optuna.load_study(
         study_name="reopen",
         storage=pc.make_storage(spec),
-        sampler=CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3),
+        sampler=CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3, overrun_risk=None),
     )
     first.optimize(_worker_like_objective, n_trials=2)
     spent_first = sum(t.user_attrs["cost"] for t in study.get_trials())
@@ -226,7 +228,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
 
     # Third session on the spent study, with a fresh sampler: returns at once, runs no
     # objective, costs nothing.
-    third_sampler = CostRolloutSampler(budget=budget)
+    third_sampler = CostRolloutSampler(budget=budget, overrun_risk=None)
     third = optuna.load_study(
         study_name="reopen", storage=pc.make_storage(spec), sampler=third_sampler
     )

@@ -194,12 +194,17 @@ def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
         assert proposal.best_log_rate == pytest.approx(math.log(brute), abs=1e-4), name
 
 
-def test_the_budget_ends_it_first_and_says_so() -> None:
-    sampler = CostRolloutSampler(8.0, value_per_cost=1e-9, seed=0)
+@pytest.mark.parametrize(
+    ("overrun_risk", "reason"),
+    [("auto", "no configuration's cost fits the budget left"), (None, "the budget is spent")],
+)
+def test_the_budget_ends_it_first_and_says_so(overrun_risk: str | None, reason: str) -> None:
+    # Reported costs: "auto" is the hard budget, which stops before the spend reaches it.
+    sampler = CostRolloutSampler(8.0, value_per_cost=1e-9, seed=0, overrun_risk=overrun_risk)
     study = optuna.create_study(sampler=sampler)
     study.optimize(_objective)
     assert sampler.stop_reason(study) is not None
-    assert sampler.stop_reason(study).startswith("the budget is spent")  # type: ignore[union-attr]
+    assert sampler.stop_reason(study).startswith(reason)  # type: ignore[union-attr]
 
 
 def test_under_ask_and_tell_the_reason_is_recorded_and_the_trial_runs() -> None:
