@@ -31,7 +31,15 @@ from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.search_space import rows_among
 
 
-__all__ = ["QUICK", "QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
+__all__ = [
+    "QUEUE",
+    "QUICK",
+    "QUICK_N_LOCAL",
+    "QUICK_N_UNIFORM",
+    "candidates",
+    "quick_propose",
+    "ranked",
+]
 
 # NOTE(quick): candidate-set sizes. One batched prediction of 512 points on a 100-point GP is
 # about 1 ms; the local steps (sigma 0.05 of the box around the 3 best points) matter more
@@ -41,6 +49,8 @@ QUICK_N_UNIFORM = 256
 QUICK_N_LOCAL = 256
 _LOCAL_SIGMA = 0.05
 _N_BEST = 3
+QUEUE = 8
+"""Most points one quick suggestion ranks for the trials that follow (:mod:`.effort`)."""
 
 
 def candidates(
@@ -58,6 +68,20 @@ def candidates(
     local = codec.project(np.clip(steps, 0.0, 1.0))  # (l, D)
     out: np.ndarray = np.vstack([uniform, local])
     return out
+
+
+def ranked(Z: np.ndarray, values: np.ndarray, k: int, spacing: float) -> np.ndarray:
+    """Rows of the ``k`` best finite ``values`` of ``Z`` (m, D), each at least ``spacing``
+    from those before it (greedy), best first; shape (<= k,)."""
+    order = np.argsort(-values, kind="stable")  # (m,)
+    order = order[np.isfinite(values[order])]
+    chosen: list[int] = []
+    for i in order:
+        if len(chosen) == k:
+            break
+        if not chosen or np.min(np.linalg.norm(Z[chosen] - Z[i], axis=1)) >= spacing:
+            chosen.append(int(i))
+    return np.asarray(chosen, dtype=int)
 
 
 QUICK = Route(quick=True)
@@ -102,4 +126,10 @@ def quick_propose(
         if not taken.all():
             values = np.where(taken, -np.inf, values)
     i = int(np.argmax(values))
-    return models.proposal(Choice(Z[i].copy(), float(values[i])), request)
+    proposal = models.proposal(Choice(Z[i].copy(), float(values[i])), request)
+    if request.constraints is None and request.overrun_risk is None:
+        # NOTE(quick): the next best points, spread apart, for the trials that follow while
+        # the data stay as they were (the effort rule decides how many are taken).
+        rows = ranked(Z, values, QUEUE, _LOCAL_SIGMA)  # (<= QUEUE,)
+        proposal.queue = tuple((Z[j].copy(), float(values[j])) for j in rows if j != i)
+    return proposal
