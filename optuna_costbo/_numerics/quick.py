@@ -50,23 +50,27 @@ QUICK_N_LOCAL = 256
 _LOCAL_SIGMA = 0.05
 _N_BEST = 3
 QUEUE = 8
+_QUEUE_SPACING = 0.2
 """Most points one quick suggestion ranks for the trials that follow (:mod:`.effort`)."""
 
 
 def candidates(
     request: ProposalRequest, rng: np.random.Generator, best_points: np.ndarray
 ) -> np.ndarray:
-    """Legal candidate points: uniform ones and Gaussian steps around ``best_points`` (k, D).
+    """Legal candidate points: uniform ones, Gaussian steps around ``best_points`` (k, D)
+    and their discrete neighbours (another choice of one categorical, an adjacent integer).
 
     Returns:
-        Legal box points, shape (QUICK_N_UNIFORM + QUICK_N_LOCAL, D).
+        Legal box points, shape (QUICK_N_UNIFORM + QUICK_N_LOCAL + neighbours, D).
     """
     codec = request.codec
     uniform = codec.random_points(QUICK_N_UNIFORM, rng)  # (u, D)
     centers = best_points[rng.integers(len(best_points), size=QUICK_N_LOCAL)]  # (l, D)
     steps = centers + _LOCAL_SIGMA * rng.standard_normal(centers.shape)  # (l, D)
     local = codec.project(np.clip(steps, 0.0, 1.0))  # (l, D)
-    out: np.ndarray = np.vstack([uniform, local])
+    # NOTE(quick): Gaussian steps leave a one-hot categorical where it was.
+    neighbours = [codec.discrete_neighbors(z) for z in best_points]  # each (k_i, D)
+    out: np.ndarray = np.vstack([uniform, local, *neighbours])
     return out
 
 
@@ -130,6 +134,6 @@ def quick_propose(
     if request.constraints is None and request.overrun_risk is None:
         # NOTE(quick): the next best points, spread apart, for the trials that follow while
         # the data stay as they were (the effort rule decides how many are taken).
-        rows = ranked(Z, values, QUEUE, _LOCAL_SIGMA)  # (<= QUEUE,)
+        rows = ranked(Z, values, QUEUE, _QUEUE_SPACING)  # (<= QUEUE,)
         proposal.queue = tuple((Z[j].copy(), float(values[j])) for j in rows if j != i)
     return proposal
