@@ -50,7 +50,7 @@ QUICK_N_LOCAL = 256
 _LOCAL_SIGMA = 0.05
 _N_BEST = 3
 QUEUE = 8
-_QUEUE_SPACING = 0.2
+_QUEUE_SPACING = 0.05
 """Most points one quick suggestion ranks for the trials that follow (:mod:`.effort`)."""
 
 
