@@ -116,6 +116,14 @@ STUDIES: dict[str, Study] = {
             ),
         },
     ),
+    "engine": Study(
+        "benchmarks.engine",
+        "issue 57: suggestion depth, reads per trial, SQLite wall clock, package lines",
+    ),
+    "warm-start": Study(
+        "benchmarks.warm_start",
+        "what a warm start from a related study buys at half budget",
+    ),
     "storage": Study(
         "benchmarks.storage_traffic",
         "storage calls and bytes per trial, a server's capacity, reads per trial",

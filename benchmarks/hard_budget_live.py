@@ -45,7 +45,7 @@ from benchmarks.problems.hpo import live_problems
 
 
 FOLDER = Path(__file__).resolve().parent / "results" / "hard-budget" / "live"
-SOFT = "rollout"
+SOFT = "rollout"  # the wall clock: soft under the default overrun_risk="auto"
 METHODS = (SOFT, "rollout:overrun_risk=0.05", "rollout:overrun_risk=0.2")
 
 

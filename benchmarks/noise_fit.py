@@ -1,7 +1,7 @@
 """How well the objective GP fits the noise level from few trials (issue 51): ``suite noise-fit``.
 
-    nice -n 10 python -m benchmarks suite noise-fit --alt-rates 3 0.3   # 1 min, one core
-    python -m benchmarks suite noise-fit --reps 3 --ns 10 20 --alt-rates
+    nice -n 10 python -m benchmarks suite noise-fit   # 1 min, one core
+    python -m benchmarks suite noise-fit --reps 3 --ns 10 20
     COSTBO_YAHPO_DATA=... python -m benchmarks suite noise-fit --groups noisy-real
 
 For every problem of the group ``noisy`` (:func:`benchmarks.problems.noisy.noisy_problems`,
@@ -11,13 +11,15 @@ the repetition; the noise of trial ``t`` drawn as a run of that seed draws it,
 :meth:`Problem.observe`), and on the first ``n`` of them for each ``n`` of ``--ns``:
 
 - the package's objective model fitted as a suggestion fits it without a warm start
-  (``optuna_costbo._numerics.models._fit``: the sampler's encoding of the configurations
-  (``SpaceBridge``), the values standardized by ``fit_gp``, 3 restarts, noise floor 1e-6);
+  (:func:`benchmarks.harness.package_probes.cold_objective_fit`: the sampler's encoding of the
+  configurations, the values standardized by ``fit_gp``, 3 restarts, noise floor 1e-6);
 - Optuna's GPSampler's fit on the same trials (``optuna._gp.gp.fit_kernel_params`` with its
-  default prior and noise floor, its own encoding and standardization, no cache);
-- the package's fit again with the Gamma noise prior's rate replaced by each of
-  ``--alt-rates`` (``optuna_costbo._numerics.gp.prior._NOISE_GAMMA`` patched for the call:
-  the prior is a module constant that ``fit_gp`` takes no argument for).
+  default prior and noise floor, its own encoding and standardization, no cache).
+
+The fits under other rates of the Gamma noise prior (``--alt-rates``, the columns
+"Gamma(1.1, 3)" and "Gamma(1.1, 0.3)" of ``benchmarks/results/noisy/noise-fit.md``) were
+removed with that variant, which was not chosen (``benchmarks/results/noisy/report.md``):
+the option fails saying so; they ran on the code at 7aafb4ce.
 
 The fitted noise variance (standardized units) is converted back to the problem's units,
 ``sd = sqrt(noise_var) * y_std``, and reported as ``fitted sd / true sd`` on the noisy
@@ -38,9 +40,7 @@ replications (``yahpo_noisy_calibration.json``).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
 from collections.abc import Sequence
-import contextlib
 import json
 import math
 import time
@@ -51,20 +51,6 @@ import numpy as np
 
 FLOOR_MARK = 1e-5
 """A standardized noise variance below this counts as "at the floor" (the floors are 1e-6)."""
-
-
-@contextlib.contextmanager
-def noise_prior(rate: float | None) -> Iterator[None]:
-    """The package's Gamma(1.1, ``rate``) noise prior for the duration (None: unchanged)."""
-    from optuna_costbo._numerics.gp import prior
-
-    saved = prior._NOISE_GAMMA
-    if rate is not None:
-        prior._NOISE_GAMMA = (saved[0], float(rate))
-    try:
-        yield
-    finally:
-        prior._NOISE_GAMMA = saved
 
 
 def random_trials(problem: Any, n: int, seed: int) -> list[Any]:
@@ -83,20 +69,12 @@ def random_trials(problem: Any, n: int, seed: int) -> list[Any]:
     return study.trials
 
 
-def package_sd(trials: Sequence[Any], seed: int, rate: float | None = None) -> tuple[float, float]:
+def package_sd(trials: Sequence[Any], seed: int) -> tuple[float, float]:
     """(fitted noise sd in the values' units, standardized noise variance) of the package's
     objective fit on ``trials``, as a suggestion without a warm start makes it."""
-    from optuna_costbo._numerics.models import _fit
-    from optuna_costbo._numerics.request import FitSchedule
-    from optuna_costbo._numerics.request import ProposalRequest
-    from optuna_costbo._sampler.space import SpaceBridge
+    from benchmarks.harness.package_probes import cold_objective_fit
 
-    bridge = SpaceBridge(trials[0].distributions)
-    X = bridge.encode_trials(trials)  # (n, D)
-    y = np.array([t.value for t in trials], dtype=float)  # (n,), minimized as is
-    floor = ProposalRequest.__dataclass_fields__["min_noise_var"].default
-    with noise_prior(rate):
-        model, _ = _fit(X, y, None, 0, np.random.default_rng(seed), floor, FitSchedule())
+    model = cold_objective_fit(trials, seed)
     noise_var = float(model.hyper.noise_var)
     return math.sqrt(noise_var) * float(model.y_std), noise_var
 
@@ -145,13 +123,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--reps", type=int, default=10, help="repetitions per problem (seeds 0..)")
     p.add_argument("--ns", type=int, nargs="+", default=[10, 20, 40], help="observations")
-    p.add_argument(
-        "--alt-rates",
-        type=float,
-        nargs="*",
-        default=[3.0],
-        help="rates of alternative Gamma(1.1, rate) noise priors for the package's fit",
-    )
+    p.add_argument("--alt-rates", nargs="*", help="removed (see this module's docstring)")
     p.add_argument("--problems", nargs="*", help="only these (noisy or base) problems")
     p.add_argument(
         "--groups",
@@ -162,7 +134,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "rbv2, a replication drawn per trial (needs yahpo-gym and COSTBO_YAHPO_DATA), the ratio "
         "to the median replicate sd of yahpo_noisy_calibration.json",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.alt_rates is not None:
+        p.error(
+            "--alt-rates was removed with the noise-prior variant, which was not chosen "
+            "(benchmarks/results/noisy/report.md); the package's prior is a constant of its "
+            "own, and noise-fit.md's Gamma(1.1, rate) columns ran on the code at 7aafb4ce"
+        )
+    return args
 
 
 def real_problems() -> list[tuple[Any, float, str]]:
@@ -190,17 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         problems += real_problems()
     if args.problems:
         problems = [row for row in problems if row[0].name in args.problems]
-    fits: list[tuple[str, float | None]] = [("costbo", None), ("optuna", None)]
-    fits += [("costbo", rate) for rate in args.alt_rates]
-
-    def label(kind: str, rate: float | None) -> str:
-        if kind == "optuna":
-            return "Optuna GPSampler"
-        return "costbo" if rate is None else f"costbo, Gamma(1.1, {rate:g})"
-
+    fits = {"costbo": package_sd, "Optuna GPSampler": lambda trials, rep: optuna_sd(trials)}
     header = ["problem", "scale", "n", "scale / sd(y)"]
-    for kind, rate in fits:
-        header += [f"{label(kind, rate)}: ratio median [10-90%]", "at floor"]
+    for label in fits:
+        header += [f"{label}: ratio median [10-90%]", "at floor"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     start = time.perf_counter()
@@ -210,13 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             spread = [float(np.std([t.value for t in trials[:n]])) for trials in data]
             relative = float(np.median(scale / np.maximum(spread, 1e-300)))
             cells = [problem.name, f"{scale_name} {scale:.4g}", str(n), _fmt(relative)]
-            for kind, rate in fits:
+            for fit in fits.values():
                 ratios, noise_vars = [], []
                 for rep, trials in enumerate(data):
-                    if kind == "optuna":
-                        sd, var = optuna_sd(trials[:n])
-                    else:
-                        sd, var = package_sd(trials[:n], rep, rate)
+                    sd, var = fit(trials[:n], rep)
                     ratios.append(sd / scale)
                     noise_vars.append(var)
                 cells += list(summary(ratios, noise_vars))

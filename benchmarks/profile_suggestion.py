@@ -55,7 +55,11 @@ PHASES: list[tuple[str, list[Site]]] = [
     ("shared screen (predictions at the pool)", [("screening.py", "screen", None)]),
     (
         "maximizers of EI, EIpu, EI-cool",
-        [("strategies.py", "maximize", None), ("strategies.py", "maximize_each", None)],
+        [
+            ("strategies.py", "maximize", None),
+            ("strategies.py", "maximize_each", None),
+            ("optimize.py", "maximize", "choose"),
+        ],
     ),
     ("  of which screening, value-only calls", [("ei.py", "__call__", "values_of")]),
     (
@@ -63,6 +67,7 @@ PHASES: list[tuple[str, list[Site]]] = [
         [
             ("optimize.py", "_lbfgsb", "maximize_acquisition"),
             ("lbfgsb.py", "lbfgsb_runs", "_maximize_columns"),
+            ("optimize.py", "lbfgsb_runs", "maximize"),
         ],
     ),
     ("rollout (first actions, scoring, polish)", [("rollout.py", "rollout_choice", None)]),
@@ -77,6 +82,7 @@ PHASES: list[tuple[str, list[Site]]] = [
         "  of which scoring (Lambda_h)",
         [
             ("rollout.py", "rollout_values_on", None),
+            ("scoring.py", "scorer", None),
             ("rollout_values.py", "rollout_values", "score"),
         ],
     ),
@@ -85,6 +91,7 @@ PHASES: list[tuple[str, list[Site]]] = [
         [
             ("optimize.py", "local_maximize", "rollout_choice"),
             ("lbfgsb.py", "local_maximize", "rollout_choice"),
+            ("optimize.py", "lbfgsb_runs", "rollout_choice"),
         ],
     ),
 ]

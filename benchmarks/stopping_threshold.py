@@ -128,6 +128,31 @@ allowed to stop before a warm-up."""
 FAMILIES = {"rates": VARIANTS, "warmup": WARMUP_VARIANTS}
 
 
+def two_sided_calibrations(
+    values: Sequence[float], log_eis: Sequence[float | None], weight: float, ceiling: float
+) -> list[float]:
+    """The package's ``running_calibrations`` with ``k`` capped at ``ceiling`` instead of 1
+    (the two-sided variants, which lost: the package dropped its ``ceiling`` in 0.2)."""
+    out = []
+    best = math.inf
+    gained = expected = 0.0
+    count = 0
+    for value, log_ei in zip(values, log_eis, strict=True):
+        if log_ei is None:
+            out.append(1.0)
+        else:
+            prior = weight * (expected + math.exp(log_ei)) / (count + 1)
+            out.append(min(ceiling, (gained + prior) / (expected + prior)))
+        if not math.isfinite(value):
+            continue
+        if log_ei is not None:
+            gained += max(0.0, best - value) if math.isfinite(best) else 0.0
+            expected += math.exp(log_ei)
+            count += 1
+        best = min(best, value)
+    return out
+
+
 def cut(run: runner.Run, log_lam: float, variant: Variant) -> runner.Run | None:
     """The run as ``variant`` at ``exp(log_lam)`` would have made it; None if the run lacks
     the records the variant reads."""
@@ -143,7 +168,10 @@ def cut(run: runner.Run, log_lam: float, variant: Variant) -> runner.Run | None:
             return None
         # A model trial records both; the package's own running calibration, on the record.
         log_eis = [c if r is not None else None for r, c in zip(rates, chosen, strict=True)]
-        ks = running_calibrations(run.values, log_eis, variant.weight, variant.ceiling)
+        if variant.ceiling > 1.0:
+            ks = two_sided_calibrations(run.values, log_eis, variant.weight, variant.ceiling)
+        else:
+            ks = running_calibrations(run.values, log_eis, variant.weight)
     threshold = log_lam + math.log(variant.tau)
     startup = next((i for i, rate in enumerate(rates) if rate is not None), n)
     first = max(variant.min_startups * startup, variant.min_trials)

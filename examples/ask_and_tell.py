@@ -3,8 +3,9 @@
 With ``study.optimize`` the sampler stops the study by itself once the budget is spent. The
 ask-and-tell interface has no optimize loop to stop, so nothing stops it and nothing raises:
 the loop asks ``sampler.remaining_budget(study)`` (recomputed from storage, so other workers'
-trials count too) before each ``study.ask()`` and ends when it is used up. An ``ask`` after
-that only logs a warning.
+trials count too) before each ``study.ask()`` and ends when it is used up, or when
+``sampler.stop_reason(study)`` says the study stopped (the budget is hard: no trial's cost fits
+what is left). An ``ask`` after that only logs a warning.
 
 The evaluation here is simulated and reports its cost with ``report_cost`` (say, GPU-hours of
 a training run whose length grows with the number of epochs); a real loop might hand the
@@ -53,7 +54,7 @@ def main() -> None:
         "learning_rate": optuna.distributions.FloatDistribution(1e-5, 1e-1, log=True),
     }
 
-    while sampler.remaining_budget(study) > 0:
+    while sampler.remaining_budget(study) > 0 and sampler.stop_reason(study) is None:
         trial = study.ask(distributions)  # parameters chosen here (define-and-run)
         loss, cost = evaluate(trial.params)
         report_cost(trial, cost)  # in the budget's units; validated

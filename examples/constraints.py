@@ -59,8 +59,9 @@ def main() -> None:
     study = optuna.create_study(sampler=sampler, storage=args.storage)
     study.optimize(objective)
     best = study.best_trial
-    feasible = sum(t.user_attrs["size_mb"] <= args.max_mb for t in study.trials)
-    print(f"{len(study.trials)} trials, {feasible} within {args.max_mb:g} MB")
+    done = study.get_trials(states=[optuna.trial.TrialState.COMPLETE])  # ran (not the skipped)
+    feasible = sum(t.user_attrs["size_mb"] <= args.max_mb for t in done)
+    print(f"{len(done)} trials, {feasible} within {args.max_mb:g} MB")
     print(f"best error {best.value:.4f} at {best.params}, {best.user_attrs['size_mb']:.1f} MB")
     print(f"spent/budget: {sampler.ledger(study).spent:.1f}/{args.budget:g} s")
 

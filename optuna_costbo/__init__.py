@@ -1,8 +1,4 @@
-"""optuna-costbo: cost-aware, budget-constrained Bayesian optimization for Optuna.
-
-The public API is :class:`CostRolloutSampler`, :class:`CostBudgetPruner`, :func:`report_cost`
-and :class:`Ledger`.
-"""
+"""optuna-costbo: cost-aware, budget-constrained Bayesian optimization for Optuna."""
 
 from __future__ import annotations
 

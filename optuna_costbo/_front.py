@@ -1,14 +1,5 @@
-"""The Pareto front of a multi-objective study's trials, as the monitors show it.
-
-The progress bar, the plots and the dashboard chart show a multi-objective study by its front
-(the COMPLETE, feasible trials no other dominates, as ``study.best_trials``) and the
-hypervolume it dominates. The reference point is the worst value of each objective over the
-COMPLETE feasible trials read, plus a tenth of its range (the caller may give one in the
-study's own units instead). Unlike the acquisition's point (the front's nadir plus a margin,
-:func:`optuna_costbo._numerics.pareto.reference_point`), it only moves outward as trials come,
-so the hypervolume the progress bar shows never falls; the bar shows none until every
-objective has a range. A plot takes one point over all its trials (where an objective has no
-range, a tenth of its magnitude is the margin), so its curve never falls either.
+"""The Pareto front and hypervolume of a multi-objective study's trials, as the monitors show
+them: against a reference point that only moves outward, so the hypervolume shown never falls.
 """
 
 from __future__ import annotations
@@ -26,19 +17,10 @@ from optuna_costbo._optuna_compat import trial_constraints
 from optuna_costbo._sampler.snapshot import minimize_signs
 
 
-__all__ = [
-    "front_size_and_hypervolume",
-    "hypervolume_history",
-    "minimized_values",
-    "monitor_reference",
-]
-
-
 def minimized_values(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> np.ndarray:
-    """Each trial's values turned into values to minimize, (n, m); a row of NaN for a trial
-    that is not COMPLETE, has no values or breaks a constraint."""
+    """Each trial's values to minimize, (n, m); NaN unless COMPLETE and feasible."""
     signs = minimize_signs(directions)  # (m,)
     out = np.full((len(trials), len(signs)), np.nan)  # (n, m)
     for i, trial in enumerate(trials):
@@ -53,7 +35,6 @@ def minimized_values(
 def _reference(
     Y: np.ndarray, directions: Sequence[StudyDirection], reference: Sequence[float] | None
 ) -> np.ndarray | None:
-    """The reference point to minimize against, (m,); None without a usable row."""
     if reference is not None:
         given = np.asarray(reference, dtype=float)
         if given.shape != (len(directions),) or not np.all(np.isfinite(given)):
@@ -67,9 +48,8 @@ def _reference(
 
 
 def monitor_reference(Y: np.ndarray) -> np.ndarray:
-    """The monitors' reference point of values to minimize Y (k, m), k >= 1: the worst value
-    of each objective plus a tenth of its range (of its magnitude, or 1e-7, where the range is
-    0), (m,)."""
+    """The worst of each objective of Y (k, m), k >= 1, plus a tenth of its range (where 0,
+    of its magnitude or 1e-7): (m,)."""
     worst, best = Y.max(axis=0), Y.min(axis=0)  # (m,) each
     spread = np.where(worst > best, worst - best, np.maximum(np.abs(worst), 1e-7))  # (m,)
     out: np.ndarray = worst + 0.1 * spread
@@ -79,9 +59,8 @@ def monitor_reference(Y: np.ndarray) -> np.ndarray:
 def front_size_and_hypervolume(
     trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection]
 ) -> tuple[int, float | None]:
-    """The number of trials on the front and the hypervolume they dominate; the hypervolume
-    is None until every objective has a range (two COMPLETE feasible trials with different
-    values), where the reference point would move inward later."""
+    """The number of trials on the front and their hypervolume, None until every objective
+    has a range (the reference point could move inward before)."""
     Y = minimized_values(trials, directions)  # (n, m)
     usable = Y[np.all(np.isfinite(Y), axis=1)]  # (k, m)
     size = int(non_dominated_mask(usable).sum()) if len(usable) else 0
@@ -95,9 +74,8 @@ def hypervolume_history(
     directions: Sequence[StudyDirection],
     reference: Sequence[float] | None = None,
 ) -> np.ndarray:
-    """The hypervolume of the front after each of ``ordered`` (trials in completion order),
-    (n,), against one reference point (``reference``, in the study's units, or the rule of
-    the module docstring over all of them); NaN before the first COMPLETE feasible trial."""
+    """The front's hypervolume after each trial of ``ordered`` (n,), against ``reference``
+    (the study's units) or :func:`monitor_reference` of all; NaN before the first."""
     Y = minimized_values(ordered, directions)  # (n, m)
     out = np.full(len(ordered), np.nan)  # (n,)
     ref = _reference(Y, directions, reference)

@@ -1,17 +1,10 @@
-"""The package's loggers live under Optuna's root logger, so ``optuna.logging`` governs them.
-
-``optuna.logging.set_verbosity`` and Optuna's handler (its format, ``disable_default_handler``,
-``enable_propagation``) apply to the package's messages as to Optuna's own.
-"""
+"""The package's loggers, under Optuna's root logger so ``optuna.logging`` governs them."""
 
 from __future__ import annotations
 
 import logging
 
 import optuna
-
-
-__all__ = ["get_logger"]
 
 
 def get_logger(module: str) -> logging.Logger:

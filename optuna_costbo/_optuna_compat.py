@@ -1,22 +1,11 @@
-"""Every use of Optuna's private API, in one place.
-
-Optuna gives a sampler no public way to do a few things this package needs; each is wrapped
-here, so that an Optuna release that changes one breaks this module and nothing else. Checked
-against the sources of Optuna 4.0 to 4.8 and 5.0; CI runs the tests on the newest release and
-on the lowest declared one (``.ci/lowest-constraints.txt``). Where an older release lacks a
-name, the fallback is written next to it.
-
-Not counted as private here: ``study._storage``, ``study._study_id`` and ``trial._trial_id``,
-which every Optuna sampler that keeps state in storage uses (CMA-ES, GPSampler) and which the
-design notes document.
-"""
+"""Every use of Optuna's private API, so a release that changes one breaks only this module
+(fallbacks beside; ``study._storage`` and ``_study_id`` are used as Optuna's samplers do)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from types import ModuleType
 from typing import Any
 
 import optuna
@@ -25,49 +14,23 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 
-__all__ = [
-    "INDEPENDENT_SAMPLING_WARNING_TEMPLATE",
-    "UpdateFinishedTrialError",
-    "distribution_contains",
-    "heartbeat_thread",
-    "in_optimize_loop",
-    "rdb_models",
-    "rdb_private_methods",
-    "root_study",
-    "store_constraints",
-    "trial_constraints",
-]
-
-
 def heartbeat_thread(
     trial_id: int, storage: optuna.storages.BaseStorage
 ) -> AbstractContextManager[Any]:
-    """A context that keeps ``trial_id``'s heartbeat beating (a no-op context on storages
-    without heartbeats): ``optuna.storages._heartbeat.get_heartbeat_thread``."""
+    """A context that keeps ``trial_id``'s heartbeat beating (``get_heartbeat_thread``)."""
     from optuna.storages._heartbeat import get_heartbeat_thread
 
     thread: AbstractContextManager[Any] = get_heartbeat_thread(trial_id, storage)  # type: ignore[assignment]
     return thread
 
 
-def rdb_models() -> ModuleType:
-    """``optuna.storages._rdb.models``: the SQLAlchemy tables of RDBStorage (the heartbeat
-    table and the trial attribute tables, read and written by :mod:`._ledger.dead_trials`)."""
-    from optuna.storages._rdb import models
-
-    return models
-
-
-# The error a storage raises when a finished trial is updated; Optuna < 4.3 raises a plain
-# RuntimeError (of which the newer error is a subclass).
+# raised when a finished trial is updated; a plain RuntimeError before Optuna 4.3
 UpdateFinishedTrialError: type[RuntimeError] = getattr(
     optuna.exceptions, "UpdateFinishedTrialError", RuntimeError
 )
 
 
-# RDBStorage's private methods that Optuna's _CachedStorage (around every RDBStorage a study
-# is given) calls instead of the public ones. Optuna 4.6 added _get_best_trial_id and 4.7
-# _set_trial_param; before them _CachedStorage calls get_best_trial and set_trial_param.
+# RDBStorage's private methods that _CachedStorage calls (some since Optuna 4.6 and 4.7).
 _RDB_PRIVATE_METHODS = (
     "_create_new_trial",
     "_set_trial_param",
@@ -78,30 +41,24 @@ _RDB_PRIVATE_METHODS = (
 
 
 def rdb_private_methods() -> tuple[str, ...]:
-    """The names of RDBStorage's private database methods that this Optuna's RDBStorage
-    has (``_create_new_trial``, ``_get_trials``, ...: the ones ``_CachedStorage`` calls)."""
+    """Those of :data:`_RDB_PRIVATE_METHODS` this Optuna's RDBStorage has."""
     rdb = optuna.storages.RDBStorage
     return tuple(name for name in _RDB_PRIVATE_METHODS if callable(getattr(rdb, name, None)))
 
 
-try:
-    from optuna.samplers._base import (
-        _INDEPENDENT_SAMPLING_WARNING_TEMPLATE as INDEPENDENT_SAMPLING_WARNING_TEMPLATE,
-    )
-except ImportError:  # Optuna < 4.5 has no shared template: the same words
-    INDEPENDENT_SAMPLING_WARNING_TEMPLATE = (
-        "The parameter `{param_name}` in Trial#{trial_number} is sampled independently "
-        "using `{independent_sampler_name}` instead of `{sampler_name}`, potentially "
-        "degrading the optimization performance. This fallback happened because "
-        "{fallback_reason}. You can suppress this warning by setting "
-        "`warn_independent_sampling` to `False` in the constructor of `{sampler_name}` if "
-        "this independent sampling is intended behavior."
-    )
+# Optuna's words for a parameter sampled independently (as its samplers log it).
+INDEPENDENT_SAMPLING_WARNING_TEMPLATE = (
+    "The parameter `{param_name}` in Trial#{trial_number} is sampled independently "
+    "using `{independent_sampler_name}` instead of `{sampler_name}`, potentially "
+    "degrading the optimization performance. This fallback happened because "
+    "{fallback_reason}. You can suppress this warning by setting "
+    "`warn_independent_sampling` to `False` in the constructor of `{sampler_name}` if "
+    "this independent sampling is intended behavior."
+)
 
 
 def root_study(study: optuna.Study) -> optuna.Study:
-    """The user's study behind HyperbandPruner's per-bracket view of it (``_BracketStudy``
-    keeps it as ``_study``)."""
+    """The user's study behind HyperbandPruner's ``_BracketStudy`` view of it."""
     while isinstance(getattr(study, "_study", None), optuna.Study):
         study = study._study  # type: ignore[attr-defined]
     return study
@@ -113,8 +70,7 @@ def in_optimize_loop(study: optuna.Study) -> bool:
 
 
 def distribution_contains(dist: BaseDistribution, internal: float) -> bool:
-    """Whether the internal representation ``internal`` lies in ``dist``
-    (``BaseDistribution._contains``)."""
+    """Whether the internal value lies in ``dist`` (``BaseDistribution._contains``)."""
     return bool(dist._contains(internal))
 
 
@@ -124,21 +80,16 @@ def store_constraints(
     trial: FrozenTrial,
     state: TrialState,
 ) -> None:
-    """Evaluate ``constraints_func`` on a COMPLETE or PRUNED trial and store its values as
-    Optuna's samplers do (``optuna.samplers._base._process_constraints_after_trial``: the
-    system attr ``constraints``, which ``study.best_trial`` respects)."""
+    """Store ``constraints_func``'s values as Optuna's samplers do
+    (``_process_constraints_after_trial``)."""
     from optuna.samplers._base import _process_constraints_after_trial
 
     _process_constraints_after_trial(constraints_func, study, trial, state)
 
 
 def trial_constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
-    """The trial's constraint values in a fixed order (feasible: all <= 0), or None.
-
-    Optuna 5 reads them as ``FrozenTrial.constraints`` (a dict, keys ``"0"``, ``"1"``, ...
-    for the values of a ``constraints_func``); Optuna 4 keeps the list in the system attr
-    ``constraints``.
-    """
+    """The trial's constraint values in a fixed order (feasible: all <= 0), or None: Optuna 5's
+    ``FrozenTrial.constraints`` dict, or Optuna 4's system attr ``constraints``."""
     values = getattr(trial, "constraints", None)
     if isinstance(values, dict):
         if not values:

@@ -1,10 +1,8 @@
-"""optuna-dashboard integration: the cost-history chart of ``plot_cost_history``, saved in the
-study where optuna-dashboard lists user-defined plotly graphs."""
+"""The cost-history chart of ``plot_cost_history``, saved in the study for optuna-dashboard."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-import inspect
 from typing import Any
 
 import optuna
@@ -45,59 +43,36 @@ def update_dashboard(
 ) -> bool:
     """Save (or overwrite) the study's cost-history chart for optuna-dashboard.
 
-    The chart ("Best value vs cumulative cost", or "Hypervolume vs cumulative cost" for several
-    objectives) is the plotly figure of
-    :func:`optuna_costbo.visualization.plot_cost_history`, saved with
-    ``optuna_dashboard.save_plotly_graph_object`` under the fixed ID :data:`GRAPH_OBJECT_ID`,
-    so each call replaces the previous chart. It reads the study's trials from storage once
-    (and its user attrs once when ``budget`` is not given), then writes the chart.
-
-    Safe to call from a sampler or a callback: if optuna-dashboard or plotly is not installed
-    it does nothing and returns ``False``; any other error while building or saving the chart
-    is logged as a warning and also gives ``False``, never an exception.
+    The figure of :func:`optuna_costbo.visualization.plot_cost_history`, saved under
+    :data:`GRAPH_OBJECT_ID`. Never raises but for ``trial`` without ``state``: without
+    optuna-dashboard or plotly, or on an error (logged as a warning), it returns ``False``.
 
     Args:
         study: The study.
-        cost_attr: The trial user attr holding each trial's cost (the sampler's ``cost_attr``).
-        budget: Position of the budget line; ``None`` reads the study's ``cost_budget``
-            user attr.
-        trial: A trial that is finishing but still RUNNING in storage, as in a sampler's
-            ``after_trial(study, trial, state, values)``; pass ``state`` and ``values`` with
-            it, and the chart includes it with that state (its cost is read from storage).
-        state: The finishing trial's state. Required with ``trial``.
+        cost_attr: The trial user attr holding costs (the sampler's ``cost_attr``).
+        budget: The budget line; ``None`` reads the study's ``cost_budget`` user attr.
+        trial: A finishing trial still RUNNING in storage, drawn with ``state`` and ``values``.
+        state: The finishing trial's state; required with ``trial``.
         values: The finishing trial's values (``None`` unless COMPLETE).
+        cost_unit: The costs' unit; ``None``: as the study says.
         trials: The study's trials as just read (``None``: read them here).
-        cost_unit: The unit of the costs on the cost axis (``"$"``, ``"kWh"``). ``None``:
-            the study user attr ``cost_unit`` if set, else ``"s"`` when every cost was
-            measured wall-clock time, else no unit.
 
     Returns:
-        ``True`` if the chart was saved, ``False`` otherwise.
+        Whether the chart was saved.
 
     Raises:
-        ValueError: ``trial`` without ``state`` (a calling error, not a monitoring one).
+        ValueError: ``trial`` without ``state``.
 
     Example:
 
         .. code-block:: python
 
             import optuna
-            from optuna_costbo import CostRolloutSampler, report_cost
             from optuna_costbo.dashboard import update_dashboard
 
-
-            def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
-
-
-            study = optuna.create_study(
-                sampler=CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0),
-                storage="sqlite:///tune.db",
-            )
-            study.optimize(objective, callbacks=[lambda study, _: update_dashboard(study)])
-            # optuna-dashboard sqlite:///tune.db  shows the chart on the study page
+            study = optuna.create_study(storage="sqlite:///tune.db")
+            study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
+            update_dashboard(study, budget=10.0)  # then: optuna-dashboard sqlite:///tune.db
     """
     if trial is not None and state is None:
         raise ValueError("update_dashboard: pass the finishing trial's state with trial")
@@ -109,7 +84,7 @@ def update_dashboard(
         return False
     try:
         figure = _figure(go, study, cost_attr, budget, trial, state, values, cost_unit, trials)
-        _save(optuna_dashboard.save_plotly_graph_object, study, figure)
+        optuna_dashboard.save_plotly_graph_object(study, figure, graph_object_id=GRAPH_OBJECT_ID)
     except Exception as exc:  # a monitoring side channel must not stop an optimization
         _logger.warning(f"Could not save the optuna-dashboard cost chart: {exc!r}")
         return False
@@ -144,20 +119,6 @@ def _figure(
     figure = build_figure(go, histories, target_name="Objective Value")
     front = all(h.hypervolume for h in histories)
     figure.update_layout(title=HYPERVOLUME_GRAPH_NAME if front else GRAPH_NAME)
-    # NOTE: the dashboard renders the stored layout as is; dropping plotly.py's default
-    # template (about 6.5 kB of JSON) keeps every update a few storage writes smaller, and
-    # plotly.js's own defaults draw the chart.
+    # NOTE: no plotly.py template (6.5 kB of JSON per write): plotly.js's defaults draw it.
     figure.layout.template = None
     return figure
-
-
-def _save(save: Any, study: optuna.Study, figure: Any) -> None:
-    """Call ``save_plotly_graph_object`` with the fixed chart ID, so that it overwrites."""
-    # NOTE: optuna-dashboard 0.13 to 0.21 have ``save_plotly_graph_object(study, figure, *,
-    # graph_object_id=None)``; without an ID each call would add one more chart.
-    if "graph_object_id" not in inspect.signature(save).parameters:
-        raise RuntimeError(
-            "this optuna-dashboard's save_plotly_graph_object takes no graph_object_id; "
-            "upgrade optuna-dashboard"
-        )
-    save(study, figure, graph_object_id=GRAPH_OBJECT_ID)

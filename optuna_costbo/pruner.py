@@ -27,48 +27,34 @@ from optuna_costbo._numerics.curves import step_rank_correlation
 
 __all__ = ["CostBudgetPruner"]
 
+# A step informs when it ranks the completed trials by final value with at least this rank
+# correlation, over at least this many of them (the better half, or else all).
 INFORMATIVE_RHO = 0.5
-"""A step informs when the completed trials' values there rank them by their final values
-with at least this rank correlation."""
 INFORMATIVE_MIN_COMPLETE = 5
-"""Completed trials that must have reported at or before a step for it to be judged (in the
-better half of them, or else over all of them)."""
 
 
 class CostBudgetPruner(BasePruner):
     """Prune a reporting trial once the study's spent cost plus its own cost exceeds the budget.
 
-    Under the sampler's hard budget (``overrun_risk``), it prunes one step earlier: once the
-    next step, at the mean cost of the steps so far, would cross the budget.
-
-    The trial's own cost so far is the user attr ``cost_attr`` if the objective keeps it
-    up to date (for costs that are not seconds), else its wall-clock time since it started,
-    less the sampler's time. The check runs whenever the trial calls ``trial.should_prune()``.
+    Under a hard budget (``overrun_risk``) it prunes once the next step, at the mean step cost,
+    would cross it. The trial's own cost is its ``cost_attr`` user attr if the objective keeps
+    it up to date, else its wall-clock time less the sampler's.
 
     Args:
-        budget: The budget in cost units. ``None`` reads it from the study, where
-            :class:`~optuna_costbo.CostRolloutSampler` stores it. A pruner given here, as in
-            ``CostBudgetPruner(MedianPruner())``, is taken as ``wrapped_pruner`` (the budget
-            is then read from the study).
-        wrapped_pruner: Another pruner consulted first (for example a median pruner);
-            the trial is pruned if either says so (a wrapped ``MedianPruner`` only at
-            informative steps, see ``informative_steps``). Optuna defines no pruning for a
-            study of several objectives; there only the budget check runs.
-        cost_attr: Name of the trial user attr that carries reported costs.
-        informative_steps: Obey the wrapped pruner only at steps that inform: where the
-            values at the step (the latest report at or before it) of the better half of
-            the study's COMPLETE trials (the best n // 2 of n by final value, the trials a
-            pruner must not lose) rank them by their final values with a rank correlation
-            of at least 0.5, over at least 5 such trials. With fewer (below 10 completed
-            trials) the same is read over all completed trials, and with fewer than 5 of
-            those the wrapped pruner decides alone. ``None``
-            (default): on for a wrapped ``MedianPruner``, off for any other pruner (it pays
-            for Median only; docs/design-decisions.md, "Pruned trials").
+        budget: The budget in cost units; ``None`` reads the study's (stored by
+            :class:`~optuna_costbo.CostRolloutSampler`). A pruner given here, as in
+            ``CostBudgetPruner(MedianPruner())``, is taken as ``wrapped_pruner``.
+        wrapped_pruner: Another pruner consulted first; the trial is pruned if either says
+            so. Not consulted in a multi-objective study (Optuna defines no pruning there).
+        cost_attr: The trial user attr that carries reported costs.
+        informative_steps: Obey the wrapped pruner only at steps whose values rank the better
+            half of the COMPLETE trials by final value (rank correlation >= 0.5 over >= 5 of
+            them, else over all of them; with fewer the wrapped pruner decides alone).
+            ``None``: on for ``MedianPruner`` only (docs/design-decisions.md, "Pruned trials").
 
     Raises:
-        ValueError: ``budget`` is neither a positive finite number, ``None`` nor a pruner, a
-            pruner is given both as ``budget`` and as ``wrapped_pruner``, or
-            ``informative_steps`` is not ``None``, ``True`` or ``False``.
+        ValueError: ``budget`` is not a positive finite number, ``None`` or a pruner, two
+            pruners are given, or ``informative_steps`` is not ``None`` or a bool.
 
     Example:
 
@@ -91,8 +77,7 @@ class CostBudgetPruner(BasePruner):
         cost_attr: str = COST_ATTR,
         informative_steps: bool | None = None,
     ) -> None:
-        # NOTE: ``CostBudgetPruner(MedianPruner())`` is how wrapping pruners are written
-        # elsewhere (PatientPruner(MedianPruner(), ...)); it means the wrapped pruner.
+        # NOTE: a pruner first wraps it, as in Optuna's PatientPruner(MedianPruner(), ...).
         if isinstance(budget, BasePruner):
             if wrapped_pruner is not None:
                 raise ValueError(
@@ -121,8 +106,7 @@ class CostBudgetPruner(BasePruner):
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         trials: list[FrozenTrial] | None = None  # one read of the storage for both checks
-        # NOTE: Optuna defines no pruning for several objectives (``trial.should_prune``
-        # raises there); called anyway, only the budget check runs.
+        # Optuna defines no pruning for several objectives: only the budget check runs there.
         several = len(study.directions) > 1
         if self._wrapped is not None and not several and self._wrapped.prune(study, trial):
             if not self._informative:
@@ -142,8 +126,7 @@ class CostBudgetPruner(BasePruner):
         ledger = charge_and_sum(study, trials, budget, self._cost_attr, charged)
         own = charged_cost(trial, self._cost_attr, charged)
         if attrs.get(RISK_ATTR) is not None:
-            # A hard budget (the sampler's overrun_risk): stop before the next step would
-            # cross it, that step taken to cost what the steps so far cost on average.
+            # a hard budget: stop before the next step, at the mean step cost, would cross it
             own += own / max(len(trial.intermediate_values), 1)
         return ledger.spent + own > budget
 
@@ -155,8 +138,7 @@ def _value_at(intermediate: dict[int, float], step: int) -> float:
 
 
 def _completed_pairs(trials: Sequence[FrozenTrial], step: int) -> tuple[np.ndarray, np.ndarray]:
-    """The COMPLETE ``trials``' values at ``step`` (their latest report at or before it) and
-    their final values, where both are finite, (n,) and (n,)."""
+    """The COMPLETE ``trials``' values at ``step`` and final values, both finite: (n,), (n,)."""
     early, final = [], []
     for t in trials:
         if t.state != TrialState.COMPLETE or t.value is None:
@@ -171,8 +153,8 @@ def _completed_pairs(trials: Sequence[FrozenTrial], step: int) -> tuple[np.ndarr
 def _pairs_correlation(
     early: np.ndarray, final: np.ndarray, better_half_of: StudyDirection | None
 ) -> tuple[float, int]:
-    """:func:`.step_rank_correlation` of ``early`` (n,) and ``final`` (n,), over the better
-    half by ``final`` (the best ``n // 2``) when ``better_half_of`` (a direction) is given."""
+    """Rank correlation of ``early`` and ``final`` (n,) and its count; over the best ``n // 2``
+    by ``final`` when ``better_half_of`` (a direction) is given."""
     if better_half_of is not None:
         sign = 1.0 if better_half_of == StudyDirection.MINIMIZE else -1.0
         keep = np.argsort(sign * final, kind="stable")[: len(final) // 2]  # (n // 2,)
@@ -180,30 +162,16 @@ def _pairs_correlation(
     return step_rank_correlation(early, final), len(early)
 
 
-def completed_rank_correlation(
-    trials: Sequence[FrozenTrial], step: int, better_half_of: StudyDirection | None = None
-) -> tuple[float, int]:
-    """:func:`.step_rank_correlation` of the COMPLETE ``trials``' values at ``step`` (their
-    latest report at or before it) and their final values, and how many trials it is over;
-    with ``better_half_of`` (the study's direction), over the better half of them by final
-    value only (the best ``n // 2`` of ``n``)."""
-    return _pairs_correlation(*_completed_pairs(trials, step), better_half_of)
-
-
 def _step_informs(
     study: optuna.Study, trial: FrozenTrial, trials: Sequence[FrozenTrial] | None = None
 ) -> bool:
-    """Whether the step ``trial`` reached ranks the study's COMPLETE trials by their final
-    values (see ``informative_steps``); True without the evidence to say otherwise.
-    ``trials``: the study's trials, when the caller has just read them."""
+    """Whether ``trial``'s step ranks the COMPLETE trials (``informative_steps``); True without
+    evidence. ``trials``: the study's trials, if just read."""
     step = trial.last_step
     if step is None:
         return True
     trials = storage_trials(study) if trials is None else trials
-    # NOTE: the better half first: over all completed trials an early step can rank well only
-    # because they span bad and good configurations (lcbench's epoch 3: rho 0.73-0.92 over
-    # random configurations, -0.01 to 0.69 within their best 10 %), while the pruner must not
-    # stop the trials that would end among the good ones (docs/design-decisions.md).
+    # NOTE: the better half first, the trials a pruner must not lose (docs/design-decisions.md).
     early, final = _completed_pairs(trials, step)  # (n,), (n,): read once for both checks
     rho, n = _pairs_correlation(early, final, better_half_of=study.direction)
     if n >= INFORMATIVE_MIN_COMPLETE and not math.isnan(rho):

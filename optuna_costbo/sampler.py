@@ -1,12 +1,4 @@
-"""CostRolloutSampler: cost-aware Bayesian optimization under a budget, as an Optuna sampler.
-
-This module is glue: Optuna's sampler hooks. A trial's relative parameters come from
-:class:`._sampler.suggest.Suggester` (one read of the study, the start-up design or the
-policy's proposal, the parallel clash rule); its independent ones from
-:mod:`._sampler.independent`. After a trial the sampler records its cost
-(:mod:`._ledger.record`), stores the ledger (:mod:`._ledger.ledger`), redraws the dashboard
-chart when due and stops the study when the budget is spent.
-"""
+"""CostRolloutSampler: Optuna's sampler hooks, glue over :mod:`._sampler` and :mod:`._ledger`."""
 
 from __future__ import annotations
 
@@ -29,32 +21,36 @@ from optuna_costbo._ledger import RISK_ATTR
 from optuna_costbo._ledger import Ledger
 from optuna_costbo._ledger import SamplerTimeCharge
 from optuna_costbo._ledger import charge_and_sum
+from optuna_costbo._ledger import mark_run
 from optuna_costbo._ledger import record_finished_trial
 from optuna_costbo._ledger import refresh_ledger
 from optuna_costbo._ledger import store_ledger
 from optuna_costbo._ledger import validate_budget
 from optuna_costbo._ledger import write_ledger
+from optuna_costbo._ledger.dead_trials import LifeStamps
 from optuna_costbo._ledger.finished import finishing_trial
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.record import CostFnError
 from optuna_costbo._logging import get_logger
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
 from optuna_costbo._optuna_compat import store_constraints
-from optuna_costbo._sampler import ChartSchedule
-from optuna_costbo._sampler import StopRule
-from optuna_costbo._sampler import Suggester
-from optuna_costbo._sampler import TrialBook
-from optuna_costbo._sampler import UserCost
-from optuna_costbo._sampler import check_distinct_choices
-from optuna_costbo._sampler import check_objectives
-from optuna_costbo._sampler import check_options
-from optuna_costbo._sampler import check_overrun_risk
-from optuna_costbo._sampler import check_stopping
-from optuna_costbo._sampler import end_if_spent
-from optuna_costbo._sampler import recommended_trial
-from optuna_costbo._sampler import record_stop
-from optuna_costbo._sampler import stop
-from optuna_costbo._sampler import stop_reason
+from optuna_costbo._sampler.chart_schedule import ChartSchedule
+from optuna_costbo._sampler.hard_budget import check_overrun_risk
+from optuna_costbo._sampler.options import check_options
+from optuna_costbo._sampler.options import check_stopping
+from optuna_costbo._sampler.recommendation import recommended_trial
+from optuna_costbo._sampler.space import check_distinct_choices
+from optuna_costbo._sampler.stopping import StopRule
+from optuna_costbo._sampler.stopping import record_stop
+from optuna_costbo._sampler.stopping import stop_reason
+from optuna_costbo._sampler.study_control import check_objectives
+from optuna_costbo._sampler.study_control import end_if_spent
+from optuna_costbo._sampler.study_control import stop
+from optuna_costbo._sampler.suggest import Suggester
+from optuna_costbo._sampler.trial_book import TrialBook
+from optuna_costbo._sampler.user_cost import UserCost
 from optuna_costbo.progress import hint_cost_progress_bar
 
 
@@ -67,28 +63,8 @@ _logger = get_logger(__name__)
 class CostRolloutSampler(BaseSampler):
     """Cost-aware Bayesian optimization that stops the study when its cost budget is spent.
 
-    Each trial's cost is the user attr ``cost_attr`` if the objective reports one (money,
-    energy, simulated seconds; see :func:`optuna_costbo.report_cost`), else ``cost_fn`` of its
-    parameters if given, else its measured wall-clock time. The ledger (budget, spent,
-    remaining) is recomputed from storage and stored as study user attrs, so several workers
-    sharing a study share one budget. Once the spent cost reaches ``budget``,
-    ``study.optimize`` returns by itself; trials that a worker starts after that are pruned at
-    their first suggestion. With measured wall-clock costs the sampler's own time counts too
-    (the budget is then the study's wall clock); full suggestions take at most a tenth of it,
-    beyond that a quick one (the last fitted hyperparameters, EI-cool on 512 candidates).
-
-    After ``n_startup_trials`` quasi-random (scrambled Sobol) trials, a Gaussian process with a
-    Matern-5/2 ARD kernel models the objective, a second one models log(cost), and the chosen
-    acquisition is maximized over the encoded search space (floats, log floats, integers,
-    steps, one-hot categoricals; conditional parameters are modelled, see docs/concepts.md).
-    Parameters whose range changes between trials, and those no completed trial has asked
-    for yet, are sampled by ``independent_sampler``. A study of 2 to 4 objectives gets a GP per
-    objective, and the feasible Pareto front's expected hypervolume improvement (EHVI) per unit
-    of predicted cost is maximized instead (docs/multi_objective.md); ``study.best_trials`` is
-    its answer.
-
-    The same seed gives the same suggestions when costs are reported or come from ``cost_fn``;
-    measured wall-clock costs vary from run to run, and so do the suggestions made from them.
+    After the start-up trials, GPs model the objective (one per objective, up to 4) and
+    log(cost); the ledger lives in storage, so workers sharing a study share one budget.
 
     Example:
 
@@ -110,72 +86,31 @@ class CostRolloutSampler(BaseSampler):
             study.optimize(objective)  # no n_trials: returns once 2 s are spent
 
     Args:
-        budget: Total budget in cost units (seconds by default). A positive finite number, or
-            ``None`` with ``value_per_cost``: the stopping rule alone ends the study.
-        acquisition: ``"rollout"`` (default): the nonmyopic CMDP rollout of Lee et al. (UAI
-            2021), which rolls out EI per unit cost and then EI over the remaining budget and
-            values each plan per unit of the budget it consumes, cooled as EI-cool
-            (docs/design-decisions.md, "The default acquisition").
-            ``"rollout-paper"``: the paper's estimator as published (cost enters only when
-            the budget cuts a trajectory short). ``"eipu"``: EI per unit predicted cost,
-            myopic and about half the suggestion time. ``"ei-cool"``: EI / cost^alpha with
-            alpha = remaining / total budget. ``"ei"``: log expected improvement, ignoring
-            cost. With several objectives each maps to its hypervolume form: EHVI, EHVI per
-            unit cost, and EHVI-cool for ``"ei-cool"`` and the rollouts.
-        horizon: Rollout steps h (``None``: 2). Read by the rollouts only; given with another
-            acquisition it draws a ``UserWarning``.
-        cost_fn: A known cost, used instead of a fitted cost model and charged to the budget
-            when the objective reports none: ``cost_fn(params) -> float``, or, for costs that
-            depend on where you come from (moving sensors, reconfiguring a machine),
-            ``cost_fn(params, previous_params) -> float`` with ``previous_params`` the
-            parameters of the latest earlier trial (``None`` for the first). Values must be
-            finite and non-negative.
-        cost_attr: Name of the trial user attr holding a trial's cost. The objective may set
-            it; otherwise the sampler records the cost there, where optuna-dashboard shows
-            and sorts it.
-        n_startup_trials: Quasi-random trials before the models take over; ``None`` means
-            ``number of parameters + 1``, at least 4, but at most a third of the trials the
-            budget is predicted to buy (at least ``number of parameters + 1``, at least 3).
-            They count against the budget.
-        seed: Seed for all of the sampler's randomness.
-        independent_sampler: Sampler for parameters outside the relative search space;
-            defaults to :class:`~optuna.samplers.RandomSampler`. Each such parameter is
-            logged at WARNING after the start-up trials, as Optuna's samplers do.
-        deterministic_objective: Whether the objective returns the same value for the same
-            parameters. ``True`` holds the objective model's noise at its floor instead of
-            fitting it, as Optuna's ``GPSampler(deterministic_objective=True)``. Either way
-            the sampler never proposes parameters that a finished or running trial already
-            has while any other configuration is left.
-        constraints_func: Optuna's constraints: ``constraints_func(trial) -> Sequence[float]``
-            after each COMPLETE or PRUNED trial, feasible when every value is <= 0, stored as
-            Optuna's samplers store them (``study.best_trial`` respects them). A GP models
-            each constraint and every acquisition, the rollout's trajectories included, is
-            weighted by the probability of feasibility. Infeasible trials are charged as any
-            other.
-        value_per_cost: The objective units one cost unit is worth (your exchange rate: "an
-            error 0.001 lower is worth 10 more seconds" is ``1e-4``). With it, the study stops
-            as soon as no point's expected improvement is worth its predicted cost
-            (``max EI / c < value_per_cost``, EI discounted by how far the model's earlier
-            expectations were met), or when the budget is spent, whichever comes first; the
-            trial that would have run is pruned and costs nothing. See :meth:`stop_reason`
-            and docs/stopping.md.
-        overrun_risk: How far the budget may be overrun. A probability in (0, 1) makes the
-            budget hard, the paper's constraint, with this largest chance that the study
-            overruns: only configurations whose cost fits the budget left (less what running
-            trials are predicted to spend) under the cost model are proposed, each taking its
-            chance of overrunning out of what earlier proposals left (exactly, with
-            ``cost_fn``), the rollout's trajectories obey the same rule, and when nothing fits
-            the study stops (:meth:`stop_reason`). ``None`` (default): a soft budget, a trial
-            starts whenever budget is left (the overrun is at most the last trial's cost, per
-            worker). ``"auto"``: hard at 0.05 when costs are reported or come from ``cost_fn``
-            (money, energy), soft when they are the measured wall clock. The first trials,
-            before any cost is known, cannot be checked.
-
-    A trial a pruner stopped after reporting is a censored observation of its final value,
-    and every acquisition is then weighted by the probability that a trial completes
-    (docs/pruning.md). The unit of the costs, for the dashboard chart, the progress bar and
-    the plots, is the study user attr ``cost_unit`` when set
-    (``study.set_user_attr("cost_unit", "$")``); else seconds for measured costs.
+        budget: Total budget in cost units (seconds by default): a positive finite number, or
+            ``None`` with ``value_per_cost`` (the stopping rule alone ends the study).
+        acquisition: ``"rollout"`` (default: the nonmyopic rollout of Lee et al., UAI 2021,
+            cooled as EI-cool), ``"rollout-paper"``, ``"eipu"`` (EI per unit cost),
+            ``"ei-cool"`` or ``"ei"``; their EHVI forms with several objectives.
+        horizon: Rollout steps (``None``: 2); read by the rollouts only.
+        cost_fn: A known cost, used instead of a cost model: ``cost_fn(params)`` or
+            ``cost_fn(params, previous_params)``, charged when the objective reports none;
+            without either, a trial costs its wall-clock seconds (the sampler's included).
+        cost_attr: Trial user attr holding a trial's cost: the objective may set it
+            (:func:`optuna_costbo.report_cost`), else the sampler records it there.
+        n_startup_trials: Quasi-random trials before the models; ``None``: ``d + 1`` (at least
+            4), at most a third of the trials the budget is predicted to buy.
+        seed: Seed for all of the sampler's randomness (runs repeat unless costs are measured).
+        independent_sampler: Sampler for parameters outside the relative search space
+            (default :class:`~optuna.samplers.RandomSampler`).
+        deterministic_objective: ``True`` holds the objective model's noise at its floor, as
+            ``GPSampler(deterministic_objective=True)`` does.
+        constraints_func: Optuna's ``constraints_func(trial) -> Sequence[float]``, feasible
+            when every value is <= 0; every acquisition is weighted by the chance of it.
+        value_per_cost: Objective units one cost unit is worth: the study stops once no
+            point's expected improvement is worth its predicted cost (docs/stopping.md).
+        overrun_risk: ``"auto"`` (default: 0.05 for reported or ``cost_fn`` costs, soft for the
+            wall clock); a probability in (0, 1): a hard budget, the largest chance the study
+            overruns; ``None``: soft, a trial starts whenever budget is left.
     """
 
     def __init__(
@@ -192,7 +127,7 @@ class CostRolloutSampler(BaseSampler):
         deterministic_objective: bool = False,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
         value_per_cost: float | None = None,
-        overrun_risk: float | str | None = None,
+        overrun_risk: float | str | None = "auto",
     ) -> None:
         check_stopping(budget, value_per_cost)
         check_overrun_risk(overrun_risk)
@@ -225,13 +160,13 @@ class CostRolloutSampler(BaseSampler):
         )
         self._chart = ChartSchedule(cost_attr)
         self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
+        self._stamps = LifeStamps()  # running trials' signs of life (_ledger.dead_trials)
 
     # -- public API -------------------------------------------------------------------------
 
     @property
     def budget(self) -> float:
-        """The total budget, in cost units (``math.inf`` when a stopping rule alone ends the
-        study)."""
+        """The total budget in cost units (``math.inf`` for ``budget=None``)."""
         return self._budget
 
     def ledger(self, study: optuna.Study) -> Ledger:
@@ -241,26 +176,17 @@ class CostRolloutSampler(BaseSampler):
         )
 
     def remaining_budget(self, study: optuna.Study) -> float:
-        """Budget minus the cost of every finished trial of ``study``, never below 0 (the
-        overrun is :attr:`Ledger.overrun`, the study user attr ``cost_overrun``).
-
-        Under ask-and-tell there is no optimize loop to stop: check this before ``ask``.
-        """
+        """Budget minus the cost of every finished trial, never below 0 (check it before
+        ``ask`` under ask-and-tell: there is no optimize loop to stop)."""
         return self.ledger(study).remaining
 
     def stop_reason(self, study: optuna.Study) -> str | None:
-        """Why ``study`` stopped (its budget was spent, or the next trial was not worth its
-        cost), as stored on the study (user attr ``cost_stop_reason``); None while it runs."""
+        """Why ``study`` stopped (study user attr ``cost_stop_reason``); None while it runs."""
         return stop_reason(study)
 
     def recommended_trial(self, study: optuna.Study) -> FrozenTrial | None:
-        """The COMPLETE trial (feasible, with constraints) whose configuration the objective
-        GP, fitted now to every trial, rates best: its posterior mean, not its observed value.
-        Under a noisy objective it is a better guess of the best configuration than
-        ``study.best_trial``, which favours a lucky draw (docs/concepts.md). The number of the
-        one the sampler's latest model named is the study user attr
-        ``cost_recommended_trial``. None before a trial has completed.
-        """
+        """The COMPLETE (feasible) trial the objective GP, fitted now, rates best by posterior
+        mean: under noise a better guess than ``study.best_trial``; None before one completes."""
         return recommended_trial(study, self._cost_attr)
 
     def reseed_rng(self) -> None:
@@ -274,10 +200,7 @@ class CostRolloutSampler(BaseSampler):
         return self._suggester.search_space(study, trial)
 
     def sample_relative(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        search_space: dict[str, BaseDistribution],
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         check_objectives(study, self._suggester.stop_rule is not None)
         if not search_space:
@@ -300,8 +223,11 @@ class CostRolloutSampler(BaseSampler):
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         started = time.perf_counter()
         hint_cost_progress_bar(study, self._budget)
+        mark_run(study, trial)  # run under this budget, unlike trials added to the study
         self._suggester.before_trial(study, trial)
+        imported = time.perf_counter()
         self._chart.warm_imports(study)
+        imported = time.perf_counter() - imported  # a one-time import: not charged
         trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study
         charged = self._suggester.charges_time(study, trials)
         ledger = charge_and_sum(study, trials, self._budget, self._cost_attr, charged)
@@ -314,7 +240,8 @@ class CostRolloutSampler(BaseSampler):
             study._storage.set_study_user_attr(study._study_id, RISK_ATTR, risk)
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
-        self._book.begin(trial, time.perf_counter() - started)
+        self._stamps.start(study, trial)  # its last sign of life, should its worker die
+        self._book.begin(trial, time.perf_counter() - started, imported)
 
     def after_trial(
         self,
@@ -323,12 +250,14 @@ class CostRolloutSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
+        self._stamps.stop(trial._trial_id)
         self._suggester.after_trial(study, trial, state, values)
         # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
         # cost, the ledger and the chart are written, or another worker's fail_stale_trials
         # could fail a trial that finished fine.
         with heartbeat_thread(trial._trial_id, study._storage):
             self._after_trial(study, trial, state, values)
+        self._book.close()
 
     # -- after a trial: its cost, the ledger, the chart, the stop ---------------------------
 
@@ -340,17 +269,18 @@ class CostRolloutSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         measured = datetime.datetime.now()
-        inside, before = self._book.finish(trial._trial_id, measured)
+        inside, beyond = self._book.finish(trial._trial_id, measured)
         error = record_finished_trial(
             study,
             trial,
             sampler_seconds=inside,
             cost_attr=self._cost_attr,
             user_cost=self._user_cost,
-            overhead=before,
+            overhead=beyond,
             now=measured,
+            reported_unit=not self._suggester.charges_time(study),
         )
-        charged = self._suggester.trial_finished(study, trial, inside + before)
+        charged = self._suggester.trial_finished(study, trial, inside + beyond)
         spent, read = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
         self._chart.after_trial(
             study, spent, self._budget, trial=trial, state=state, values=values, trials=read
@@ -363,9 +293,12 @@ class CostRolloutSampler(BaseSampler):
             )
             if final is not None:
                 self._suggester.recommendations.store(study, final.number)
-        if self._constraints_func is not None:
+        if self._constraints_func is not None and not trial.system_attrs.get(SKIPPED_ATTR):
             # After the cost and the ledger: a constraints_func that raises fails the trial
-            # (as Optuna's samplers do), but what it spent is already charged.
+            # (as Optuna's samplers do), but what it spent is already charged. A trial the
+            # sampler skipped (the study stopped first) ran nothing to constrain.
             store_constraints(self._constraints_func, study, trial, state)
+        if isinstance(error, CostFnError) and state == TrialState.COMPLETE:
+            raise error  # charged and booked first: the study's books agree on resume
         if error is not None:
             _logger.warning(str(error))  # as Optuna treats a bad return value (_ledger.record)

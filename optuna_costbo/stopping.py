@@ -1,31 +1,4 @@
-"""Stop any Optuna study when its next trial is not worth its cost: a callback.
-
-:class:`CostAwareStopping` is the rule of ``CostRolloutSampler(value_per_cost=...)`` for any
-sampler (TPE, GPSampler, random search): after each trial it fits the package's models (a GP
-on the objective and a GP on log cost, from the trials' costs) and stops the study once no
-point's expected improvement is worth its predicted cost at the user's exchange rate,
-``max_x EI(x) / c(x) < value_per_cost``. Why is stored as the study user attr
-``cost_stop_reason`` and logged.
-
-Example:
-
-    .. code-block:: python
-
-        import optuna
-        from optuna_costbo import report_cost
-        from optuna_costbo.stopping import CostAwareStopping
-
-
-        def objective(trial):
-            x = trial.suggest_float("x", 0.0, 1.0)
-            report_cost(trial, 1.0 + 4.0 * x)  # seconds, dollars, ...
-            return (x - 0.3) ** 2
-
-
-        study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
-        # an improvement of 1e-3 is worth one cost unit
-        study.optimize(objective, n_trials=200, callbacks=[CostAwareStopping(1e-3)])
-"""
+"""Stop any Optuna study once its next trial is not worth its cost: a callback."""
 
 from __future__ import annotations
 
@@ -35,17 +8,13 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger import COST_ATTR
-from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-from optuna_costbo._numerics.policy import FitSchedule
+from optuna_costbo._numerics.policy import Plan
 from optuna_costbo._numerics.policy import propose
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.options import check_stopping
-from optuna_costbo._sampler.snapshot import completed_search_space
-from optuna_costbo._sampler.snapshot import minimize_sign
-from optuna_costbo._sampler.snapshot import read_snapshot
-from optuna_costbo._sampler.space import SpaceBridge
+from optuna_costbo._sampler.recommendation import fresh_request
 from optuna_costbo._sampler.stopping import StopRule
 from optuna_costbo._sampler.stopping import record_stop
 from optuna_costbo._sampler.study_control import check_objectives
@@ -58,13 +27,33 @@ __all__ = ["CostAwareStopping"]
 class CostAwareStopping:
     """An Optuna callback that stops the study when the next trial is not worth its cost.
 
+    ``CostRolloutSampler(value_per_cost=...)``'s rule for any sampler: after each trial, GPs of
+    the objective and log cost stop the study once ``max_x EI(x) / c(x) < value_per_cost``.
+
     Args:
         value_per_cost: Objective units one cost unit is worth, a positive finite number.
-        cost_attr: The trial user attr holding costs (a trial without it is charged its
-            wall-clock duration).
-        min_trials: Completed trials before the rule is checked (the models need some), at
-            least 2.
+        cost_attr: The trial user attr holding costs (else wall-clock time is charged).
+        min_trials: Completed trials before the rule is checked, at least 2.
         seed: Seed of the model fits and the maximizer.
+
+    Example:
+
+        .. code-block:: python
+
+            import optuna
+            from optuna_costbo import report_cost
+            from optuna_costbo.stopping import CostAwareStopping
+
+
+            def objective(trial):
+                x = trial.suggest_float("x", 0.0, 1.0)
+                report_cost(trial, 1.0 + 4.0 * x)
+                return (x - 0.3) ** 2
+
+
+            study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=0))
+            stopping = CostAwareStopping(1e-3)  # an improvement of 1e-3 is worth one cost unit
+            study.optimize(objective, n_trials=200, callbacks=[stopping])
     """
 
     def __init__(
@@ -85,8 +74,7 @@ class CostAwareStopping:
         self._min_trials = min_trials
         self._rng = np.random.default_rng(seed)
         self._eipu = make_acquisition("eipu", AcquisitionOptions())
-        self.last_rate: float | None = None
-        """The largest EI per unit of predicted cost at the last check (None before one)."""
+        self.last_rate: float | None = None  # the largest EI per predicted cost at the last check
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         root = root_study(study)
@@ -94,32 +82,12 @@ class CostAwareStopping:
         trials = root.get_trials(deepcopy=False)
         if sum(t.state == TrialState.COMPLETE for t in trials) < self._min_trials:
             return
-        space, activity = completed_search_space(root, trials)
-        space = {n: d for n, d in space.items() if not d.single()}
-        if not space:
-            return
-        bridge = SpaceBridge(space, activity)
-        me = trials[-1] if trials else trial
-        request = read_snapshot(
-            trials,
-            me,
-            bridge,
-            sign=minimize_sign(root),
-            cost_attr=self._cost_attr,
-            pending={},
-            remaining=np.inf,
-            budget=np.inf,
-            known_cost=None,
-            warm=None,
-            deterministic=False,
-            schedule=FitSchedule(),
-            rate_needed=True,
+        request = fresh_request(
+            root, trials, self._cost_attr, remaining=np.inf, budget=np.inf, rate_needed=True
         )
-        if len(request.y) < self._min_trials or not any(
-            t.state in FINISHED_STATES for t in trials
-        ):
+        if request is None or len(request.y) < self._min_trials:
             return
-        proposal = propose(request, self._eipu, self._rng)
+        proposal = propose(request, Plan(self._eipu), self._rng)
         rate = proposal.best_log_rate
         self.last_rate = float(np.exp(rate)) if rate is not None else None
         reason = self._rule.reason(rate)

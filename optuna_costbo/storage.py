@@ -1,22 +1,5 @@
-"""An RDB storage whose workers wait out a database outage instead of failing.
-
-A worker of a shared study talks to the database many times per trial: Optuna creates the
-trial, stores each parameter, records heartbeats and stores the state; the sampler reads the
-trials and writes the trial's cost and the ledger. With a plain
-:class:`~optuna.storages.RDBStorage` each of those calls fails while the server is down (a
-restart, a failover), and the worker's ``study.optimize`` raises, often from deep inside
-Optuna's error handling with a message that does not say the database was away.
-:class:`RetryingRDBStorage` retries every storage call that fails for want of a connection,
-until the server answers again or ``outage_timeout`` seconds have passed, so the worker goes
-on where it was; pooled connections are checked before use (``pool_pre_ping=True``), so the
-ones the restart cut are replaced rather than failing a first call.
-
-Retrying is safe because a call that failed on a lost connection was rolled back by the
-server, except if the connection is lost after the server committed and before the worker
-heard back. Setting attrs, params and values is idempotent; storing a trial's state that is
-already stored is recognized; a trial created twice (that narrow window, in ``ask``) is left
-RUNNING without heartbeat and never charged.
-"""
+"""An RDBStorage whose workers wait out a database outage; retrying is safe, as a call cut off
+before its commit was rolled back and every call is idempotent or recognized as done."""
 
 from __future__ import annotations
 
@@ -42,57 +25,28 @@ _logger = get_logger(__name__)
 
 _T = TypeVar("_T")
 
-# NOTE: first retry after 0.1 s, doubling up to one attempt per second: a restarted server is
-# used within a second of accepting connections, without hammering it while it is down.
+# NOTE: retry after 0.1 s, doubling up to once a second: quick once the server is back.
 _FIRST_DELAY = 0.1
 _MAX_DELAY = 1.0
 
-# RDBStorage's methods that talk to the database: the BaseStorage and heartbeat API, and the
-# private ones that Optuna's _CachedStorage (which wraps every RDBStorage a study is given)
-# calls instead of the public ones, those of them that this Optuna has.
+# RDBStorage's methods that talk to the database, with the private ones _CachedStorage calls.
 _RETRIED = (
-    "create_new_study",
-    "delete_study",
-    "set_study_user_attr",
-    "set_study_system_attr",
-    "get_study_id_from_name",
-    "get_study_name_from_id",
-    "get_study_directions",
-    "get_study_user_attrs",
-    "get_study_system_attrs",
-    "get_trial_user_attrs",
-    "get_trial_system_attrs",
-    "get_all_studies",
-    "create_new_trial",
-    "set_trial_param",
-    "get_trial_param",
-    "set_trial_intermediate_value",
-    "set_trial_user_attr",
-    "set_trial_system_attr",
-    "get_trial_id_from_study_id_trial_number",
-    "get_trial",
-    "get_all_trials",
-    "get_best_trial",
-    "record_heartbeat",
+    *"""create_new_study delete_study set_study_user_attr set_study_system_attr
+    get_study_id_from_name get_study_name_from_id get_study_directions get_study_user_attrs
+    get_study_system_attrs get_trial_user_attrs get_trial_system_attrs get_all_studies
+    create_new_trial set_trial_param get_trial_param set_trial_intermediate_value
+    set_trial_user_attr set_trial_system_attr get_trial_id_from_study_id_trial_number get_trial
+    get_all_trials get_best_trial record_heartbeat""".split(),
     *rdb_private_methods(),
 )
 
 
 def is_connection_error(exc: BaseException) -> bool:
-    """Whether ``exc``, or an error it was raised from or while handling, is a database
-    connection lost or refused.
-
-    SQLAlchemy's OperationalError covers refused and dropped connections (and deadlocks and
-    lock timeouts, which are worth retrying too); any DBAPIError that made SQLAlchemy
-    invalidate its connection counts as well. Optuna re-raises them as StorageInternalError,
-    sometimes after a second error from the dead session (PendingRollbackError), so both
-    ``__cause__`` and ``__context__`` are followed.
-    """
+    """Whether ``exc`` or an error in its cause/context chain is a lost database connection."""
     return _connection_error(exc) is not None
 
 
 def _connection_error(exc: BaseException) -> BaseException | None:
-    """The DBAPI error behind ``exc`` that makes it a connection error, if any."""
     import sqlalchemy.exc
 
     seen: set[int] = set()
@@ -111,25 +65,19 @@ def _connection_error(exc: BaseException) -> BaseException | None:
 
 
 class RetryingRDBStorage(optuna.storages.RDBStorage):
-    """An RDBStorage that waits out database outages of up to ``outage_timeout`` seconds.
+    """An :class:`~optuna.storages.RDBStorage` that waits out database outages.
 
-    Use it wherever an :class:`~optuna.storages.RDBStorage` goes, in every worker of a shared
-    study. A storage call that fails because the database cannot be reached is retried (after
-    0.1 s, doubling up to once a second) until it succeeds or ``outage_timeout`` seconds have
-    passed since it first failed; then the last error is raised. Creating the storage waits
-    the same way. A warning is logged when a worker starts waiting and when the database is
-    back.
+    Use it in every worker of a shared study. A storage call that fails because the database
+    cannot be reached is retried (after 0.1 s, doubling up to once a second) until it succeeds
+    or ``outage_timeout`` seconds have passed; then the error is raised. A warning is logged
+    when a worker starts waiting and when the database is back.
 
     Args:
         url: The database URL, as for ``RDBStorage``.
         outage_timeout: Longest outage waited out, in seconds; a positive finite number.
-        engine_kwargs: SQLAlchemy engine options, as for ``RDBStorage``; ``pool_pre_ping``
-            defaults to True.
-        **kwargs: Passed to ``RDBStorage`` (``heartbeat_interval``, ``grace_period``, ...).
-            With heartbeats on, give ``grace_period`` more seconds than the outages to wait
-            out: no heartbeat is recorded while the database is away, and a trial whose last
-            heartbeat is older than the grace period when it is back may be failed by another
-            worker although its own worker is alive and about to finish it.
+        engine_kwargs: SQLAlchemy engine options; ``pool_pre_ping`` defaults to True.
+        **kwargs: Passed to ``RDBStorage``. With heartbeats, give ``grace_period`` more seconds
+            than the outages to wait out, or other workers may fail a trial that is alive.
 
     Example:
 
@@ -139,15 +87,9 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
             from optuna_costbo import CostRolloutSampler
             from optuna_costbo.storage import RetryingRDBStorage
 
-            # In every worker; with a server, e.g. "postgresql://user:password@db/optuna".
-            storage = RetryingRDBStorage(
-                "sqlite:///tune.db", outage_timeout=120.0, heartbeat_interval=10, grace_period=300
-            )
+            storage = RetryingRDBStorage("sqlite:///tune.db", outage_timeout=120.0)
             study = optuna.create_study(
-                study_name="tune",
-                storage=storage,
-                sampler=CostRolloutSampler(budget=60.0),
-                load_if_exists=True,
+                storage=storage, sampler=CostRolloutSampler(budget=60.0), load_if_exists=True
             )
             study.optimize(lambda trial: trial.suggest_float("x", 0.0, 1.0) ** 2, n_trials=5)
     """
@@ -198,10 +140,7 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
         return state
 
     def run_with_retries(self, call: Callable[[], _T]) -> _T:
-        """Run ``call`` (a storage operation), retrying it while the database is unreachable.
-
-        Only the outermost of nested calls retries (a storage method calling another).
-        """
+        """Run ``call``, retrying while the database is unreachable (outermost call only)."""
         if getattr(self._retry_state, "active", False):
             return call()
         self._retry_state.active = True
@@ -240,8 +179,7 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
             try:
                 return base.set_trial_state_values(self, trial_id, state, values)
             except UpdateFinishedTrialError:
-                # The attempt that lost its connection may have been committed: the state is
-                # then already stored, which is what was asked.
+                # the attempt that lost its connection may have committed the state
                 if failed_once and base.get_trial(self, trial_id).state == state:
                     return True
                 raise

@@ -42,6 +42,7 @@ import numpy as np
 from benchmarks.harness.package_probes import Choice
 from benchmarks.harness.package_probes import log_h_parts
 from benchmarks.harness.package_probes import maximize_acquisition
+from benchmarks.harness.package_probes import maximize_exponent
 from benchmarks.harness.package_probes import shares_objective
 
 
@@ -258,7 +259,7 @@ class PandoraGittins:
 
     def choose(self, ctx: Any) -> Any:
         if ctx.best is None or ctx.cost is None:
-            return Choice(*ctx.maximize(1.0))
+            return Choice(*maximize_exponent(ctx, 1.0))
         scale = float(getattr(ctx.model, "y_std", 1.0))
         acq = GittinsIndex(
             ctx.model,

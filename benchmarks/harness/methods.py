@@ -30,7 +30,7 @@ Names:
   ``eipu:max_sampler_share=0.05``, ``optuna-tpe:multivariate=true``. Values are read as int,
   float, ``true``/``false``/``none`` or else text. So benchmark-only variants of the sampler
   are a name here, never a flag in the package: options that are not sampler parameters
-  (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``, ``dashboard_chart``) are
+  (``charge_sampler_time``, ``max_sampler_share``, ``dashboard_chart``) are
   set on the sampler object through :mod:`.package_probes`; ``known_cost=true`` gives ours
   the problem's own cost as ``cost_fn`` (``Problem.known_cost``: a synthetic problem's cost
   formula; the hard budget's study, benchmarks/results/hard-budget), a problem without one

@@ -14,20 +14,23 @@ Who uses what:
   sampler's reads replaced by the intersection search space, the behaviour before conditional
   spaces were modelled);
 - ``scale_quality.py``: :func:`set_fit_schedule` sets one sampler's ``FitSchedule``
-  (``_numerics.policy``) and :func:`shipped_fit_schedule` reads the package's;
+  (``_numerics.request``) and :func:`shipped_fit_schedule` reads the package's;
 - ``cheap_trials.py``: :func:`effort_counts` reads the suggester's effort counts (full and
   quick suggestions);
+- ``noise_fit.py``: :func:`cold_objective_fit`, the objective GP a suggestion without a warm
+  start fits (``_numerics.gp.fit.fit_gp``, ``_sampler.space.SpaceBridge``);
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
-  parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``, ``n_samples``,
+  parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``,
   ``dashboard_chart``), set on one sampler object, so those methods run as before, and
   ``quick_queue=false`` (the quick route without its queue, as before issue 57);
 - ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
-  ``_numerics.optimize`` (``maximize_acquisition``), ``_numerics.cost_model``
-  (``shares_objective``), ``_numerics.acquisition.strategies`` (``Choice``);
+  ``_numerics.optimize`` (:func:`maximize_acquisition`, :func:`maximize_exponent`),
+  ``_numerics.cost_model`` (``shares_objective``), ``_numerics.acquisition.strategies``
+  (``Choice``);
 - ``harness/informative_steps.py`` (the ``-informative`` and ``-betterhalf`` pruner
-  variants): ``pruner`` (``completed_rank_correlation``), the correlation
-  ``CostBudgetPruner``'s check reads;
+  variants): :func:`completed_rank_correlation`, the correlation ``CostBudgetPruner``'s check
+  reads (``pruner._completed_pairs`` and ``pruner._pairs_correlation``);
 - ``storage/`` (``storage_traffic.py``): :func:`profiled_seconds` (the ledger's and the
   model's time per trial, from a profile, on any version of the package) and the system attrs
   a finished or a running trial of ``CostRolloutSampler`` carries
@@ -37,15 +40,20 @@ Who uses what:
 from __future__ import annotations
 
 import cProfile
-import dataclasses
 import importlib
 import pstats
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 
 MODULES: dict[str, str] = {
     "cost_model": "optuna_costbo._numerics.cost_model",
+    "fit": "optuna_costbo._numerics.gp.fit",
+    "models": "optuna_costbo._numerics.models",
+    "request": "optuna_costbo._numerics.request",
+    "space": "optuna_costbo._sampler.space",
     "ei": "optuna_costbo._numerics.acquisition.ei",
     "optimize": "optuna_costbo._numerics.optimize",
     "policy": "optuna_costbo._numerics.policy",
@@ -56,9 +64,9 @@ MODULES: dict[str, str] = {
 
 NAMES: dict[str, tuple[str, str]] = {
     "Choice": ("strategies", "Choice"),
-    "completed_rank_correlation": ("pruner", "completed_rank_correlation"),
+    "completed_pairs": ("pruner", "_completed_pairs"),
     "log_h_parts": ("ei", "_log_h_parts"),
-    "maximize_acquisition": ("optimize", "maximize_acquisition"),
+    "pairs_correlation": ("pruner", "_pairs_correlation"),
     "shares_objective": ("cost_model", "shares_objective"),
 }
 """Name here -> (short module name, attribute): ``from benchmarks.harness.package_probes
@@ -93,9 +101,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def completed_rank_correlation(
+    trials: Any, step: int, better_half_of: Any = None
+) -> tuple[float, int]:
+    """``CostBudgetPruner``'s rank correlation of the COMPLETE ``trials``' values at ``step``
+    with their final values (over the better half by final value with ``better_half_of``, a
+    direction), and how many trials it is over (the package's own function was removed in
+    0.2; this composes the two private steps it was made of)."""
+    pruner = module("pruner")
+    early, final = pruner._completed_pairs(trials, step)
+    rho, n = pruner._pairs_correlation(early, final, better_half_of)
+    return float(rho), int(n)
+
+
 def shipped_fit_schedule() -> Any:
     """The package's ``FitSchedule`` (what every sampler uses)."""
-    return module("policy").FitSchedule()
+    return module("request").FitSchedule()
 
 
 def set_fit_schedule(sampler: Any, schedule: Any) -> None:
@@ -107,7 +128,7 @@ def fit_schedule(
     max_fit_points: int, refit_from: int, refit_growth: float, max_model_points: int
 ) -> Any:
     """A ``FitSchedule`` with these bounds."""
-    return module("policy").FitSchedule(
+    return module("request").FitSchedule(
         max_fit_points=max_fit_points,
         max_model_points=max_model_points,
         refit_from=refit_from,
@@ -147,6 +168,42 @@ def gittins_index(sampler: Any) -> None:
     sampler._suggester.acquisition = PandoraGittins(rule.value_per_cost)
 
 
+def maximize_acquisition(
+    fun_and_grad: Any, codec: Any, rng: Any, *, fun: Any = None, **options: Any
+) -> tuple[Any, float]:
+    """One acquisition of the points alone (``Z -> (values, grads)``) maximized by the
+    package's optimizer (``optimize.Search`` options: ``extra_starts``, ``max_evals``,
+    ``exclude``): its best legal point and value."""
+    optimize = module("optimize")
+    one = None if fun is None else (lambda Z, _: fun(Z))
+    search = optimize.Search(lambda Z, _: fun_and_grad(Z), one, codec, **options)
+    Z, values = optimize.maximize(search, rng)
+    return Z[0], float(values[0])
+
+
+def maximize_exponent(ctx: Any, exponent: float) -> tuple[Any, float]:
+    """The maximizer of ``log EI - exponent * log c`` in an acquisition context, as the
+    package's myopic acquisitions make it, and its value."""
+    Z, values = ctx.record(
+        (exponent,), *module("optimize").maximize(ctx.search((exponent,)), ctx.rng)
+    )
+    return Z[0], float(values[0])
+
+
+def cold_objective_fit(trials: Any, seed: int) -> Any:
+    """The package's GP of the (minimized) values of ``trials``, fitted as a suggestion
+    without a warm start fits it: 3 restarts, the request's noise floor."""
+    X = module("space").SpaceBridge(trials[0].distributions).encode_trials(trials)  # (n, D)
+    y = np.array([t.value for t in trials], dtype=float)  # (n,)
+    request = module("request")
+    floor = request.ProposalRequest.__dataclass_fields__["min_noise_var"].default
+    rng = np.random.default_rng(seed)
+    schedule = request.FitSchedule()
+    return module("fit").fit_gp(
+        X, y, rng=rng, n_restarts=3, min_noise_var=floor, max_points=schedule.max_fit_points
+    )
+
+
 def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
     """Full and quick suggestions of a ``CostRolloutSampler`` run (cheap_trials.py's probe);
     ``{"n_full": -1, "n_quick": -1}`` for another sampler."""
@@ -160,7 +217,6 @@ def effort_counts(sampler: Any, study: Any) -> dict[str, int]:
 INTERNAL_OPTIONS = (
     "charge_sampler_time",
     "max_sampler_share",
-    "n_samples",
     "dashboard_chart",
     "quick_queue",
 )
@@ -171,6 +227,8 @@ REMOVED_OPTIONS = {
     "pruned_trials": "removed in 0.2: pruned trials are always censored observations",
     "warn_independent_sampling": "removed in 0.2: the warning is always logged",
     "cost_unit": "removed in 0.2: set the study user attr cost_unit",
+    "n_samples": "removed in 0.2: the rollout draws 64 trajectories, its only setting was a "
+    "research hook (CHANGELOG.md)",
     "plug_in_incumbent": "removed after issue 51's study (benchmarks/results/noisy/report.md; "
     "code at f56d20c1)",
     "repeats": "removed after issue 51's study: it never acted (benchmarks/results/noisy/"
@@ -197,10 +255,6 @@ def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
     if "max_sampler_share" in options:
         suggester.effort = importlib.import_module("optuna_costbo._sampler.effort").EffortRule(
             float(options["max_sampler_share"])
-        )
-    if "n_samples" in options:
-        suggester.acquisition = dataclasses.replace(
-            suggester.acquisition, n_samples=int(options["n_samples"])
         )
     if options.get("dashboard_chart") is False:
         sampler._chart.wanted = lambda study: False

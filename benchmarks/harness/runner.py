@@ -282,9 +282,11 @@ def _run_optuna(
     )
     run.meta["optimize_s"] = round(time.perf_counter() - start, 4)
     for trial in study.get_trials(deepcopy=False):
-        cost, at, params = measured.get(
-            trial.number, (float(trial.user_attrs.get("cost", math.nan)), math.nan, {})
-        )
+        # A trial pruned before its objective ran (ours skips the last one a hard budget
+        # cannot pay for) cost nothing.
+        skipped = trial.state == optuna.trial.TrialState.PRUNED and not trial.params
+        unmeasured = 0.0 if skipped else float(trial.user_attrs.get("cost", math.nan))
+        cost, at, params = measured.get(trial.number, (unmeasured, math.nan, {}))
         run.costs.append(cost)
         done = trial.state == optuna.trial.TrialState.COMPLETE and trial.values is not None
         if done and problem.constraints_fn is not None and not feasible(trial):

@@ -73,7 +73,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--groups",
         nargs="+",
         default=list(SYNTHETIC_GROUPS),
-        choices=[*SYNTHETIC_GROUPS, "real", "constrained", *NOISY_GROUPS, *MULTI_GROUPS],
+        choices=[
+            *SYNTHETIC_GROUPS,
+            "real",
+            "constrained",
+            *NOISY_GROUPS,
+            *MULTI_GROUPS,
+            *EXTREME_GROUPS,
+        ],
         help="problem groups (default: the synthetic ones); real: YAHPO Gym surrogates, which "
         "need the benchmark environment of benchmarks/problems/README_yahpo.md; constrained: "
         "three suite problems with a constraints_func (benchmarks/problems/constrained.py); "
@@ -83,8 +90,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "drawn per trial (benchmarks/problems/hpo.py); multi: ZDT / DTLZ2 with costs, 2-3 "
         "objectives, scored by hypervolume regret (benchmarks/problems/multi.py); multi-real: "
         "three YAHPO instances with a second objective (benchmarks/problems/yahpo_multi.py, "
-        "the YAHPO environment). --problems "
-        "finds the names of the synthetic, noisy, constrained and multi groups whatever "
+        "the YAHPO environment); extreme: test functions whose costs span 1e3-1e5 "
+        "(benchmarks/problems/extreme.py); extreme-live: scikit-learn MLPs whose batch size, "
+        "width, depth and epochs set the cost (benchmarks/problems/hpo.py); extreme-real: the "
+        "widest-cost YAHPO XGBoost instances (the YAHPO environment). --problems finds the "
+        "names of the synthetic, noisy, constrained, multi and extreme groups whatever "
         "--groups says",
     )
     parser.add_argument(
@@ -138,7 +148,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 SYNTHETIC_GROUPS = ("adversarial", "control")
 NOISY_GROUPS = ("noisy", "noisy-real", "noisy-live")
 MULTI_GROUPS = ("multi", "multi-real")
-LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy", "multi")
+EXTREME_GROUPS = ("extreme", "extreme-live", "extreme-real")
+LOCAL_GROUPS = (*SYNTHETIC_GROUPS, "constrained", "noisy", "multi", "extreme")
 """The groups that need nothing beyond the package's test environment."""
 
 
@@ -174,6 +185,18 @@ def all_problems(groups: Sequence[str]) -> dict[str, Problem]:
         from benchmarks.problems.yahpo import noisy_real_problems
 
         out.update(noisy_real_problems())
+    if "extreme" in groups:
+        from benchmarks.problems.extreme import extreme_problems
+
+        out.update(extreme_problems())
+    if "extreme-live" in groups:
+        from benchmarks.problems.hpo import extreme_live_problems
+
+        out.update(extreme_live_problems())
+    if "extreme-real" in groups:
+        from benchmarks.problems.yahpo import extreme_real_problems
+
+        out.update(extreme_real_problems())
     return out
 
 

@@ -1,9 +1,4 @@
-"""What one trial costs: checked values, the objective's cost, the charge to the budget.
-
-:func:`report_cost` is public (the objective reports a cost with it); the rest is what the
-ledger sums (:mod:`.ledger`) and what the models learn (the objective's cost alone, without the
-sampler's time).
-"""
+"""What one trial costs: checked values, the objective's cost (models), the charge (budget)."""
 
 from __future__ import annotations
 
@@ -17,42 +12,26 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._ledger.dead_trials import alive_seconds
 from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
+from optuna_costbo._ledger.keys import CostSource
 from optuna_costbo._numerics.checks import is_real
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
-__all__ = [
-    "charged_cost",
-    "checked_costs",
-    "objective_cost",
-    "previous_params",
-    "report_cost",
-    "sampler_seconds",
-    "validate_budget",
-    "validate_cost",
-]
-
-
 def validate_budget(budget: Any) -> float:
     """Return ``budget`` as a float, or raise a ValueError saying what is allowed."""
-    if not is_real(budget):
+    if not is_real(budget) or not 0.0 < float(budget) < math.inf:
         raise ValueError(f"budget must be a positive finite number, got {budget!r}")
-    value = float(budget)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f"budget must be a positive finite number, got {budget!r}")
-    return value
+    return float(budget)
 
 
 def validate_cost(cost: Any, *, name: str = "cost") -> float:
-    """Return a reported cost as a float, or raise a ValueError saying what is allowed.
-
-    A cost must be a real number, finite and non-negative. Zero is a free evaluation (a
-    cached result); a negative cost would make the budget meaningless.
-    """
+    """A cost as a float: real, finite and >= 0 (0: a free, cached result), else ValueError."""
     if not is_real(cost):
         raise ValueError(
             f"{name} must be a non-negative finite number (int or float), got {cost!r} "
@@ -67,8 +46,8 @@ def validate_cost(cost: Any, *, name: str = "cost") -> float:
 def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = COST_ATTR) -> None:
     """Report the cost of ``trial`` from inside the objective (money, energy, a simulated cost).
 
-    The value is validated at once, so a bad cost fails this trial with a clear message
-    instead of reaching the ledger. Equivalent to ``trial.set_user_attr(cost_attr, cost)``.
+    Equivalent to ``trial.set_user_attr(cost_attr, cost)``, but a bad cost fails the trial at
+    once with a clear ValueError instead of reaching the ledger.
 
     Args:
         trial: The running trial.
@@ -77,12 +56,6 @@ def report_cost(trial: optuna.trial.BaseTrial, cost: float, *, cost_attr: str = 
         cost_attr: The user attr name the sampler reads (its ``cost_attr`` argument).
     """
     trial.set_user_attr(cost_attr, validate_cost(cost, name=f"the reported cost {cost_attr!r}"))
-
-
-def _seconds(start: datetime.datetime | None, end: datetime.datetime | None) -> float:
-    if start is None or end is None:
-        return 0.0
-    return max((end - start).total_seconds(), 0.0)
 
 
 def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
@@ -96,7 +69,7 @@ def _reported_cost(trial: FrozenTrial, cost_attr: str) -> float | None:
 
 
 def sampler_seconds(trial: FrozenTrial) -> float:
-    """Seconds the sampler spent choosing this trial's parameters, as recorded on the trial."""
+    """Seconds the sampler spent choosing this trial's parameters, as recorded on it."""
     value = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
     if not is_real(value):
         return 0.0
@@ -106,24 +79,21 @@ def sampler_seconds(trial: FrozenTrial) -> float:
 def objective_cost(
     trial: FrozenTrial, cost_attr: str, now: datetime.datetime | None = None
 ) -> float:
-    """Cost of the objective alone for ``trial`` (the quantity the cost model learns).
-
-    In order of precedence: the valid number the trial carries as user attr ``cost_attr``
-    (reported by the objective, recorded by the sampler after the trial, or, for a trial
-    failed by heartbeat, its start to last heartbeat, written by
-    :func:`.dead_trials.charge_dead_trials`); else the trial's wall-clock duration less the
-    sampler's own time (a trial failed by heartbeat before it is charged or on a storage
-    without heartbeats, trials added with
-    ``add_trial``: zero when they have no timestamps). A running trial's cost so far is
-    measured up to ``now``.
-    """
+    """The objective's cost alone: the valid ``cost_attr``, else a dead trial's last stamp, else
+    the wall clock (to ``now`` while running) less the sampler's time."""
     reported = _reported_cost(trial, cost_attr)
     if reported is not None:
         return reported
+    alive = alive_seconds(trial)
+    if alive is not None:
+        return alive
     end = trial.datetime_complete
     if end is None and trial.state == TrialState.RUNNING:
         end = now or datetime.datetime.now()
-    return max(_seconds(trial.datetime_start, end) - sampler_seconds(trial), 0.0)
+    start = trial.datetime_start
+    if start is None or end is None:
+        return 0.0
+    return max(max((end - start).total_seconds(), 0.0) - sampler_seconds(trial), 0.0)
 
 
 def charged_cost(
@@ -142,10 +112,7 @@ def charged_cost(
 
 
 def checked_costs(values: list[Any], what: str) -> np.ndarray:
-    """Costs from the user's cost_fn as an array, >= 0 and finite, or a clear ValueError.
-
-    Zeros (a state-dependent cost of staying put) are raised to the models' cost floor.
-    """
+    """``cost_fn``'s values as an array raised to the cost floor, or a ValueError if not >= 0."""
     try:
         costs = np.array(values, dtype=float)
     except (TypeError, ValueError):
@@ -171,3 +138,14 @@ def previous_params(trials: Sequence[FrozenTrial], trial: FrozenTrial) -> dict[s
         and not t.system_attrs.get(SKIPPED_ATTR)
     ]
     return dict(max(earlier, key=lambda t: t.number).params) if earlier else None
+
+
+def estimated_cost(trials: Sequence[FrozenTrial], cost_attr: str) -> float:
+    """Median cost reported or from ``cost_fn`` so far (0 before any): a missing cost's charge."""
+    known = [
+        cost
+        for t in trials
+        if t.system_attrs.get(COST_SOURCE_ATTR) in (CostSource.REPORTED, CostSource.COST_FN)
+        and (cost := _reported_cost(t, cost_attr)) is not None
+    ]
+    return float(np.median(known)) if known else 0.0

@@ -1,25 +1,12 @@
-"""The ledger: what the study has spent, recomputed from storage, and stored on the study.
+"""The ledger: what the study has spent, summed from storage, and stored on the study.
 
-Everything here is recomputed from storage on demand. A sampler object is never the only
-holder of the ledger: other processes may share the study, a crashed worker's trial may be
-failed by heartbeat, and trials may be added with :func:`optuna.study.Study.add_trial`.
-
-Recomputed, but not from scratch: :func:`charge_and_sum` keeps, per storage object and study,
-the charges of the finished trials it has seen, summed, and adds only the trials that finished
-since (:mod:`.finished`); running trials are charged afresh every time. A finished trial's
-charge never changes, except a dead worker's trial before it is charged to its heartbeat
-(:func:`.dead_trials.charge_dead_trials` writes its charge later, perhaps from another
-worker): such trials are kept apart and charged afresh, after an attempt to charge them to
-their heartbeat, until they carry a cost. Both add the charges in trial-number order, so the
-incremental ledger is the full recomputation :func:`compute_ledger`, to the last bit.
-
-The functions that write say so in their names: :func:`charge_and_sum` and
-:func:`refresh_ledger` may write a dead worker's charge on its trial; :func:`write_ledger`
-and :func:`store_ledger` write the study's user attrs.
+NOTE: :func:`charge_and_sum` keeps the finished trials' charges and adds those finished since;
+both it and :func:`compute_ledger` add in trial-number order, so they agree to the last bit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,30 +20,17 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._ledger.costs import charged_cost
-from optuna_costbo._ledger.dead_trials import charge_dead_trials
-from optuna_costbo._ledger.dead_trials import unpriced_failure
 from optuna_costbo._ledger.finished import FinishedScan
 from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.keys import IMPORTED_ATTR
+from optuna_costbo._ledger.keys import IMPORTED_TRIALS_ATTR
 from optuna_costbo._ledger.keys import OVERRUN_ATTR
 from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
-from optuna_costbo._ledger.keys import CostSource
-
-
-__all__ = [
-    "Ledger",
-    "charge_and_sum",
-    "compute_ledger",
-    "measured_costs",
-    "refresh_ledger",
-    "storage_trials",
-    "store_ledger",
-    "stored_budget",
-    "write_ledger",
-]
+from optuna_costbo._ledger.runs import study_runs
 
 
 @dataclass(frozen=True)
@@ -65,11 +39,12 @@ class Ledger:
 
     Attributes:
         budget: Total budget, in cost units.
-        spent: Summed cost of finished trials (COMPLETE, PRUNED and FAIL, and trials whose
-            cost the sampler has recorded while their final state is being stored).
+        spent: Summed cost of finished trials (and of those whose cost is recorded).
         running_elapsed: Cost accrued so far by trials still running.
-        n_finished: Number of finished trials.
+        n_finished: Number of finished trials run under the budget.
         n_running: Number of running trials.
+        n_imported: Number of finished trials imported (``add_trial(s)``): not charged.
+        imported_cost: Their summed cost (not in ``spent``).
     """
 
     budget: float
@@ -77,10 +52,12 @@ class Ledger:
     running_elapsed: float
     n_finished: int
     n_running: int
+    n_imported: int = 0
+    imported_cost: float = 0.0
 
     @property
     def remaining(self) -> float:
-        """Budget minus spent, never below 0 (what an overrun went beyond is :attr:`overrun`)."""
+        """Budget minus spent, never below 0."""
         return max(self.budget - self.spent, 0.0)
 
     @property
@@ -95,13 +72,8 @@ class Ledger:
 
 
 def _finishing(trial: FrozenTrial) -> bool:
-    """Whether ``trial`` counts as spent: finished, or its cost recorded while its final state
-    is being stored.
-
-    A trial whose cost the sampler has recorded is finishing: its state is written to storage
-    just after. Counting it as spent keeps workers that finish together from each storing a
-    ledger that misses the other's trial.
-    """
+    """Finished, or its cost recorded (its state is stored just after): counted as spent so that
+    workers finishing together each store a ledger with the other's trial."""
     return trial.state in FINISHED_STATES or (
         trial.state == TrialState.RUNNING and COST_SOURCE_ATTR in trial.system_attrs
     )
@@ -113,38 +85,59 @@ def compute_ledger(
     cost_attr: str,
     charge_sampler_time: bool = False,
     now: datetime.datetime | None = None,
+    imported: Callable[[FrozenTrial], bool] | None = None,
 ) -> Ledger:
-    """Sum the costs of ``trials`` into a :class:`Ledger` (in the order given)."""
+    """Sum the costs of ``trials`` in order; those ``imported`` says were imported, apart."""
     now = now or datetime.datetime.now()
-    spent = 0.0
-    running = 0.0
-    n_finished = 0
-    n_running = 0
+    spent = running = imported_cost = 0.0
+    n_finished = n_running = n_imported = 0
     for trial in trials:
-        if _finishing(trial):
+        if imported is not None and imported(trial):
+            if trial.state in FINISHED_STATES:
+                imported_cost += charged_cost(trial, cost_attr, False)
+                n_imported += 1
+        elif _finishing(trial):
             spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
             n_finished += 1
         elif trial.state == TrialState.RUNNING:
             running += charged_cost(trial, cost_attr, charge_sampler_time, now)
             n_running += 1
-    return Ledger(budget, spent, running, n_finished, n_running)
+    return Ledger(budget, spent, running, n_finished, n_running, n_imported, imported_cost)
 
 
 class _Charges:
-    """The finished trials of one study seen so far, for one way of charging them.
+    """The finished trials of one study seen so far, summed left to right in number order.
 
-    The sum is kept as :func:`compute_ledger` makes it, left to right in trial-number order,
-    so that both give the same float: ``prefix_sum`` holds the charges of trials
-    ``0 .. prefix - 1``, all final; ``final`` the charges of final trials numbered above.
+    ``prefix_*``: sums over trials ``0 .. prefix - 1``, all final; ``final``: final trials above
+    (charge, imported cost or None); ``active``: the :meth:`.runs.Runs.active` they were told by.
     """
 
     def __init__(self) -> None:
-        self.scan = FinishedScan()
-        self.prefix = 0
-        self.prefix_sum = 0.0
-        self.final: dict[int, float] = {}
-        self.unpriced: list[int] = []  # numbers of failed trials not charged yet (see above)
         self.lock = threading.Lock()
+        self.reset(active=False)
+
+    def reset(self, active: bool) -> None:
+        self.active = active
+        self.scan = FinishedScan()
+        self.prefix = self.n_finished = self.n_imported = 0
+        self.prefix_sum = self.prefix_imported = 0.0
+        self.final: dict[int, tuple[float, float | None]] = {}
+
+    def settle(self, trial: FrozenTrial, cost_attr: str, charge: bool, imported: bool) -> None:
+        cost = charged_cost(trial, cost_attr, charge and not imported)
+        self.final[trial.number] = (0.0, cost) if imported else (cost, None)
+
+    def advance(self) -> None:
+        """Move the final trials that follow the prefix into it."""
+        while self.prefix in self.final:
+            charge, imported = self.final.pop(self.prefix)
+            if imported is None:
+                self.prefix_sum += charge
+                self.n_finished += 1
+            else:
+                self.prefix_imported += imported
+                self.n_imported += 1
+            self.prefix += 1
 
 
 def charge_and_sum(
@@ -154,109 +147,105 @@ def charge_and_sum(
     cost_attr: str,
     charge_sampler_time: bool = False,
     now: datetime.datetime | None = None,
+    marked: bool = False,
 ) -> Ledger:
-    """The ledger of ``trials``, the trial list just read from ``study``'s storage.
+    """:func:`compute_ledger` of ``trials`` (as just read from storage), reading only the newly
+    finished and those after the oldest open one; ``marked``: a sampler's own ledger."""
 
-    Dead workers' trials are charged to their heartbeat first (WRITES: see
-    :func:`.dead_trials.charge_dead_trials`). Equal to
-    :func:`compute_ledger` of the same list, but reads only the trials that finished since
-    the last call and those after the oldest trial not finished (in a study run by W workers,
-    about W); a list that is not the study's whole list in number order (HyperbandPruner's
-    brackets) is summed in full.
-    """
+    def full() -> Ledger:  # without the cache: every trial looked at
+        rule = imported_rule(study, trials, marked)
+        return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now, rule)
+
+    runs = study_runs(study)
     cache = per_storage(study._storage)
     if cache is None:
-        charge_dead_trials(study, trials, cost_attr)
-        return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now)
+        return full()
+    key = ("ledger", study._study_id, cost_attr, bool(charge_sampler_time))
     with _cache_lock:
-        entry = cache.setdefault(
-            ("ledger", study._study_id, cost_attr, bool(charge_sampler_time)), _Charges()
-        )
+        entry = cache.setdefault(key, _Charges())
     now = now or datetime.datetime.now()
     with entry.lock:
         finished = entry.scan.take(trials)
         if finished is None:
-            charge_dead_trials(study, trials, cost_attr)
-            return compute_ledger(trials, budget, cost_attr, charge_sampler_time, now)
-        unpriced = [trials[number] for number in entry.unpriced]
+            return full()
+        runs.learn(study, [*finished, *trials[entry.prefix :]])
+        if runs.active(marked) != entry.active:  # the first token, or another kind of reader
+            entry.reset(runs.active(marked))
+            finished = entry.scan.take(trials) or []
         for trial in finished:
-            if unpriced_failure(trial, cost_attr):
-                unpriced.append(trial)
-            else:
-                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
-        charge_dead_trials(study, unpriced, cost_attr)
-        entry.unpriced = []
-        for trial in unpriced:
-            if unpriced_failure(trial, cost_attr):
-                entry.unpriced.append(trial.number)
-            else:  # charged: final now
-                entry.final[trial.number] = charged_cost(trial, cost_attr, charge_sampler_time)
-        while entry.prefix in entry.final:
-            entry.prefix_sum += entry.final.pop(entry.prefix)
-            entry.prefix += 1
-        spent, n_finished = entry.prefix_sum, entry.prefix
+            entry.settle(trial, cost_attr, charge_sampler_time, runs.imported(trial, marked))
+        entry.advance()
+        spent, n_finished = entry.prefix_sum, entry.n_finished
+        imported_cost, n_imported = entry.prefix_imported, entry.n_imported
         running, n_running = 0.0, 0
         for number in range(entry.prefix, len(trials)):
-            cost = entry.final.get(number)
-            if cost is not None:
-                spent += cost
-                n_finished += 1
+            final = entry.final.get(number)
+            if final is not None:
+                if final[1] is None:
+                    spent += final[0]
+                    n_finished += 1
+                else:
+                    imported_cost += final[1]
+                    n_imported += 1
                 continue
             trial = trials[number]
+            if runs.imported(trial, marked):
+                continue
             if _finishing(trial):
                 spent += charged_cost(trial, cost_attr, charge_sampler_time, now)
                 n_finished += 1
             elif trial.state == TrialState.RUNNING:
                 running += charged_cost(trial, cost_attr, charge_sampler_time, now)
                 n_running += 1
-    return Ledger(budget, spent, running, n_finished, n_running)
+    return Ledger(budget, spent, running, n_finished, n_running, n_imported, imported_cost)
+
+
+def imported_rule(
+    study: optuna.Study, trials: Sequence[FrozenTrial], marked: bool = False
+) -> Callable[[FrozenTrial], bool] | None:
+    """Which of ``trials`` were imported (:mod:`.runs`); None: none of them."""
+    runs = study_runs(study)
+    runs.learn(study, trials)
+    if not runs.active(marked):
+        return None
+    return lambda trial: runs.imported(trial, marked)
 
 
 _cache_lock = threading.Lock()
 
 
 def storage_trials(study: optuna.Study) -> list[FrozenTrial]:
-    """All trials of the study from storage (works for HyperbandPruner's bracket studies)."""
+    """All trials of the study from storage (HyperbandPruner's bracket studies included)."""
     return study._storage.get_all_trials(study._study_id, deepcopy=False)
 
 
 def refresh_ledger(
-    study: optuna.Study,
-    budget: float,
-    cost_attr: str,
-    charge_sampler_time: bool = False,
+    study: optuna.Study, budget: float, cost_attr: str, charge_sampler_time: bool = False
 ) -> Ledger:
-    """The ledger of ``study`` as stored right now, dead workers' trials charged first
-    (writes them, see :func:`charge_and_sum`)."""
-    return charge_and_sum(study, storage_trials(study), budget, cost_attr, charge_sampler_time)
+    """The sampler's ledger of ``study`` as stored now (trials it did not start are imported)."""
+    trials = storage_trials(study)
+    return charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time, marked=True)
 
 
 def write_ledger(
     study: optuna.Study, ledger: Ledger, stored: dict[str, Any] | None = None
 ) -> None:
-    """Store budget, spent, remaining and overrun as study user attrs (shown by
-    optuna-dashboard).
-
-    ``stored``: the study's user attrs as just read; values already stored are not written
-    again (each write is a transaction, the slowest storage call on SQLite). A study run
-    without a budget (a stopping rule ends it) stores what it spent only: JSON has no
-    infinity.
-    """
+    """Store the ledger as study user attrs, skipping values already in ``stored`` (each write
+    is a transaction) and infinite ones (a study without a budget: JSON has no infinity)."""
     storage, study_id = study._storage, study._study_id
+    imports = ((IMPORTED_ATTR, ledger.imported_cost), (IMPORTED_TRIALS_ATTR, ledger.n_imported))
     for key, value in (
         (BUDGET_ATTR, ledger.budget),
         (SPENT_ATTR, ledger.spent),
         (REMAINING_ATTR, ledger.remaining),
         (OVERRUN_ATTR, ledger.overrun),
+        *(imports if ledger.n_imported else ()),
     ):
-        if not math.isfinite(value):
-            continue
-        if stored is None or stored.get(key) != value:
+        if math.isfinite(value) and (stored is None or stored.get(key) != value):
             storage.set_study_user_attr(study_id, key, value)
 
 
-# NOTE: rounds of store_ledger's read-back; one more round is needed only when another
-# worker's trial finished between this worker's last write and its read-back.
+# NOTE: another round is needed only when a trial finished between a write and its read-back.
 _MAX_STORE_ROUNDS = 16
 
 
@@ -267,13 +256,10 @@ def store_ledger(
     charge_sampler_time: bool = False,
     own_trial_id: int | None = None,
 ) -> tuple[float, list[FrozenTrial]]:
-    """Recompute the ledger, store it; the spent cost and the trials it was computed from.
+    """Recompute and store the ledger; return the spent cost and the trials it was summed from.
 
-    Last writer wins: another worker may write a ledger it computed before this worker's trial
-    finished, after this worker's write. So while other trials run, the ledger is computed and
-    stored again after each write until it no longer moves: the last write of all is then of
-    the final ledger. With no trial running but ``own_trial_id``, no other worker can hold a
-    ledger without this trial's cost, and one read suffices.
+    NOTE: last writer wins, and another worker may write a ledger older than this trial; so
+    while others run, re-read and re-store until it no longer moves (alone: one read suffices).
     """
     trials = storage_trials(study)
     ledger = charge_and_sum(study, trials, budget, cost_attr, charge_sampler_time)
@@ -293,17 +279,6 @@ def store_ledger(
 
 
 def stored_budget(study: optuna.Study) -> float | None:
-    """The budget stored on the study by a :class:`CostRolloutSampler`, if any."""
+    """The budget a :class:`~optuna_costbo.CostRolloutSampler` stored on the study, if any."""
     value = study._storage.get_study_user_attrs(study._study_id).get(BUDGET_ATTR)
     return float(value) if isinstance(value, (int, float)) else None
-
-
-def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
-    """Whether the study's costs are measured wall-clock time: the source recorded for the
-    first finished trial with a cost (``True``: measured, ``False``: reported or from a
-    ``cost_fn``); ``None`` before any trial has one."""
-    for t in trials:
-        source = t.system_attrs.get(COST_SOURCE_ATTR)
-        if source in (CostSource.REPORTED, CostSource.COST_FN, CostSource.WALL_CLOCK):
-            return bool(source == CostSource.WALL_CLOCK)
-    return None

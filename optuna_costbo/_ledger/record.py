@@ -1,8 +1,4 @@
-"""What a finished trial cost: the objective's report, the user's cost_fn, or the wall clock.
-
-Written on the trial as its numeric user attr (``cost`` by default, where optuna-dashboard shows
-and sorts it), with where it came from in a system attr; the ledger then reads it from storage.
-"""
+"""A finished trial's cost, written on it as its numeric user attr with its source."""
 
 from __future__ import annotations
 
@@ -14,8 +10,10 @@ from typing import Protocol
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._ledger.costs import estimated_cost
 from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.costs import validate_cost
+from optuna_costbo._ledger.keys import COST_FN_ERROR_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import INVALID_COST_ATTR
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
@@ -25,22 +23,19 @@ from optuna_costbo._ledger.ledger import storage_trials
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
-__all__ = ["CostFunction", "record_finished_trial", "store_cost"]
-
-
 class CostFunction(Protocol):
-    """A known cost (the sampler's ``cost_fn``, adapted), as the ledger charges it."""
+    """The sampler's ``cost_fn``, adapted (:class:`~optuna_costbo._sampler.user_cost.UserCost`)."""
 
     @property
-    def moving(self) -> bool:
-        """Whether the cost depends on the previous trial's parameters."""
-        ...
+    def moving(self) -> bool: ...
 
     def charge(
         self, params: Mapping[str, Any], previous: Mapping[str, Any] | None, what: str
-    ) -> float:
-        """The checked cost of one evaluation at ``params`` (coming from ``previous``)."""
-        ...
+    ) -> float: ...
+
+
+class CostFnError(RuntimeError):
+    """The user's ``cost_fn`` raised or returned a bad value (the trial's cost is estimated)."""
 
 
 def record_finished_trial(
@@ -50,79 +45,61 @@ def record_finished_trial(
     sampler_seconds: float,
     cost_attr: str,
     user_cost: CostFunction | None,
+    reported_unit: bool,
     overhead: float = 0.0,
     now: datetime.datetime | None = None,
-) -> ValueError | None:
-    """After a trial: store the sampler's seconds on it and, unless the trial was cut short
-    because the budget was already spent (it costs nothing), its cost (:func:`store_cost`).
-
-    Once the cost is stored the ledger counts the trial as spent, although its state is
-    stored only after the sampler's ``after_trial`` (see :func:`.ledger.compute_ledger`).
-    ``overhead``: seconds outside the trial's own clock charged with it (the work between
-    trials); ``now``: when the trial's clock stops.
-    """
-    study._storage.set_trial_system_attr(
-        trial._trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds + overhead
-    )
+) -> Exception | None:
+    """Store the sampler's seconds and, unless skipped, the cost: a valid report, else
+    ``user_cost``, else the median in the user's unit, else the wall clock; return any error."""
+    storage, trial_id = study._storage, trial._trial_id
+    storage.set_trial_system_attr(trial_id, SAMPLER_SECONDS_ATTR, sampler_seconds + overhead)
     if trial.system_attrs.get(SKIPPED_ATTR):
         return None
-    return store_cost(
-        study,
-        trial,
-        sampler_seconds=sampler_seconds,
-        cost_attr=cost_attr,
-        user_cost=user_cost,
-        now=now,
-    )
-
-
-def store_cost(
-    study: optuna.Study,
-    trial: FrozenTrial,
-    *,
-    sampler_seconds: float,
-    cost_attr: str,
-    user_cost: CostFunction | None,
-    now: datetime.datetime | None = None,
-) -> ValueError | None:
-    """Store the trial's cost as a numeric user attr; return an error for a bad report.
-
-    NOTE: the caller logs the error as a warning and the run goes on, as Optuna treats a bad
-    return value. Optuna stores the trial's state after the sampler's ``after_trial`` and gives
-    a sampler no way to change it, so the trial keeps its state; the sampler treats it as
-    failed (its value stays out of the models) and the ledger charges its wall-clock time.
-
-    Precedence: a valid cost the objective reported (kept as is); else ``user_cost`` of the
-    trial's parameters; else the wall-clock time since the trial started, less the sampler's
-    own time. A reported value that is not a valid cost is kept in a system attr, the trial is
-    charged its wall-clock time, and the error is returned for the caller to report.
-    """
-    storage, trial_id = study._storage, trial._trial_id
     raw = trial.user_attrs.get(cost_attr)
-    error = None
+    bad_report: ValueError | None = None
     if raw is not None:
         try:
             validate_cost(raw, name=f"the reported cost {cost_attr!r}")
             storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, CostSource.REPORTED.value)
             return None
         except ValueError as exc:
-            error = ValueError(
-                f"Trial {trial.number} failed because of its cost: {exc}. It was charged its "
-                f"wall-clock time instead, its value stays out of the models, and the "
-                f"reported cost is kept in system attr {INVALID_COST_ATTR!r}."
-            )
+            bad_report = exc
             storage.set_trial_system_attr(trial_id, INVALID_COST_ATTR, repr(raw))
-    if user_cost is not None and error is None:
+    failed: Exception | None = None  # what cost_fn raised
+    if user_cost is not None and bad_report is None:
         previous = previous_params(storage_trials(study), trial) if user_cost.moving else None
-        cost = user_cost.charge(trial.params, previous, f"trial {trial.number}")
-        source = CostSource.COST_FN
+        try:
+            cost = user_cost.charge(trial.params, previous, f"trial {trial.number}")
+            storage.set_trial_user_attr(trial_id, cost_attr, cost)
+            storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, CostSource.COST_FN.value)
+            return None
+        except Exception as exc:
+            failed = exc
+            storage.set_trial_system_attr(trial_id, COST_FN_ERROR_ATTR, repr(exc))
+    if reported_unit or user_cost is not None or raw is not None:
+        cost = estimated_cost(storage_trials(study), cost_attr)
+        source = CostSource.ESTIMATED
+        how = f"{cost:.6g}, the median cost so far (system attr {COST_SOURCE_ATTR!r}: estimated)"
     else:
         start = trial.datetime_start or datetime.datetime.now()
         elapsed = ((now or datetime.datetime.now()) - start).total_seconds()
-        # NOTE: the floor keeps log(cost) defined for an objective that returns in less than
-        # the clock's resolution.
+        # NOTE: the floor keeps log(cost) defined below the clock's resolution.
         cost = max(elapsed - sampler_seconds, COST_FLOOR)
         source = CostSource.WALL_CLOCK
+        how = "its wall-clock time"
     storage.set_trial_user_attr(trial_id, cost_attr, cost)
     storage.set_trial_system_attr(trial_id, COST_SOURCE_ATTR, source.value)
-    return error
+    if failed is not None:
+        error = CostFnError(
+            f"cost_fn failed for trial {trial.number}: {failed!r}. The trial "
+            f"was charged {how}; the ledger and the study attrs agree."
+        )
+        error.__cause__ = failed
+        return error
+    if bad_report is not None:  # NOTE: a sampler cannot change the state; it treats it as failed
+        return ValueError(
+            f"Trial {trial.number} failed because of its cost: {bad_report}. It was charged "
+            f"{how} instead, its value stays out of the models, and the reported cost is kept "
+            f"in system attr {INVALID_COST_ATTR!r}."
+        )
+    return None

@@ -1,17 +1,15 @@
-"""The unit of a study's costs, for labels: the one the user named, else seconds when every
-cost was measured.
+"""Measured seconds or the user's unit: the unit for labels, and whether the sampler's time counts.
 
-A cost the sampler measured is wall-clock seconds; a cost the objective reported (money,
-energy, ...) or a ``cost_fn`` gave is in the budget's units, which only the user can name: as
-the study user attr ``cost_unit`` (``study.set_user_attr("cost_unit", "$")``), or as the
-``unit`` argument of a label's maker. The progress bar, the plots and the dashboard chart
-label their numbers with :func:`cost_unit`.
+The sampler's time is charged exactly when the costs are the measured wall clock (reported and
+``cost_fn`` costs are in the user's units); before the first priced trial, unless a ``cost_fn``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -22,25 +20,51 @@ from optuna_costbo._ledger.keys import UNIT_ATTR
 from optuna_costbo._ledger.keys import CostSource
 
 
-__all__ = ["WALL_CLOCK_UNIT", "cost_unit", "is_measured"]
+def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
+    """Whether the study's costs are measured, by its first trial with a wall-clock, reported or
+    ``cost_fn`` cost (None: no such trial yet)."""
+    for t in trials:
+        source = t.system_attrs.get(COST_SOURCE_ATTR)
+        if source in (CostSource.REPORTED, CostSource.COST_FN, CostSource.WALL_CLOCK):
+            return bool(source == CostSource.WALL_CLOCK)
+    return None
 
 
-WALL_CLOCK_UNIT = "s"
-"""The unit of measured costs: seconds."""
+def charges_sampler_time(trials: Sequence[FrozenTrial]) -> bool:
+    """Whether the sampler's time counts against the budget of the study of ``trials``."""
+    measured = measured_costs(trials)
+    return True if measured is None else measured
 
-_MEASURED_SOURCES = (CostSource.WALL_CLOCK,)
+
+class SamplerTimeCharge:
+    """:func:`charges_sampler_time` per study, remembered once a priced trial decides it."""
+
+    def __init__(self, has_cost_fn: bool) -> None:
+        self._has_cost_fn = has_cost_fn
+        self._known: dict[int, bool] = {}  # study id -> the decided rule
+
+    def resolve(
+        self, study_id: int, trials: Callable[[], Sequence[FrozenTrial]] | Sequence[FrozenTrial]
+    ) -> bool:
+        """The rule in study ``study_id``; ``trials`` may be a function, called only if needed."""
+        known = self._known.get(study_id)
+        if known is not None:
+            return known
+        if self._has_cost_fn:
+            return False
+        read = trials() if callable(trials) else trials
+        measured = measured_costs(read)
+        if measured is None:
+            return True  # nothing priced yet: nothing is spent either but a running trial's time
+        self._known[study_id] = measured
+        return measured
 
 
 def is_measured(trial: FrozenTrial, cost_attr: str) -> bool:
-    """Whether the ledger charges ``trial`` wall-clock seconds (not a reported cost).
-
-    The sampler records where each cost came from (system attr ``costbo:cost_source``:
-    ``wall_clock``, ``reported`` or ``cost_fn``). A trial without that record (another sampler,
-    ``add_trial``) is measured unless it carries the user attr ``cost_attr``.
-    """
+    """Whether ``trial`` is charged wall-clock seconds (no source recorded: no cost attr)."""
     source = trial.system_attrs.get(COST_SOURCE_ATTR)
     if source is not None:
-        return source in _MEASURED_SOURCES
+        return bool(source == CostSource.WALL_CLOCK)
     return trial.user_attrs.get(cost_attr) is None
 
 
@@ -50,20 +74,8 @@ def cost_unit(
     unit: str | None = None,
     study_attrs: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """The unit to print after costs: ``unit`` if given, else the study's user attr
-    ``cost_unit`` if set, else inferred from ``trials``.
-
-    Inferred: ``"s"`` when every finished trial was charged measured wall-clock time,
-    ``None`` (unknown: no unit is printed) as soon as one cost was reported or came from a
-    ``cost_fn``, or when no trial has finished yet.
-
-    Args:
-        trials: The study's trials (unfinished ones are ignored).
-        cost_attr: The trial user attr holding reported costs (the sampler's ``cost_attr``).
-        unit: The unit the caller named (``"$"``, ``"kWh"``); returned as is. ``""`` means no
-            unit.
-        study_attrs: The study's user attrs, where the user may have named the unit.
-    """
+    """The unit to print after costs: ``unit`` (``""``: none), else the study's ``cost_unit``
+    user attr, else ``"s"`` if every finished trial was measured, else None (unknown)."""
     if unit is not None:
         return unit or None
     named = (study_attrs or {}).get(UNIT_ATTR)
@@ -72,4 +84,4 @@ def cost_unit(
     finished = [t for t in trials if t.state in FINISHED_STATES]
     if not finished or not all(is_measured(t, cost_attr) for t in finished):
         return None
-    return WALL_CLOCK_UNIT
+    return "s"  # measured costs are wall-clock seconds

@@ -1,17 +1,7 @@
-"""Which parameters of a conditional space are active: the activity rule of the box codec.
+"""Which parameters of a conditional space are active, from their categorical parents' choices.
 
-A parameter with a :class:`~optuna_costbo._numerics.param_specs.Condition` is active where its
-categorical parent is active and takes one of the condition's choices. :class:`ActivityRule`
-evaluates that rule on rows of internal values or, reading only the parents' one-hot blocks,
-on box points (:mod:`.search_space` owns the columns and the fill of inactive parameters).
-
-NOTE(codec): activity depends only on the parents' choices, so on box points it is read off
-their blocks (an argmax each) and a lookup table per parent, never off a full decode. The
-acquisition optimizer asks for it at every function evaluation; the full decode it replaced
-(the fixed-point loop of every continuous column, ``np.isin`` per condition) was 40 % of a
-suggestion on a conditional XGBoost space.
-
-This module imports only numpy.
+NOTE(codec): on box points, read off the parents' one-hot blocks and a table per parent, never
+a full decode: the acquisition optimizer asks at every function evaluation.
 """
 
 from __future__ import annotations
@@ -26,17 +16,8 @@ from optuna_costbo._numerics.param_specs import Condition
 from optuna_costbo._numerics.param_specs import Param
 
 
-__all__ = ["ActivityRule"]
-
-
 class ActivityRule:
-    """The activity of every parameter, from its parents' choices.
-
-    Args:
-        params: The parameter specs (P of them).
-        conditions: Parameter index -> its :class:`Condition` (already checked: parents are
-            other, categorical parameters and choices are in range).
-    """
+    """The activity of each of the P parameters, given checked ``conditions`` (index -> its)."""
 
     def __init__(self, params: Sequence[Param], conditions: Mapping[int, Condition]) -> None:
         self.n_params = len(params)
@@ -49,7 +30,6 @@ class ActivityRule:
             table[sorted(cond.choices)] = True
             self._allowed[i] = table
         self.parents: tuple[int, ...] = tuple(sorted({c.parent for c in conditions.values()}))
-        """The parameters some condition reads, ascending."""
         # Parents in an order where each comes after the parent of its own condition, each
         # with its children and a (n_choices, n_children) table, so one pass resolves chains;
         # None when the conditions form a cycle (then :meth:`active` iterates to a fixed point).
@@ -69,11 +49,8 @@ class ActivityRule:
                 pending.remove(j)
 
     def active(self, values: np.ndarray) -> np.ndarray:
-        """Which parameters are active in each row of internal values (n, P): (n, P) bool.
-
-        Only the parents' columns are read (choice indices; NaN or out of range: no choice,
-        so their children are inactive).
-        """
+        """Which parameters are active in each row of values (n, P), from the parents' columns
+        (NaN or out of range: children inactive): (n, P) bool."""
         active = np.ones((values.shape[0], self.n_params), dtype=bool)  # (n, P)
         choice = {
             j: np.rint(np.nan_to_num(values[:, j], nan=-1.0)).astype(np.intp)  # (n,)
@@ -100,9 +77,7 @@ class ActivityRule:
         return active
 
     def active_in_box(self, z: np.ndarray, blocks: Mapping[int, np.ndarray]) -> np.ndarray:
-        """:meth:`active` of box points z (n, D), given each parent's one-hot block columns:
-        (n, P). A parent's choice is the argmax of its block (ties to the lowest index, as the
-        codec decodes it)."""
+        """:meth:`active` of box points z (n, D), a parent's choice the argmax of its block."""
         values = np.zeros((z.shape[0], self.n_params))  # (n, P); only parents are read
         for j in self.parents:
             values[:, j] = np.argmax(z[:, blocks[j]], axis=1)

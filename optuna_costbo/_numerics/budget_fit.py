@@ -1,24 +1,7 @@
-"""A hard budget: the probability that a trial's cost fits the budget left, and the rule.
-
-The paper's constraint is "the total cost does not exceed the budget" (Lee et al., UAI 2021,
-Section 3). Under a hard budget a configuration is proposed only if its cost fits the budget
-left ``tau`` (the remaining budget less what the running trials are predicted to spend) with
-probability at least ``1 - risk`` under the cost model's predictive distribution:
-
-- a GP on log cost predicts a new trial's log cost as ``N(mu(x), s2(x) + noise)``, that
-  deviation widened where the GP's leave-one-out errors say it is overconfident
-  (:func:`loo_widening`), so ``P(c(x) <= tau) = Phi((log tau - mu(x)) / s(x))`` and the
-  rule is ``mu(x) + z_{1-risk} s(x) <= log tau``;
-- a known cost (``cost_fn``) is exact: ``P = 1`` if ``c(x) <= tau``, else 0;
-- under pruning the full trial's cost counts (the budget pruner stops a trial before it would
-  cross the budget).
-
-:class:`BudgetFit` has the interface of :class:`.feasibility.Feasibility` (``log_pf``), so
-every acquisition is weighted by the probability of fitting the way it is weighted by the
-probability of feasibility, and :meth:`BudgetFit.fits` is the hard rule the proposal obeys.
-
-This module imports only numpy and scipy.
-"""
+"""A hard budget (Lee et al., UAI 2021, Section 3): the probability that a trial's cost fits
+the budget left ``tau``, ``Phi((log tau - mu(x)) / s(x))`` under a GP on log cost (``s`` widened
+by its leave-one-out errors), exact for a known cost or a fixed price. :class:`BudgetFit` weighs
+acquisitions as :class:`.feasibility.Feasibility` does; :meth:`BudgetFit.fits` is the rule."""
 
 from __future__ import annotations
 
@@ -36,9 +19,13 @@ from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.request import ProposalRequest
 
 
-__all__ = ["BudgetFit", "budget_fit", "full_trial_cost", "loo_widening"]
-
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+# Fewer observed costs say nothing of how far a new one strays (no widening, no fixed price).
+_MIN_SPREAD_N = 3
+# Observed log costs within this of each other are one fixed price (relative cost 1e-9).
+_SAME_LOG_COST = 1e-9
+# A cost above the budget left by at most this fraction of it fits: the ledger's rounding.
+_ROUNDING = 1e-9
 
 
 def full_trial_cost(cost: CostModel) -> CostModel:
@@ -49,13 +36,8 @@ def full_trial_cost(cost: CostModel) -> CostModel:
 
 
 class BudgetFit:
-    """Whether configurations fit the budget left, under a cost model.
-
-    Args:
-        cost: The cost model (under pruning, its full-trial cost is used).
-        tau: The budget left for this trial, in cost units (may be <= 0: nothing fits).
-        risk: The largest probability of overrunning ``tau`` allowed, in (0, 1).
-    """
+    """Whether configurations fit ``tau``, the budget left, with probability at least
+    ``1 - risk`` under ``cost`` (its full trial's cost under pruning)."""
 
     def __init__(self, cost: CostModel, tau: float, risk: float) -> None:
         if not 0.0 < risk < 1.0:
@@ -63,9 +45,17 @@ class BudgetFit:
         self.cost = full_trial_cost(cost)
         self.tau = float(tau)
         self.risk = float(risk)
-        self._log_tau = math.log(self.tau) if self.tau > 0.0 else -math.inf
+        self._log_tau = math.log(self.tau) + _ROUNDING if self.tau > 0.0 else -math.inf
         self._z = float(ndtri(1.0 - self.risk))  # the quantile's standard score
         gp = self.cost.model if isinstance(self.cost, FittedLogCost) else None
+        # NOTE(budget_fit): all-equal log costs leave the GP no scale (it standardizes them by
+        # 1), so it predicted a fixed price within about 1 % at its variance floors and a trial
+        # never fit a budget left of exactly that price (cost 1, budget 30: 29 trials). Costs
+        # observed equal are that price, known exactly; nearly equal ones keep the GP, whose
+        # deviation then scales with their spread.
+        self._price: float | None = None
+        if gp is not None and gp.n >= _MIN_SPREAD_N and np.ptp(gp.y) <= _SAME_LOG_COST:
+            self._price, gp = float(np.mean(gp.y)), None
         self._gp: GPModel | None = gp
         # The noise of a new observation, in log-cost units (the GP's is standardized).
         self._noise = 0.0 if gp is None else float(gp.hyper.noise_var) * gp.y_std**2
@@ -77,14 +67,17 @@ class BudgetFit:
         # 1 - risk quantile (split-conformal with jackknife residuals, Barber et al.,
         # "Predictive inference with the jackknife+", 2021).
         self._scale = 1.0
-        if gp is not None and gp.n >= 3:
+        if gp is not None and gp.n >= _MIN_SPREAD_N:
             self._scale = loo_widening(gp.loo_scores(), self.risk) ** 2
 
     def _log_cost_dist(self, Z: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
         """A new trial's log cost at Z (m, D): mean (m,), variance (m,) and, if asked, their
         gradients (m, D) each; variance 0 for a cost known exactly."""
         if self._gp is None:
-            log_c, dlog_c = self.cost.log_cost_and_grad(Z)  # (m,), (m, D)
+            if self._price is not None:
+                log_c, dlog_c = np.full(len(Z), self._price), np.zeros(Z.shape)
+            else:
+                log_c, dlog_c = self.cost.log_cost_and_grad(Z)  # (m,), (m, D)
             log_c = np.maximum(log_c, math.log(COST_FLOOR))
             zero = np.zeros(len(Z))
             return (log_c, zero, dlog_c, np.zeros_like(dlog_c)) if return_grad else (log_c, zero)
@@ -132,7 +125,8 @@ class BudgetFit:
 
     @property
     def exact(self) -> bool:
-        """Whether the cost is known exactly (``cost_fn``), so fitting is certain."""
+        """Whether the cost is known exactly (``cost_fn``, or a fixed price observed), so
+        fitting is certain."""
         return self._gp is None
 
     def fits(self, Z: np.ndarray) -> np.ndarray:
@@ -145,9 +139,7 @@ class BudgetFit:
 
 def loo_widening(scores: np.ndarray, risk: float) -> float:
     """The factor (>= 1) on a predictive deviation that puts its ``1 - risk`` quantile at the
-    conformal quantile of the leave-one-out scores (n,): their ``ceil((1 - risk)(n + 1))``-th
-    smallest (the largest, where that is past n); 1 for a risk of a half or more, whose
-    quantile is not in the upper tail."""
+    conformal quantile of the leave-one-out scores (n,); 1 for a risk of a half or more."""
     z = float(ndtri(1.0 - risk))
     if z <= 0.0:
         return 1.0
@@ -158,9 +150,8 @@ def loo_widening(scores: np.ndarray, risk: float) -> float:
 
 
 def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:
-    """Under a hard budget (``request.overrun_risk``), whether a trial's cost fits what is
-    left: the remaining budget less the running trials' predicted costs; None under a soft
-    budget, or before anything predicts a cost."""
+    """Under a hard budget, the fit of the remaining budget less the running trials' predicted
+    costs; None under a soft budget or before anything predicts a cost."""
     if request.overrun_risk is None or cost is None:
         return None
     reserved = 0.0

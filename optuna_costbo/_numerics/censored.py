@@ -1,23 +1,7 @@
-"""Trials stopped early as censored observations of the objective.
+"""A trial stopped early as a right-censored observation: its value replaced by the posterior
+mean given its bound, ``E[Y | Y >= b]`` under a GP of the completed trials.
 
-A trial a pruner stopped at step ``s`` with value ``v`` never reports a final value, but its
-final value is bounded: no curve of the study moved further than the completed one that moved
-the most from ``s`` to its end, so ``y >= b`` with ``b`` from :func:`.curves.final_bounds`.
-Instead of an exact observation at a point estimate (the median imputation of
-:func:`.curves.impute_finals`), the model can take the stopped trial as what it is, a
-right-censored observation (for minimization): its value is replaced by the posterior mean
-given the bound, ``E[Y | Y >= b]`` with ``Y ~ N(m, s^2)`` the predictive distribution (noise
-included) of a GP fitted to the completed trials only. Where the completed trials already
-predict a value above the bound, the stopped trial adds little beyond ``m``; where they
-predict a better value than the bound allows, the stopped trial pulls the model up to
-``b`` and beyond.
-
-NOTE: this is one step of data augmentation (a single E-step), not a full censored-likelihood
-GP (expectation propagation or Laplace over a probit-like likelihood, as in Gaussian process
-survival models): hyperparameters come from the completed trials, and the imputed values are
-then observed as exact. It needs no change of the GP and costs one extra prediction.
-
-This module imports only numpy, scipy and the package's GP.
+NOTE: one step of data augmentation (a single E-step), not a censored-likelihood GP.
 """
 
 from __future__ import annotations
@@ -30,26 +14,13 @@ from scipy.special import erfcx
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = ["impute_censored", "truncated_mean"]
-
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def truncated_mean(mean: np.ndarray, sd: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """``E[Y | Y >= lower]`` for ``Y ~ N(mean, sd^2)``, elementwise (broadcast shapes).
-
-    ``mean + sd * phi(a) / (1 - Phi(a))`` with ``a = (lower - mean) / sd``; the inverse Mills
-    ratio is written with ``erfcx`` (``phi(a) / Phi(-a) = sqrt(2 / pi) / erfcx(a / sqrt 2)``),
-    which stays accurate far in the upper tail (``a = 40``: 40.025) where ``1 - Phi`` rounds
-    to zero. NOTE: scipy.stats.truncnorm.mean computes the same (the tests compare) but costs
-    about 15 ms for 200 values against microseconds here, on every suggestion.
-
-    Args:
-        mean: Means of the untruncated normals.
-        sd: Their standard deviations, > 0.
-        lower: The truncation points (``-inf``: no truncation).
-    """
+    """``E[Y | Y >= lower]`` for ``Y ~ N(mean, sd^2)``, elementwise; the inverse Mills ratio
+    through ``erfcx`` stays accurate far in the upper tail (scipy's truncnorm.mean is slower)."""
     mean = np.asarray(mean, dtype=float)
     sd = np.asarray(sd, dtype=float)
     a = (np.asarray(lower, dtype=float) - mean) / sd
@@ -58,14 +29,41 @@ def truncated_mean(mean: np.ndarray, sd: np.ndarray, lower: np.ndarray) -> np.nd
 
 
 def impute_censored(model: GPModel, X: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """The posterior mean of each censored observation given its bound, (c,).
-
-    Args:
-        model: A GP of the exactly observed values (the completed trials).
-        X: The censored observations' points, (c, D).
-        lower: Their lower bounds (the value is at least this), (c,), finite.
-    """
+    """The posterior mean of each censored observation at X (c, D) given its bound (c,), under
+    ``model``, a GP of the exact observations: (c,); a bound of -inf: the value is unknown."""
     mean, var = model.predict(X)  # (c,), (c,): the latent function
     noise = model.hyper.noise_var * model.y_std**2  # observation noise, original units
     sd = np.sqrt(np.maximum(var + noise, 1e-300))  # (c,)
     return truncated_mean(mean, sd, lower)
+
+
+def finite_values(y: np.ndarray) -> np.ndarray:
+    """y (n,) with +-inf replaced by the largest / smallest finite value (GPSampler's clip)."""
+    finite = np.isfinite(y)
+    if finite.all():
+        return y
+    if not finite.any():
+        return np.zeros_like(y)
+    out: np.ndarray = np.clip(y, y[finite].min(), y[finite].max())
+    return out
+
+
+def censoring(y_lower: np.ndarray | None, failed: np.ndarray) -> np.ndarray | None:
+    """The bounds of censored observations (n,): NaN where exact, -inf where the value is
+    unknown (``failed``, (n,): +inf); None while every value counts as exact (no bounds, or
+    fewer than 2 exact ones).
+
+    NOTE(inf): a +inf value clipped to the largest finite one is a spike that kept the search
+    from its neighbourhood; it is a failure to avoid (the feasibility models' +1 label) and,
+    for the objective model, no value at all.
+    """
+    lower = y_lower
+    if failed.any():
+        lower = np.full(len(failed), np.nan) if lower is None else lower.copy()
+        lower[failed] = -np.inf
+    if lower is None:
+        return None
+    censored = np.isfinite(lower) | np.isneginf(lower)  # (n,)
+    if not censored.any() or int((~censored).sum()) < 2:
+        return None
+    return lower

@@ -8,9 +8,6 @@ from typing import Any
 import numpy as np
 
 
-__all__ = ["is_int", "is_real"]
-
-
 def is_int(value: Any) -> bool:
     """Whether ``value`` is an integer (Python or numpy), not a bool."""
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))

@@ -1,19 +1,6 @@
-"""Cost models: what the acquisitions know about the cost of evaluating a point.
-
-One protocol, :class:`CostModel`, its implementations, and one wrapper
-(:class:`PrunedCost`, the expected cost under the study's pruning):
-
-* :class:`FittedLogCost`: a GP on log(cost) of the finished trials (the paper's log-warped GP);
-  its predicted cost is the median ``exp(mu)``;
-* :class:`KnownCost`: a cost function the user gave, evaluated on box points, optionally
-  state-dependent (a move from the last evaluated point).
-
-The policy chooses between them once (:func:`optuna_costbo._numerics.policy.propose`); the
-acquisitions see only the protocol. A new kind of cost model (a parametric one, a cost that
-depends on a fidelity) is one new class that satisfies :class:`CostModel`.
-
-This module imports only numpy and scipy.
-"""
+"""Cost models: what the acquisitions know about the cost of a point. One protocol,
+:class:`CostModel`; :class:`FittedLogCost` (a GP on log cost), :class:`KnownCost` (the user's)
+and :class:`PrunedCost` (the expected cost under pruning); chosen in ``models._cost_model``."""
 
 from __future__ import annotations
 
@@ -25,23 +12,11 @@ from typing import TypeGuard
 import numpy as np
 from scipy.special import ndtr
 
+from optuna_costbo._numerics.curves import PruningStats
 from optuna_costbo._numerics.gp.model import GPModel
 
 
-__all__ = [
-    "COST_FLOOR",
-    "BoxCost",
-    "BoxPairCost",
-    "CostModel",
-    "FittedLogCost",
-    "KnownCost",
-    "PrunedCost",
-    "shares_objective",
-]
-
 #: The smallest cost any model sees or returns: log(cost) stays finite and EI / cost bounded.
-#: Measured costs below the clock's resolution and a state-dependent cost of staying put (0)
-#: are raised to it.
 COST_FLOOR: float = 1e-6
 
 BoxCost = Callable[[np.ndarray], np.ndarray]
@@ -51,15 +26,9 @@ BoxPairCost = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 class CostModel(Protocol):
-    """What an acquisition needs to know about costs.
-
-    Attributes:
-        pair_cost: For a state-dependent cost, the cost of moving between any two points
-            ``Z_from (k, D), Z_to (m, D) -> (k, m)``; ``None`` for a state-independent one.
-        origin: For a state-dependent cost, the current state as a box point (D,), if known.
-        max_evals: Cap on the evaluations of each L-BFGS-B phase of an acquisition that uses
-            this model (its gradient may be expensive); ``None`` for no cap.
-    """
+    """What an acquisition needs to know about costs: ``pair_cost`` (a state-dependent cost's
+    ``Z_from (k, D), Z_to (m, D) -> (k, m)``, else None), ``origin`` (its current state (D,)),
+    ``max_evals`` (a cap on each L-BFGS-B phase's evaluations, for costly gradients)."""
 
     @property
     def pair_cost(self) -> BoxPairCost | None: ...
@@ -84,11 +53,7 @@ class CostModel(Protocol):
 
 
 class FittedLogCost:
-    """A GP fitted to log(cost); the predicted cost is ``exp(mu)``, the posterior median.
-
-    Args:
-        model: The GP on log(cost), in log units.
-    """
+    """A GP on log(cost); the predicted cost is ``exp(mu)``, the posterior median."""
 
     pair_cost: BoxPairCost | None = None
     origin: np.ndarray | None = None
@@ -111,9 +76,7 @@ class FittedLogCost:
 
 _FD_STEP = 1e-6
 # NOTE: a known cost's gradient takes D calls of the user's function per point, and a snapped
-# or discrete cost is piecewise constant, so line searches stall at its steps. Sensor problem
-# (20-D, snapped): an EIpu maximization took ~90 evaluations per L-BFGS phase; capped at 30,
-# an EIpu suggestion took a third of the time (2 s instead of 6 s).
+# cost is piecewise constant (line searches stall at its steps): each phase is capped.
 _KNOWN_COST_MAX_EVALS = 30
 # NOTE: log cost per unit of the box above which a forward difference has caught a step of a
 # piecewise-constant cost, not a slope: a factor e^50 across the whole box.
@@ -122,20 +85,8 @@ _JUMP_SLOPE = 50.0
 
 @dataclass(frozen=True)
 class KnownCost:
-    """A cost function the user knows, in place of a fitted cost model.
-
-    As a model of log(cost) it has forward finite-difference gradients (the user's function
-    has no gradient).
-
-    Attributes:
-        fn: Cost of evaluating each point next, from the current state (for a
-            state-dependent cost: from the last evaluated point).
-        pair_fn: For a state-dependent cost, the cost of moving between any two points; the
-            rollout charges trajectories with it. ``None`` for a state-independent cost.
-        origin: For a state-dependent cost, the current state as a box point (D,) (the last
-            evaluated point), if it lies in the space: the cheapest move stays near it, so
-            the acquisition maximizer starts a run there.
-    """
+    """The user's cost function on box points (``fn``; ``pair_fn`` and ``origin`` for a
+    state-dependent one), a model of log(cost) with forward-difference gradients."""
 
     fn: BoxCost
     pair_fn: BoxPairCost | None = None
@@ -174,41 +125,17 @@ class KnownCost:
 
 
 def shares_objective(cost: object, model: object) -> TypeGuard[PrunedCost]:
-    """Whether ``cost`` is a :class:`PrunedCost` reading the very objective model ``model``:
-    an acquisition that has just predicted ``model`` at its points can then hand the
-    prediction over (``log_cost(Z, told)``) instead of the cost model predicting it again.
-
-    NOTE: in a sequential study the acquisition's model is the fitted one (no running trials
-    to condition on), and the second prediction was 15 % of a pruned study's suggestion
-    (profiled, 5-D, 100 trials); with running trials the two models differ and nothing is
-    shared.
-    """
+    """Whether ``cost`` is a :class:`PrunedCost` reading the very objective ``model``: an
+    acquisition that just predicted ``model`` hands its prediction over (``log_cost(Z, told)``)."""
     return isinstance(cost, PrunedCost) and cost.objective is model
 
 
 @dataclass(frozen=True)
 class PrunedCost:
-    """The expected cost of a proposal in a study whose pruner stops trials early.
-
-    A trial is stopped with the probability that its value lands among the worst
-    ``pruned_share`` of the study's values; a stopped trial runs the fraction
-    ``run_fraction`` of a full trial. With ``P(x) = Phi((mu(x) - q) / sigma(x))`` under the
-    objective model, ``q`` the study's values' ``1 - pruned_share`` quantile (what is worse
-    is pruned):
-
-        c_eff(x) = c(x) * (1 - P(x) * (1 - run_fraction)),
-
-    so a region the pruner rejects quickly is valued as the cheap place to look that it is.
-    NOTE: the pruner's rule is read off the study's own record (how many it stopped, how
-    early), not from the pruner object, so every Optuna pruner is modelled alike.
-
-    Attributes:
-        base: The cost model of full trials.
-        objective: The objective model (minimization; values in the study's units).
-        threshold: ``q`` above.
-        pruned_share: Trials stopped early over trials that ended with a value, in [0, 1).
-        run_fraction: Mean fraction of a full trial a stopped trial ran, in (0, 1].
-    """
+    """The expected cost under the study's pruning: a trial is stopped, after the fraction
+    ``run_fraction`` of a full one, with the probability ``P(x) = Phi((mu(x) - q) / sigma(x))``
+    that its value lands above ``q`` (``threshold``, the values' ``1 - pruned_share`` quantile),
+    so ``c_eff(x) = c(x) (1 - P(x) (1 - run_fraction))``; read off the study's record."""
 
     base: CostModel
     objective: GPModel
@@ -231,9 +158,8 @@ class PrunedCost:
     def _log_factor(
         self, Z: np.ndarray, return_grad: bool, told: tuple[np.ndarray, ...] | None = None
     ) -> tuple[np.ndarray, ...]:
-        """log(1 - P (1 - f)) at Z (m, D), and its gradient (m, D) if asked. ``told``: the
-        objective model's prediction at Z, ``(mean, var)`` or with ``return_grad``
-        ``(mean, var, dmean, dvar)``, when the caller has just made it."""
+        """log(1 - P (1 - f)) at Z (m, D), and its gradient (m, D) if asked; ``told``: the
+        objective's prediction at Z when the caller has just made it."""
         saved = 1.0 - self.run_fraction
         if not return_grad:
             mean, var = told[:2] if told is not None else self.objective.predict(Z)
@@ -254,9 +180,7 @@ class PrunedCost:
     def log_cost(
         self, Z: np.ndarray, told: tuple[np.ndarray, ...] | None = None
     ) -> np.ndarray:  # (m, D) -> (m,)
-        """The base model's log cost, shifted by ``log(1 - P (1 - f))``. ``told``: the
-        objective model's prediction at Z, ``(mean, var)``, when the caller has just made it
-        (the same model, see :func:`shares_objective`)."""
+        """The base model's log cost shifted by ``log(1 - P (1 - f))``."""
         out: np.ndarray = self.base.log_cost(Z) + self._log_factor(Z, False, told)[0]
         return out
 
@@ -273,3 +197,14 @@ class PrunedCost:
             self.base.cost(Z) * np.exp(self._log_factor(Z, False)[0]), COST_FLOOR
         )
         return out
+
+
+def with_pruning(
+    cost: CostModel | None, objective: GPModel, y: np.ndarray, stats: PruningStats | None
+) -> CostModel | None:
+    """The cost model of full trials, or its expected cost under the study's pruning (y (n,):
+    the values whose quantile the pruner stops above)."""
+    if cost is None or stats is None or stats.pruned_share <= 0.0:
+        return cost
+    threshold = float(np.quantile(y, 1.0 - stats.pruned_share))
+    return PrunedCost(cost, objective, threshold, stats.pruned_share, stats.run_fraction)

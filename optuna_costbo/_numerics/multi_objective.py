@@ -1,12 +1,5 @@
-"""The proposal of a multi-objective study: a GP per objective, log EHVI per unit cost.
-
-Each objective gets a model of its own on the same codec (:func:`.models.build_models`, its
-warm start in :attr:`.request.WarmStart.others`); the first one's models also carry the cost
-model, the constraints and a hard budget's probability of fitting. The feasible observations'
-Pareto front and reference point (:mod:`.pareto`) give the non-dominated boxes, and the point
-maximizing ``log EHVI + log PF - e * log c`` (:class:`.acquisition.ehvi.LogEHVIPerCost`)
-is proposed, with ``e`` the cost exponent of the user's acquisition (:func:`front_exponent`).
-"""
+"""The proposal of a multi-objective study: a GP per objective, the point of largest
+``log EHVI + log PF - e log c``; the first objective's models carry cost and constraints."""
 
 from __future__ import annotations
 
@@ -20,27 +13,17 @@ from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.acquisition.strategies import excluded_rows
 from optuna_costbo._numerics.models import Models
-from optuna_costbo._numerics.models import build_models
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import Search
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.pareto import non_dominated_mask
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
-from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
 
 
-__all__ = ["front_exponent", "propose_front"]
-
-
 def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: float) -> float:
-    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``"ei"`` (EHVI), 1 for
-    ``"eipu"`` (EHVI per unit cost), and the cooled ``remaining / budget`` for the others.
-
-    NOTE: the rollouts use EHVI-cool, their myopic limit (the default rollout values its plans
-    per unit of budget, cooled as EI-cool): a two-step rollout with hypervolume-improvement
-    rewards ranked no better at 2-7x the time
-    (benchmarks/results/multi-objective/hvi-rollout/report.md).
-    """
+    """The cost exponent of ``acquisition``'s hypervolume form: 0 for ``ei``, 1 for ``eipu``,
+    the cooled ``remaining / budget`` for the others (a rollout's myopic limit, EHVI-cool)."""
     if not acquisition.needs_cost:
         return 0.0
     if acquisition.name == "eipu":
@@ -48,29 +31,29 @@ def front_exponent(acquisition: AcquisitionStrategy, remaining: float, budget: f
     return cool_exponent(remaining, budget)
 
 
-def propose_front(
-    request: ProposalRequest,
-    acquisition: AcquisitionStrategy,
-    rng: np.random.Generator,
-    *,
-    needs_cost: bool,
-    route: Route,
-) -> Proposal:
-    """The point of largest ``log EHVI + log PF - e log c`` for ``request`` (its ``Y`` (n, m)
-    set), with the first objective's models in the proposal."""
+def objective_requests(request: ProposalRequest) -> list[ProposalRequest]:
+    """The request of each objective of ``request.Y`` (n, m): the first carries the cost and the
+    constraints, the others their values and warm starts alone."""
     assert request.Y is not None
-    Y = request.Y  # (n, m)
-    warm = request.warm or WarmStart()
-    first = build_models(
-        dataclasses.replace(request, y=Y[:, 0], Y=None), rng, needs_cost=needs_cost, route=route
-    )
-    others = [
-        build_models(
-            _other_objective(request, Y[:, j], warm, j), rng, needs_cost=False, route=route
+    Y, warm = request.Y, request.warm or WarmStart()
+    return [dataclasses.replace(request, y=Y[:, 0], Y=None)] + [
+        dataclasses.replace(
+            request,
+            y=Y[:, j],
+            Y=None,
+            warm=warm.others[j - 1] if len(warm.others) >= j else WarmStart(),
+            constraints=None,
         )
         for j in range(1, Y.shape[1])
     ]
-    models = [first, *others]
+
+
+def propose_front(
+    request: ProposalRequest, models: list[Models], rng: np.random.Generator, *, exponent: float
+) -> Proposal:
+    """The proposal for a request with ``Y`` (n, m), from each objective's models, carrying the
+    first objective's."""
+    first, others = models[0], models[1:]
     Y_fit = np.stack([m.y for m in models], axis=1)  # (n, m), infinities replaced
     feasible = np.ones(len(Y_fit), dtype=bool) if first.feasible is None else first.feasible
     observed = Y_fit[feasible]  # (k, m)
@@ -80,7 +63,6 @@ def propose_front(
         # The front's extremes (the best point of each objective) start the maximizer runs.
         best_each = np.unique(np.argmin(observed[front], axis=0))  # (<= m,)
         starts = request.X[feasible][front][best_each]  # (<= m, D)
-    exponent = front_exponent(acquisition, request.remaining, request.budget)
     cost = first.cost if exponent != 0.0 else None
     acq = LogEHVIPerCost(
         [m.model for m in models],
@@ -94,15 +76,16 @@ def propose_front(
         if cost.origin is not None:  # a moving cost: the cheap moves are next to the origin
             starts = np.vstack([starts, cost.origin[None]])
         max_evals = cost.max_evals
-    z, value = maximize_acquisition(
-        acq.value_and_grad,
+    search = Search(
+        lambda Z, _: acq.value_and_grad(Z),
+        lambda Z, _: acq(Z),
         request.codec,
-        rng,
         extra_starts=starts,
-        fun=acq,
         max_evals=max_evals,
         exclude=_exclusion(request, first),
     )
+    Z, values = maximize(search, rng)
+    z, value = Z[0], float(values[0])
     new_warm = dataclasses.replace(first.warm, others=tuple(m.warm for m in others))
     return Proposal(
         z=z,
@@ -116,24 +99,8 @@ def propose_front(
     )
 
 
-def _other_objective(
-    request: ProposalRequest, y: np.ndarray, warm: WarmStart, j: int
-) -> ProposalRequest:
-    """The request of objective ``j`` >= 1: its values and warm start, without the
-    constraints, whose models the first objective's carry for all (built without a cost model,
-    its models have no budget check either)."""
-    return dataclasses.replace(
-        request,
-        y=y,
-        Y=None,
-        warm=warm.others[j - 1] if len(warm.others) >= j else WarmStart(),
-        constraints=None,
-    )
-
-
 def _exclusion(request: ProposalRequest, first: Models) -> Callable[[np.ndarray], np.ndarray]:
-    """:func:`.acquisition.strategies.excluded_rows` of the request's evaluated points and,
-    under a hard budget, the first objective's models' budget check."""
+    """Excludes the evaluated points and, under a hard budget, what does not fit."""
     evaluated = request.evaluated
     fit = None if first.feasibility is None else first.feasibility.budget
     return lambda Z: excluded_rows(Z, evaluated, fit)

@@ -1,292 +1,136 @@
-"""Maximization of an acquisition function over the unit box with mixed variables.
+"""Maximization of K acquisitions over the legal points of the box, by batched L-BFGS-B runs.
 
-The optimizer knows nothing of which acquisition it maximizes: it takes a batched function
-``Z (m, D) -> (values (m,), grads (m, D))`` and a :class:`.search_space.BoxCodec` that says which
-columns are continuous, which are on a step grid and which form one-hot categorical blocks. It
-only ever returns legal points (codec fixed points).
-
-The scheme follows Lee et al. (UAI 2021, section 5): evaluate the acquisition on a Latin
-hypercube, start L-BFGS-B from the best few points, and keep the best. Mixed spaces add a
-projection to legal points and a discrete neighbourhood search, as Optuna's ``optim_mixed``.
+The optimizer knows nothing of which acquisition it maximizes (BoTorch's split): a
+:class:`Search` gives batched functions of box points and a codec; the scheme is Lee et al.
+(UAI 2021, section 5) with Optuna's ``optim_mixed`` steps for mixed spaces. scipy's public
+``fmin_l_bfgs_b`` is called in this module only, and the GP fit's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import contextlib
+from dataclasses import dataclass
 import math
+import os
+import threading
 
 import numpy as np
+from scipy.optimize import fmin_l_bfgs_b
 
-from optuna_costbo._numerics.lbfgsb import FunAndGrad
-from optuna_costbo._numerics.lbfgsb import RowFun
-from optuna_costbo._numerics.lbfgsb import RowFunAndGrad
-from optuna_costbo._numerics.lbfgsb import clean
-from optuna_costbo._numerics.lbfgsb import lbfgsb_runs
-from optuna_costbo._numerics.lbfgsb import on_active
 from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.starts import extra_starts
+from optuna_costbo._numerics.starts import keep_best
+from optuna_costbo._numerics.starts import run_starts
 
 
-__all__ = ["default_n_candidates", "maximize_acquisition", "maximize_each"]
+RowFunAndGrad = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``(Z (m, D), which (m,)) -> (values (m,), grads (m, D))``: row i under acquisition
+``which[i]`` (for :func:`lbfgsb_runs`, row i is a point of run ``which[i]``)."""
+RowFun = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``(Z (m, D), which (m,)) -> values (m,)``."""
 
-
+# scipy.optimize.minimize's L-BFGS-B settings, but for the iterations.
+_LBFGS = {"factr": 2.2204460492503131e-09 / np.finfo(float).eps, "pgtol": 1e-5, "maxiter": 200}
+_GTOL = 1e-5
+_MAX_FUN = 15_000  # scipy's default
 # NOTE(optimize): rounds of "L-BFGS-B over the float columns, then discrete neighbour sweep" in
-# mixed spaces. Each sweep step is one batched call for all restarts. On log EI of fitted GPs
-# over a mixed 5-D space every one of 30 measured calls settled in 2 rounds; the caps only bound
-# the worst case.
+# mixed spaces; the caps only bound the worst case (two rounds are the rule).
 _MAX_ROUNDS = 4
 _MAX_SWEEPS = 50
 
 
-def default_n_candidates(dim: int) -> int:
-    """Size of the Latin hypercube screened for starting points: ``max(1024, 100 * dim)``.
+@dataclass(frozen=True)
+class Search:
+    """K acquisitions to maximize over the legal points; ``rows`` (K',): the asked ones as
+    rows of these K (an acquisition asked twice is maximized once)."""
 
-    NOTE(optimize): the paper screens 10 * d points. Screening is one batched call, cheap next
-    to the L-BFGS-B iterations, and better starts decide whether the global maximum is found.
-    Measured on log EI of fitted GPs (16 problems x 2 seeds each, D = 3, 5, 10, n = 15 to 100,
-    continuous and mixed; "solved" = within 1e-3 of a 5000-point, 20-restart reference):
-    100 or 256 points missed the maximum in 3-6% of runs, 1024 points in none except one
-    D = 10 problem that every setting missed, for 1-4 ms more per call.
-    """
+    fun_and_grad: RowFunAndGrad
+    fun: RowFun | None  # the values alone (default: fun_and_grad's)
+    codec: BoxCodec
+    screened: tuple[np.ndarray, np.ndarray] | None = None  # points (M, D), values (M, K)
+    extra_starts: np.ndarray | None = None  # (k, D) start a run of every acquisition
+    max_evals: int | None = None  # cap on the evaluations of each L-BFGS-B phase
+    exclude: Callable[[np.ndarray], np.ndarray] | None = None  # (m, D) -> (m,) never returned
+    rows: np.ndarray | None = None  # (K',)
+
+
+def default_n_candidates(dim: int) -> int:
+    """Points screened for starts: ``max(1024, 100 * dim)`` (the paper's 10 * d missed the
+    maximum more often, for a few ms less; docs/design-decisions.md)."""
     return max(1024, 100 * dim)
 
 
-def maximize_acquisition(
-    fun_and_grad: FunAndGrad,
-    codec: BoxCodec,
-    rng: np.random.Generator,
+def maximize(
+    search: Search,
+    rng: np.random.Generator | None = None,
     *,
     n_candidates: int | None = None,
     n_restarts: int = 5,
-    extra_starts: np.ndarray | None = None,
-    fun: Callable[[np.ndarray], np.ndarray] | None = None,
-    max_evals: int | None = None,
-    exclude: Callable[[np.ndarray], np.ndarray] | None = None,
-    screened: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, float]:
-    """Maximize an acquisition over the legal points of the box.
-
-    1. Screen ``n_candidates`` Latin hypercube points (made legal) plus ``extra_starts``
-       (projected) in one batched call.
-    2. From the ``n_restarts`` best distinct screened points, and from every extra start
-       whatever its value, run L-BFGS-B over the numeric columns (integers and steps relaxed,
-       one-hot columns fixed at the start's values), then project each result to a legal
-       point and evaluate it there.
-    3. With integer, stepped or categorical parameters: an L-BFGS-B polish over the float
-       columns with the grid columns fixed at their rounded values, then a discrete sweep,
-       batched over all restarts, that moves each point to its best neighbour (another choice
-       of one categorical, or one step up/down of one integer or stepped parameter) while that
-       improves; points that moved are polished again. Up to a few rounds.
-    4. Return the best legal point evaluated.
-
-    Non-finite values (NaN, +-inf) count as -inf. If no legal point evaluated has a finite
-    value, the best screened point is returned with value -inf; the result is never NaN and
-    always a codec fixed point.
-
-    NOTE(optimize): measured with log EI of a 100-point GP on D = 5, defaults, one BLAS
-    thread: median 23 ms per call (15 ms when ``fun`` is given, which spares the gradients of
-    the 1024 screened points); mixed 5-D space (2 floats, an integer, a log float, a 3-way
-    categorical): 33 ms (24 ms with ``fun``). About 12-30 calls of ``fun_and_grad`` in all;
-    the GP predictions are ~85% of the time.
-
-    Args:
-        fun_and_grad: ``Z (m, D) -> (values (m,), grads (m, D))``, the acquisition to maximize
-            and its gradient with respect to Z.
-        codec: The search space codec.
-        rng: Source of randomness (only the Latin hypercube uses it).
-        n_candidates: Latin hypercube size; ``None`` for :func:`default_n_candidates`.
-        n_restarts: Number of L-BFGS-B starts, >= 1. Default 5, as in the paper.
-        extra_starts: Points that always start an L-BFGS-B run besides the screened ones,
-            shape (k, D), e.g. the best observed points; projected to legal points first.
-        fun: Optional value-only evaluator ``Z (m, D) -> (m,)`` used where gradients are not
-            needed (screening, sweeps); defaults to ``fun_and_grad(Z)[0]``.
-        max_evals: Cap on the evaluations of ``fun_and_grad`` in each L-BFGS-B phase, for
-            acquisitions whose gradient is expensive (default: no cap below scipy's).
-        exclude: ``Z (m, D) -> (m,) bool``: legal points that must not be returned (points
-            already evaluated). They still start and steer the search; the result is the best
-            point that is not excluded among the runs' results, their discrete neighbours and
-            the screened points (an excluded point only if all of those are excluded).
-        screened: ``(points (M, D), values (M,))``: legal points already evaluated (a screen
-            shared with other searches, see :mod:`.acquisition.screening`), screened instead
-            of a Latin hypercube (``n_candidates`` and ``rng`` are then unused).
-
-    Returns:
-        ``(z, value)``: the best legal point found, shape (D,), and its value.
-
-    Raises:
-        ValueError: If ``n_candidates`` or ``n_restarts`` is not positive, or ``extra_starts``
-            has the wrong shape.
-
-    Example:
-        >>> import numpy as np
-        >>> from optuna_costbo._numerics.search_space import BoxCodec, NumericParam
-        >>> codec = BoxCodec([NumericParam(0.0, 1.0), NumericParam(0, 10, integer=True)])
-        >>> def f(Z):  # (m, 2) -> (m,), (m, 2); peak at z = (0.3, 0.7)
-        ...     return -((Z - [0.3, 0.7]) ** 2).sum(axis=1), -2 * (Z - [0.3, 0.7])
-        >>> z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
-        >>> codec.decode(z[None, :]).round(6).tolist()  # the integer column rounds to 7
-        [[0.3, 7.0]]
-    """
-    D = codec.dim
-    n_cand = default_n_candidates(D) if n_candidates is None else int(n_candidates)
-    if n_cand < 1:
-        raise ValueError(f"n_candidates must be >= 1, got {n_candidates}")
-    if n_restarts < 1:
-        raise ValueError(f"n_restarts must be >= 1, got {n_restarts}")
-
-    def one_fg(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return fun_and_grad(Z)
-
-    def one_f(Z: np.ndarray, which: np.ndarray) -> np.ndarray:
-        return fun(Z) if fun is not None else fun_and_grad(Z)[0]
-
-    rows_fg, rows_f = on_active(codec, one_fg, one_f)
-    one = np.zeros(0, dtype=np.intp)  # every row is the one acquisition
-
-    def values_of(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-        return clean(rows_f(Z, one))
-
-    if D == 0:  # nothing to choose
-        return np.zeros(0), float(values_of(np.zeros((1, 0)))[0])
-    extra = _extra_starts(codec, extra_starts)  # (k, D)
-    if screened is None:
-        pool = np.vstack([extra, codec.latin_hypercube_points(n_cand, rng)])  # (n_pool, D)
-        pool_v = values_of(pool)  # (n_pool,)
-    else:
-        pool = np.vstack([extra, screened[0]])  # (n_pool, D)
-        pool_v = np.concatenate([values_of(extra) if len(extra) else [], clean(screened[1])])
-    X, V = _maximize_columns(
-        rows_fg, rows_f, codec, pool, pool_v[:, None], len(extra), n_restarts, max_evals, exclude
-    )
-    return X[0], float(V[0])
-
-
-def maximize_each(
-    fun_and_grad: RowFunAndGrad,
-    fun: RowFun,
-    codec: BoxCodec,
-    screened: tuple[np.ndarray, np.ndarray],
-    *,
-    n_restarts: int = 5,
-    extra_starts: np.ndarray | None = None,
-    max_evals: int | None = None,
-    exclude: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Maximize K acquisitions at once, each as :func:`maximize_acquisition` does, from one
-    screen of points evaluated under all of them.
+    """The best legal point of each acquisition (K, D) and its value (K,), never NaN.
 
-    The starts of every acquisition are L-BFGS-B runs of their own, evaluated together
-    (:func:`.lbfgsb.lbfgsb_runs`), so each round makes one batched call for the runs of all K
-    acquisitions that need one: acquisitions that share a model's predictions (log EI minus
-    several multiples of log cost) then cost little more than one.
-
-    Args:
-        fun_and_grad: ``(Z (m, D), which (m,)) -> (values (m,), grads (m, D))``: row ``i``
-            evaluated under acquisition ``which[i]`` (in ``0..K-1``).
-        fun: ``(Z (m, D), which (m,)) -> values (m,)``, the values alone.
-        codec: The search space codec.
-        screened: ``(points (M, D), values (M, K))``: legal points and their values under
-            each acquisition.
-        n_restarts: L-BFGS-B starts from the screen per acquisition, >= 1.
-        extra_starts: Points that start a run of every acquisition, (k, D).
-        max_evals: Cap on the evaluations of each L-BFGS-B phase.
-        exclude: Legal points that must not be returned (see :func:`maximize_acquisition`).
-
-    Returns:
-        The best legal point of each acquisition (K, D) and its value (K,).
+    1. Screen ``search.screened``, or (K = 1) ``n_candidates`` Latin hypercube points from
+       ``rng``, plus the extra starts. 2. L-BFGS-B from the ``n_restarts`` best distinct points
+       and every extra start over the numeric columns (grids relaxed), projected to legal
+       points. 3. Mixed spaces: float-only polishes alternating with discrete neighbour sweeps.
+    4. The best point that ``exclude`` allows (an excluded one only if nothing else is left).
+    Non-finite values count as -inf.
     """
+    codec, D = search.codec, search.codec.dim
     if n_restarts < 1:
         raise ValueError(f"n_restarts must be >= 1, got {n_restarts}")
-    fun_and_grad, fun = on_active(codec, fun_and_grad, fun)
-    points, values = screened  # (M, D), (M, K)
-    K = values.shape[1]
-    extra = _extra_starts(codec, extra_starts)  # (k, D)
+    given_fg = search.fun_and_grad
+    fg, f = on_active(codec, given_fg, search.fun or (lambda Z, w: given_fg(Z, w)[0]))
+
+    def values_of(Z: np.ndarray, which: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
+        return clean(f(Z, which))
+
+    def runs_of(on: np.ndarray) -> RowFunAndGrad:  # runs (R,) under acquisitions on (R,)
+        return lambda Z, runs: fg(Z, on[runs])
+
+    extra = extra_starts(codec, search.extra_starts)  # (k, D)
     k = len(extra)
-    extra_v = fun(np.tile(extra, (K, 1)), np.repeat(np.arange(K), k)).reshape(K, k).T  # (k, K)
-    pool = np.vstack([extra, points])  # (k + M, D)
-    pool_v = clean(np.vstack([extra_v, values])).reshape(len(pool), K)  # (k + M, K)
-    return _maximize_columns(
-        fun_and_grad, fun, codec, pool, pool_v, k, n_restarts, max_evals, exclude
-    )
-
-
-def _extra_starts(codec: BoxCodec, extra_starts: np.ndarray | None) -> np.ndarray:
-    """The extra starts (k, D), projected to legal points."""
-    D = codec.dim
-    if extra_starts is None:
-        return np.zeros((0, D))
-    extra = np.asarray(extra_starts, dtype=float)
-    if extra.ndim == 1:
-        extra = extra.reshape(1, -1)
-    if extra.ndim != 2 or extra.shape[1] != D:
-        raise ValueError(f"extra_starts must have shape (k, {D}), got {extra.shape}")
-    return codec.project(extra) if len(extra) else np.zeros((0, D))
-
-
-def _maximize_columns(
-    fun_and_grad: RowFunAndGrad,
-    fun: RowFun,
-    codec: BoxCodec,
-    pool: np.ndarray,  # (M, D) legal points, the first n_extra of them forced starts
-    pool_v: np.ndarray,  # (M, K) their values under each acquisition
-    n_extra: int,
-    n_restarts: int,
-    max_evals: int | None,
-    exclude: Callable[[np.ndarray], np.ndarray] | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Steps 2-4 of :func:`maximize_acquisition` for each column of ``pool_v``, the runs of
-    all columns together: the best point of each (K, D) and its value (K,)."""
-    K = pool_v.shape[1]
-    X_parts, V_parts, which_parts = [np.zeros((0, codec.dim))], [np.zeros(0)], [np.zeros(0)]
-    for col in range(K):
-        order = _top_distinct(pool, pool_v[:, col], n_restarts)
-        # The extra starts always start a run, even when their value is low: log EI at the
-        # best observed point is small (the model is sure of it) but a local maximum lies
-        # next to it.
-        forced = [i for i in range(n_extra) if np.isfinite(pool_v[i, col])]
-        order = _distinct_union(pool, order, np.array(forced, dtype=np.intp))
-        X_parts.append(pool[order])
-        V_parts.append(pool_v[order, col])
-        which_parts.append(np.full(len(order), col))
-    X, V = np.vstack(X_parts), np.concatenate(V_parts)
-    which = np.concatenate(which_parts).astype(np.intp)
-
-    def values_of(Z: np.ndarray, rows: np.ndarray) -> np.ndarray:  # (m, D), (m,) -> (m,)
-        return clean(fun(Z, rows))
+    if search.screened is None:
+        n_cand = default_n_candidates(D) if n_candidates is None else int(n_candidates)
+        if n_cand < 1:
+            raise ValueError(f"n_candidates must be >= 1, got {n_candidates}")
+        if D == 0:  # nothing to choose
+            return np.zeros((1, 0)), values_of(np.zeros((1, 0)), np.zeros(1, dtype=np.intp))
+        assert rng is not None
+        pool = np.vstack([extra, codec.latin_hypercube_points(n_cand, rng)])  # (M, D)
+        pool_v = values_of(pool, np.zeros(len(pool), dtype=np.intp))[:, None]  # (M, 1)
+    else:
+        points, screened_v = search.screened  # (M, D), (M, K)
+        K = screened_v.shape[1]
+        extra_v = np.zeros((0, K))  # (k, K)
+        if k:
+            extra_v = f(np.tile(extra, (K, 1)), np.repeat(np.arange(K), k)).reshape(K, k).T
+        pool = np.vstack([extra, points])  # (k + M, D)
+        pool_v = clean(np.vstack([extra_v, screened_v])).reshape(len(pool), K)  # (k + M, K)
+    X, V, which = run_starts(pool, pool_v, k, n_restarts)  # (R, D), (R,), (R,)
+    K, cap = pool_v.shape[1], search.max_evals
 
     constant = set(codec.constant_columns.tolist())
     numeric = np.array([c for c in codec.continuous_columns if c not in constant], dtype=np.intp)
     discrete = set(codec.discrete_columns.tolist())
     floats = np.array([c for c in numeric if c not in discrete], dtype=np.intp)
-    has_neighbors = len(discrete) > 0 or any(len(b) > 1 for b in codec.categorical_blocks)
 
-    # Phase 2: relaxed L-BFGS-B from every start, projected and evaluated in one batch.
+    # Phase 2: relaxed L-BFGS-B from every start, projected; rounding may lose to the start, so
+    # each acquisition keeps its best distinct of starts and rounded optima.
     if len(numeric) and len(X):
-        relaxed, _ = lbfgsb_runs(_rows_of(fun_and_grad, which), X, V, numeric, None, max_evals)
+        relaxed, _ = lbfgsb_runs(runs_of(which), X, V, numeric, None, cap)
         proj = codec.project(relaxed)  # (R, D)
-        proj_v = values_of(proj, which)
-        # Rounding may lose to the start; keep the best distinct of starts and rounded optima
-        # (as many as the acquisition had starts).
-        parts = []
-        for col in range(K):
-            mine = which == col
-            Xc, Vc = np.vstack([X[mine], proj[mine]]), np.concatenate([V[mine], proj_v[mine]])
-            keep = _top_distinct(Xc, Vc, int(mine.sum()))
-            parts.append((Xc[keep], Vc[keep], np.full(len(keep), col, dtype=np.intp)))
-        X = np.vstack([p[0] for p in parts])
-        V = np.concatenate([p[1] for p in parts])
-        which = np.concatenate([p[2] for p in parts])
+        X, V, which = keep_best(X, V, proj, values_of(proj, which), which, K)
 
-    # Phase 3: float-only L-BFGS-B polish (grid columns now fixed at legal values, which moves
-    # the float optimum when they were relaxed), alternating with discrete sweeps; each round
-    # polishes only the points the previous sweep moved.
-    if has_neighbors:
+    # Phase 3: float-only polish (grid columns now legal) alternating with discrete sweeps;
+    # each round polishes only the points the previous sweep moved.
+    if len(discrete) or any(len(b) > 1 for b in codec.categorical_blocks):
         polish = np.full(len(X), len(discrete) > 0)  # (R,)
         for _ in range(_MAX_ROUNDS):
             if len(floats) and polish.any():
                 rows = np.flatnonzero(polish)
-                Zr, _ = lbfgsb_runs(
-                    _rows_of(fun_and_grad, which[rows]), X[rows], V[rows], floats, None, max_evals
-                )
+                Zr, _ = lbfgsb_runs(runs_of(which[rows]), X[rows], V[rows], floats, None, cap)
                 Zr = codec.project(Zr)
                 Vr = values_of(Zr, which[rows])
                 better = Vr > V[rows]
@@ -295,91 +139,259 @@ def _maximize_columns(
             if not polish.any():
                 break
 
+    out_X, out_V = _pick(codec, values_of, search.exclude, X, V, which, pool, pool_v)
+    if search.rows is None:
+        return out_X, out_V
+    return out_X[search.rows], out_V[search.rows]
+
+
+def on_active(
+    codec: BoxCodec, fun_and_grad: RowFunAndGrad, fun: RowFun
+) -> tuple[RowFunAndGrad, RowFun]:
+    """The functions seen through the space's conditions: inactive parameters at their fill,
+    zero gradient in their columns (L-BFGS-B leaves them alone)."""
+    if not codec.conditional:
+        return fun_and_grad, fun
+
+    def wrapped(Z: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Zd, off = codec.deactivate_with_mask(Z)  # (m, D) each
+        values, grads = fun_and_grad(Zd, which)
+        return values, np.where(off, 0.0, grads)
+
+    return wrapped, lambda Z, which: fun(codec.deactivate(Z), which)
+
+
+def clean(values: np.ndarray) -> np.ndarray:
+    """Values as float (m,), with NaN and +-inf replaced by -inf (unusable)."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    return np.where(np.isfinite(values), values, -np.inf)
+
+
+class _Stop(Exception):
+    """Ends a run early: it used up its evaluations, or another run's evaluation failed."""
+
+
+def lbfgsb_runs(
+    fun_and_grad: RowFunAndGrad,
+    Z0: np.ndarray,  # (R, D) starts
+    V0: np.ndarray,  # (R,) their values
+    cols: np.ndarray,  # (k,) columns to optimize; the others stay fixed
+    bounds: np.ndarray | None = None,  # (R, k, 2) per-start box; default [0, 1]
+    max_evals: int | None = None,
+    *,
+    sequential: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """L-BFGS-B ascent over ``Z[:, cols]`` from each of R starts, each run scipy's on its own
+    (200 iterations, at most ``max_evals`` evaluations), every round of evaluations one batched
+    call for the runs that asked; ``sequential``: run after run (the same iterates). Returns the
+    best evaluated points (R, D) and values (R,); a run meeting non-finite values keeps its best.
+
+    NOTE(optimize): scipy has no batched L-BFGS-B; Optuna's ``batched_lbfgsb`` suspends each
+    run in a greenlet. Here each run is ``fmin_l_bfgs_b`` in a kept thread whose objective hands
+    its point to this thread and waits; one thread runs at a time, so the result is
+    deterministic (docs/design-decisions.md, "L-BFGS-B runs").
+    """
+    R, k = len(Z0), len(cols)
+    best_x = Z0[:, cols].copy()  # (R, k)
+    best_v = np.asarray(V0, dtype=float).copy()  # (R,)
+    if R == 0 or k == 0:
+        return Z0.copy(), best_v
+    if bounds is None:
+        bounds = np.stack([np.zeros((R, k)), np.ones((R, k))], axis=-1)  # (R, k, 2)
+    max_fun = max_evals or _MAX_FUN
+    options = {**_LBFGS, "maxfun": max_fun}
+
+    def evaluate(X: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """-values (m,) and -gradients (m, k) of runs' points X (m, k); tracks the best."""
+        Z = Z0[runs]  # (m, D), a copy
+        Z[:, cols] = X
+        v, g = fun_and_grad(Z, runs)
+        v = clean(v)
+        better = v > best_v[runs]
+        if better.any():
+            best_v[runs[better]] = v[better]
+            best_x[runs[better]] = X[better]
+        gc = np.asarray(g, dtype=float)[:, cols]  # (m, k)
+        gc = np.where(np.isfinite(gc), gc, 0.0)
+        finite = np.isfinite(v)
+        return np.where(finite, -v, math.inf), np.where(finite[:, None], -gc, 0.0)
+
+    counts = [0] * R  # evaluations of each run; one more than max_fun ends it
+
+    def counted(r: int) -> None:
+        if counts[r] >= max_fun:
+            raise _Stop
+        counts[r] += 1
+
+    if sequential or R == 1:
+        for r in range(R):
+
+            def alone(x: np.ndarray, r: int = r) -> tuple[float, np.ndarray]:  # (k,) -> f, (k,)
+                counted(r)
+                f, g = evaluate(x[None, :], np.array([r]))  # (1,), (1, k)
+                return float(f[0]), g[0]
+
+            with contextlib.suppress(_Stop):
+                fmin_l_bfgs_b(alone, Z0[r, cols], bounds=bounds[r], **options)
+        return _put(Z0, cols, best_x), best_v
+
+    # The first round evaluates every start; a run whose start's projected gradient is within
+    # gtol ends at once in scipy and starts no thread.
+    x0 = np.clip(Z0[:, cols], bounds[..., 0], bounds[..., 1])  # (R, k), as scipy starts
+    f0, g0 = evaluate(x0, np.arange(R))  # (R,), (R, k)
+    pg = np.where(g0 < 0, np.maximum(x0 - bounds[..., 1], g0), np.minimum(x0 - bounds[..., 0], g0))
+    moving = np.flatnonzero(np.abs(pg).max(axis=1) > _GTOL).tolist()
+    asked = list(x0)  # the point (k,) each run asked for last
+    answer = [(float(f), g) for f, g in zip(f0, g0, strict=True)]  # value, gradient (k,)
+    waiting = [False] * R  # run r blocked on go[r] (before it starts, or asking for a point)
+    go = [threading.Lock() for _ in range(R)]
+    back, stop = threading.Lock(), threading.Event()
+    errors: list[BaseException] = []
+    for lock in [*go, back]:
+        lock.acquire()
+
+    def handed(x: np.ndarray, r: int) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
+        counted(r)
+        if counts[r] > 1:  # the start was evaluated in the first round
+            asked[r], waiting[r] = x, True
+            back.release()
+            go[r].acquire()
+            if stop.is_set():
+                raise _Stop
+        return answer[r]
+
+    def begin(r: int) -> bool:
+        go[r].acquire()
+        return not stop.is_set()
+
+    def end(error: BaseException | None) -> None:
+        if error is not None:
+            errors.append(error)
+        back.release()
+
+    for r in moving:
+        waiting[r] = True
+        _POOL.start((lambda x, r=r: handed(x, r)), x0[r], bounds[r], options, begin, r, end)
+    try:
+        runs = moving
+        while runs:
+            for r in runs:  # run r goes on (this thread waits) until it asks for a point or ends
+                waiting[r] = False
+                go[r].release()
+                back.acquire()
+            runs = [r for r in runs if waiting[r]]
+            if runs:
+                f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
+                for i, r in enumerate(runs):
+                    answer[r] = (float(f[i]), g[i])
+    finally:  # on an error, the runs still waiting end
+        stop.set()
+        for r in range(R):
+            if waiting[r]:
+                waiting[r] = False
+                go[r].release()
+                back.acquire()
+    if errors:
+        raise errors[0]
+    return _put(Z0, cols, best_x), best_v
+
+
+def _put(Z0: np.ndarray, cols: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Z0 (R, D) with its columns ``cols`` set to X (R, k)."""
+    out: np.ndarray = Z0.copy()
+    out[:, cols] = X
+    return out
+
+
+class _Threads:
+    """Daemon threads kept for later runs (starting a thread costs more than most runs); each
+    calls scipy itself, so a run's stack is this module's one frame deep."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)  # a forked child has none of them
+
+    def reset(self) -> None:
+        self.idle: list[Callable[[tuple], None]] = []  # each one's "start this"
+        self.lock = threading.Lock()
+
+    def start(self, *job: object) -> None:
+        """Run ``(fun, x0, bounds, options, begin, r, end)`` in an idle thread or a new one:
+        ``fmin_l_bfgs_b`` once ``begin(r)`` allows, then ``end(error or None)``."""
+        with self.lock:
+            start = self.idle.pop() if self.idle else None
+        (start or self._new())(job)
+
+    def _new(self) -> Callable[[tuple], None]:
+        jobs: list[tuple] = []
+        ready = threading.Lock()
+        ready.acquire()
+
+        def start(job: tuple) -> None:
+            jobs.append(job)
+            ready.release()
+
+        def serve() -> None:
+            while True:
+                ready.acquire()
+                fun, x0, bounds, options, begin, r, end = jobs.pop()
+                error = None
+                try:
+                    if begin(r):
+                        fmin_l_bfgs_b(fun, x0, bounds=bounds, **options)
+                except _Stop:
+                    pass
+                except BaseException as caught:  # re-raised by the caller
+                    error = caught
+                end(error)
+                with self.lock:
+                    self.idle.append(start)
+
+        threading.Thread(target=serve, name="costbo-lbfgsb", daemon=True).start()
+        return start
+
+
+_POOL = _Threads()
+
+
+def _pick(
+    codec: BoxCodec,
+    values_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    exclude: Callable[[np.ndarray], np.ndarray] | None,
+    X: np.ndarray,  # (R, D) the runs' results
+    V: np.ndarray,  # (R,)
+    which: np.ndarray,  # (R,)
+    pool: np.ndarray,  # (M, D)
+    pool_v: np.ndarray,  # (M, K)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each acquisition's best point (K, D) and value (K,) that ``exclude`` allows."""
+    K = pool_v.shape[1]
     out_X, out_V = np.empty((K, codec.dim)), np.empty(K)
-    cache: dict[str, np.ndarray] = {}  # the pool's excluded rows, once for all columns
+    pool_bad: np.ndarray | None = None  # (M,) the pool's excluded rows, once for all
     for col in range(K):
         mine = which == col
         Xc, Vc = X[mine], V[mine]
         if not mine.any():  # no finite start: the first screened point, value -inf
             out_X[col], out_V[col] = pool[0], -math.inf
             continue
-        if exclude is not None:
-            Xc, Vc = _without_excluded(
-                codec, _column_of(values_of, col), exclude, Xc, Vc, pool, pool_v[:, col], cache
-            )
+        bad = None if exclude is None else exclude(Xc)  # (r,)
+        if bad is not None and bad.any():
+            # NOTE: a run that ends on an evaluated point gives way to the best of its discrete
+            # neighbours and the screened points; evaluated only where nothing else is left.
+            more, _ = codec.discrete_neighbors_many(Xc[bad])  # (S, D)
+            assert exclude is not None
+            if pool_bad is None:
+                pool_bad = exclude(pool)
+            more_v = values_of(more, np.full(len(more), col)) if len(more) else np.zeros(0)
+            X2 = np.vstack([Xc, more, pool])
+            V2 = np.concatenate([Vc, more_v, pool_v[:, col]])
+            bad2 = np.concatenate([exclude(X2[: len(X2) - len(pool)]), pool_bad])  # (len(X2),)
+            V2 = np.where(bad2, -np.inf, V2)
+            if np.isfinite(V2).any():
+                Xc, Vc = X2, V2
         best = int(np.argmax(Vc))
         out_X[col], out_V[col] = Xc[best], Vc[best]
     return out_X, out_V
-
-
-def _rows_of(fun_and_grad: RowFunAndGrad, which: np.ndarray) -> RowFunAndGrad:
-    """``fun_and_grad`` on points of the runs whose acquisitions ``which`` (R,) gives:
-    ``(Z (m, D), runs (m,))``, row i under acquisition ``which[runs[i]]``."""
-    return lambda Z, runs: fun_and_grad(Z, which[runs])
-
-
-def _column_of(
-    values_of: Callable[[np.ndarray, np.ndarray], np.ndarray], col: int
-) -> Callable[[np.ndarray], np.ndarray]:
-    """Values of any points under acquisition ``col``."""
-    return lambda Z: values_of(Z, np.full(len(Z), col, dtype=np.intp))
-
-
-def _without_excluded(
-    codec: BoxCodec,
-    values_of: Callable[[np.ndarray], np.ndarray],
-    exclude: Callable[[np.ndarray], np.ndarray],
-    X: np.ndarray,  # (R, D) the runs' results
-    V: np.ndarray,  # (R,)
-    pool: np.ndarray,  # (n_pool, D) screened points
-    pool_v: np.ndarray,  # (n_pool,)
-    cache: dict[str, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """The candidates with excluded points set to -inf, plus fallbacks if that leaves none.
-    ``cache`` keeps which pool points are excluded for the next acquisition's call."""
-    bad = exclude(X)  # (R,)
-    if not bad.any():
-        return X, V
-    # NOTE: a run that ends on an evaluated point (EI converged onto the incumbent, or a
-    # discrete space) gives way to the best of its discrete neighbours and the screened
-    # points; evaluated only where nothing else is left.
-    more, _ = codec.discrete_neighbors_many(X[bad])  # (S, D)
-    if "pool" not in cache:
-        cache["pool"] = exclude(pool)  # (n_pool,)
-    X2 = np.vstack([X, more, pool])
-    V2 = np.concatenate([V, values_of(more) if len(more) else np.zeros(0), pool_v])
-    V2 = np.where(np.concatenate([exclude(X2[: len(X2) - len(pool)]), cache["pool"]]), -np.inf, V2)
-    if not np.isfinite(V2).any():
-        return X, V
-    return X2, V2
-
-
-def _top_distinct(Z: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` best distinct rows of Z (m, D) with finite values, best first.
-
-    The sort is stable, so ties keep the row order and the choice is deterministic.
-    """
-    order = np.argsort(-v, kind="stable")
-    order = order[np.isfinite(v[order])]
-    head = order[: 4 * k]  # duplicates are rare: look at a short head first
-    _, first = np.unique(Z[head], axis=0, return_index=True)
-    if len(first) < k and len(head) < len(order):
-        head = order
-        _, first = np.unique(Z[head], axis=0, return_index=True)
-    out: np.ndarray = head[np.sort(first)][:k]
-    return out
-
-
-def _distinct_union(Z: np.ndarray, first: np.ndarray, more: np.ndarray) -> np.ndarray:
-    """``first`` followed by the rows of ``more`` whose points are not among the earlier ones."""
-    out = list(first)
-    seen = {Z[i].tobytes() for i in out}
-    for i in more:
-        key = Z[i].tobytes()
-        if key not in seen:
-            seen.add(key)
-            out.append(int(i))
-    return np.array(out, dtype=np.intp)
 
 
 def _sweep(

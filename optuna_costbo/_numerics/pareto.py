@@ -1,12 +1,5 @@
-"""Pareto fronts, the reference point, hypervolume and the non-dominated boxes (minimization).
-
-Every objective is minimized. A point ``p`` dominates ``y`` when ``p <= y`` in every objective
-and ``p < y`` in at least one. The hypervolume of a front with respect to a reference point
-``ref`` is the volume of ``{y : y <= ref, some front point p <= y}``; the non-dominated region
-is the rest of the reference box ``{y : y <= ref}``, which is unbounded below. It is cut into
-disjoint axis-aligned boxes (:func:`non_dominated_boxes`), over which the hypervolume
-improvement of a new point is a sum of products (Yang et al., "Efficient computation of
-expected hypervolume improvement using box decomposition algorithms", J. Glob. Optim. 2019).
+"""Pareto fronts, the reference point, hypervolume and the non-dominated boxes, all minimized;
+the boxes make hypervolume improvement a sum of products (Yang et al., J. Glob. Optim. 2019).
 """
 
 from __future__ import annotations
@@ -14,25 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 
-__all__ = [
-    "hypervolume",
-    "non_dominated_boxes",
-    "non_dominated_mask",
-    "pareto_front",
-    "reference_point",
-]
-
-# NOTE(pareto): the mask compares every pair of points; chunks of rows keep the (rows, n, m)
-# comparison under about 4 million entries whatever n is.
-_PAIR_ENTRIES = 1 << 22
-# NOTE(pareto): the smallest range of an objective the reference point's margin is scaled by,
-# so that a front flat in one objective (or a single point at 0) still gets a positive margin
-# (BoTorch's MIN_Y_RANGE in infer_reference_point).
-_MIN_RANGE = 1e-7
+_PAIR_ENTRIES = 1 << 22  # the mask compares pairs in chunks of at most this many entries
+_MIN_RANGE = 1e-7  # the smallest range the reference margin scales by (BoTorch's MIN_Y_RANGE)
 
 
 def _check_points(Y: np.ndarray, name: str = "Y") -> np.ndarray:
-    """``Y`` as a float (n, m) array with n >= 0, m >= 1 and finite entries."""
     out = np.asarray(Y, dtype=float)
     if out.ndim != 2 or out.shape[1] < 1:
         raise ValueError(f"{name} must be a 2-D array (n, m) with m >= 1, got shape {out.shape}")
@@ -42,7 +21,6 @@ def _check_points(Y: np.ndarray, name: str = "Y") -> np.ndarray:
 
 
 def _check_ref(ref: np.ndarray, m: int) -> np.ndarray:
-    """``ref`` as a finite float (m,) array."""
     out = np.asarray(ref, dtype=float)
     if out.shape != (m,) or not np.all(np.isfinite(out)):
         raise ValueError(f"ref must be a finite array of shape ({m},), got {ref!r}")
@@ -50,11 +28,7 @@ def _check_ref(ref: np.ndarray, m: int) -> np.ndarray:
 
 
 def non_dominated_mask(Y: np.ndarray) -> np.ndarray:
-    """Which rows of ``Y`` (n, m) no other row dominates: (n,) bool.
-
-    Equal rows do not dominate each other, so all copies of a non-dominated row are kept;
-    :func:`pareto_front` drops the copies. Costs O(n^2 m) comparisons, in chunks of rows.
-    """
+    """Which rows of ``Y`` (n, m) no other row dominates (copies all kept): (n,) bool."""
     Y = _check_points(Y)
     n, m = Y.shape
     mask = np.ones(n, dtype=bool)  # (n,)
@@ -68,12 +42,8 @@ def non_dominated_mask(Y: np.ndarray) -> np.ndarray:
 
 
 def pareto_front(Y: np.ndarray, ref: np.ndarray | None = None) -> np.ndarray:
-    """The distinct non-dominated rows of ``Y`` (n, m), sorted lexicographically: (k, m).
-
-    With ``ref`` (m,), only rows strictly below ``ref`` in every objective are kept (the
-    others dominate no part of the reference box), as Optuna's GPSampler does before its box
-    decomposition.
-    """
+    """The distinct non-dominated rows of ``Y`` (n, m), sorted: (k, m); with ``ref`` (m,), only
+    those strictly below it."""
     Y = _check_points(Y)
     if ref is not None:
         Y = Y[np.all(Y < _check_ref(ref, Y.shape[1]), axis=1)]
@@ -82,22 +52,10 @@ def pareto_front(Y: np.ndarray, ref: np.ndarray | None = None) -> np.ndarray:
 
 
 def reference_point(Y: np.ndarray, scale: float = 0.1) -> np.ndarray:
-    """The reference point of the observed values ``Y`` (n, m): (m,).
+    """``front nadir + scale * max(range of all of Y, 1e-7)`` of ``Y`` (n, m): (m,).
 
-    ``ref = nadir + scale * max(range, 1e-7)`` per objective, with the nadir taken over the
-    Pareto front of ``Y`` and the range over all of ``Y``.
-
-    NOTE(pareto): the rule of BoTorch's ``infer_reference_point``
-    (``botorch/utils/multi_objective/hypervolume.py``, written there for maximization:
-    ``nadir - scale * range``, ``scale = 0.1`` after Ishibuchi et al. 2011), mirrored for
-    minimization, with one change: BoTorch takes the range over the front, and for a front of
-    one point ``p`` uses ``|p|``; a one-point front with a zero coordinate (ZDT's x = 0 gives
-    f = (0, 1)) then gets a box 1e-8 wide in that objective and every later proposal sits on
-    its edge. The range of all observations is never zero unless an objective is constant
-    (benchmarks/results/multi-objective/reference-point/report.md). Optuna's GPSampler
-    (``optuna/_gp/acqf.py::_get_reference_point``) moves the worst observed standardized value
-    ``w`` to ``1.1 w``, a box past every observation; on the benchmark's tuning half that
-    rule was better on ZDT but significantly worse on a YAHPO problem (same report).
+    NOTE(pareto): BoTorch's ``infer_reference_point`` mirrored, with the range over all of Y,
+    not the front (docs/multi_objective.md, "The reference point").
     """
     Y = _check_points(Y)
     if len(Y) == 0:
@@ -111,13 +69,7 @@ def reference_point(Y: np.ndarray, scale: float = 0.1) -> np.ndarray:
 
 
 def _boxes_2d(front: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted-strip decomposition for two objectives: (k + 1, 2) lower and upper corners.
-
-    ``front`` (k, 2) is non-dominated, distinct, strictly below ``ref`` and sorted by the first
-    objective (so the second decreases). Strip i spans the first objective from the i-th point
-    (or -inf) to the next (or ``ref``), the second from -inf up to the i-th point's value (or
-    ``ref``): Emmerich et al., "Hypervolume-based expected improvement", 2011.
-    """
+    """The k + 1 strips of a sorted two-objective front (k, 2): lower, upper (k + 1, 2)."""
     k = len(front)
     lower = np.empty((k + 1, 2))  # (k + 1, 2)
     upper = np.empty((k + 1, 2))  # (k + 1, 2)
@@ -132,20 +84,10 @@ def _boxes_2d(front: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _boxes(front: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint boxes covering the non-dominated part of ``{y <= ref}``: (B, m) corners each.
+    """Disjoint boxes (B, m) covering the part of ``{y <= ref}`` the front (k, m) leaves.
 
-    ``front`` (k, m) is non-dominated, distinct and strictly below ``ref`` (m,).
-
-    For m >= 3 a sweep along the last objective (the dimension-sweep of hypervolume
-    algorithms, Fonseca et al. 2006, used to cut rather than to measure): between consecutive
-    last-objective values of the front, the cross-section of the non-dominated region is the
-    (m - 1)-objective non-dominated region of the points already passed, decomposed
-    recursively; a box of that cross-section that stays the same across several slabs is one
-    box, opened when it first appears and closed when it changes. A box open at some level is
-    a box of that level's decomposition, so two boxes that share a level are disjoint there.
-    Cost: k cross-sections, each a decomposition of at most k points in m - 1 objectives, so
-    O(k^(m-1) log k) steps. For 100 points on a sphere (all non-dominated) it gives 201 boxes
-    for m = 3 (2k + 1) and 583 for m = 4, the latter in about a second.
+    For m >= 3, a sweep along the last objective (Fonseca et al. 2006): each cross-section's
+    boxes come from the (m - 1)-objective recursion, a box lasting while its section does.
     """
     k, m = front.shape
     if m == 1:
@@ -199,15 +141,8 @@ def _boxes(front: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def non_dominated_boxes(Y: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint axis-aligned boxes whose union is the part of ``{y <= ref}`` no row of ``Y``
-    dominates: ``(lower (B, m), upper (B, m))``, lower corners possibly ``-inf``.
-
-    ``Y`` (n, m) may hold dominated rows, copies and rows outside the reference box; only its
-    Pareto front below ``ref`` shapes the boxes. Every box has positive width in every
-    objective. For two objectives the k + 1 sorted strips (exact and minimal); for more, the
-    sweep of :func:`_boxes` (correct, not minimal; meant for the fronts of Bayesian
-    optimization, up to about 100 points).
-    """
+    """Disjoint boxes covering the part of ``{y <= ref}`` no row of ``Y`` (n, m) dominates:
+    ``(lower (B, m), upper (B, m))``, lower corners possibly ``-inf``."""
     Y = _check_points(Y)
     ref = _check_ref(ref, Y.shape[1])
     lower, upper = _boxes(pareto_front(Y, ref), ref)
@@ -216,12 +151,8 @@ def non_dominated_boxes(Y: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def hypervolume(Y: np.ndarray, ref: np.ndarray) -> float:
-    """The hypervolume the rows of ``Y`` (n, m) dominate within ``{y <= ref}`` (ref (m,)).
-
-    Two objectives: exact, by sorting the front (a sum of rectangles). More: the volume of
-    the box ``[ideal, ref]`` (``ideal`` the front's componentwise minimum, which the front's
-    dominated region lies within) less the non-dominated boxes clipped to it.
-    """
+    """The hypervolume the rows of ``Y`` (n, m) dominate within ``{y <= ref}`` (ref (m,));
+    for m >= 3, the box ``[ideal, ref]`` less the non-dominated boxes clipped to it."""
     Y = _check_points(Y)
     ref = _check_ref(ref, Y.shape[1])
     front = pareto_front(Y, ref)  # (k, m)

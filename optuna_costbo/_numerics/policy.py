@@ -1,50 +1,34 @@
-"""One suggestion of the cost-aware BO policy, from encoded data to a point of the box.
+"""One suggestion, from encoded data to a point of the box, as the sampler's :class:`Plan` says.
 
-This is the numerical half of the sampler; it knows nothing of Optuna. :func:`propose` is its
-one entry: on the full route :func:`.models.build_models` fits the models and the acquisition
-strategy chooses a point; the quick route is :func:`.quick.quick_propose`, with models from
-the same function. Whether a cost model is needed is decided here, once, for both routes. The
-data types are in :mod:`.request`.
+The numerical half of the sampler; it knows nothing of Optuna and decides nothing: the plan
+names the acquisition as it runs, the route and whether a cost model is fitted.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import functools
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from optuna_costbo._numerics.acquisition.ei import log_ei
-from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
+from optuna_costbo._numerics.budget_fit import BudgetFit
 from optuna_costbo._numerics.budget_fit import budget_fit
+from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
 from optuna_costbo._numerics.models import cost_model_of
+from optuna_costbo._numerics.multi_objective import objective_requests
 from optuna_costbo._numerics.multi_objective import propose_front
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.optimize import Search
+from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.quick import quick_propose
-from optuna_costbo._numerics.request import CostData
-from optuna_costbo._numerics.request import FitSchedule
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import Route
-from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._numerics.search_space import rows_among
-
-
-__all__ = [
-    "CostData",
-    "FitSchedule",
-    "Proposal",
-    "ProposalRequest",
-    "Route",
-    "WarmStart",
-    "fits_budget",
-    "needs_cost_model",
-    "propose",
-    "recommend",
-]
 
 
 @functools.cache
@@ -54,6 +38,16 @@ def _threadpools() -> ThreadpoolController:
 
 FULL = Route()
 """The full route."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one suggestion is made, decided once by the sampler (``Suggester.plan``)."""
+
+    acquisition: AcquisitionStrategy  # as it runs: EI before any cost is known
+    route: Route = FULL
+    needs_cost: bool = True  # fit (or take the known) cost model
+    front_exponent: float = 0.0  # several objectives: c's exponent in EHVI / c^e
 
 
 def needs_cost_model(
@@ -71,97 +65,92 @@ def needs_cost_model(
 
 def propose(
     request: ProposalRequest,
-    acquisition: AcquisitionStrategy,
+    plan: Plan,
     rng: np.random.Generator,
     *,
-    route: Route = FULL,
     reuse: Proposal | None = None,
 ) -> Proposal:
-    """The point to evaluate next, by ``route`` (the full one: fit the models and let
-    ``acquisition`` choose).
-
-    Args:
-        request: The encoded data and the budget state.
-        acquisition: The acquisition strategy (see :mod:`.acquisition.registry`).
-        rng: Source of randomness for model fits and the optimizer.
-        route: The full route (default) or the quick one.
-        reuse: An earlier proposal of the same suggestion (before a parallel clash): its
-            fitted models are reused when ``request`` has the same observations.
-
-    Returns:
-        The proposal, with the fitted models and the warm start for next time.
-    """
-    # NOTE: the matrices here are small (n <= a few hundred): multi-threaded BLAS only adds
-    # thread start-up and, on a busy machine, spinning threads that made a 0.1 ms Cholesky
-    # take 100 ms (measured on 2 cores). One thread is both faster and predictable.
-    needs_cost = needs_cost_model(acquisition, request, route)
+    """The point to evaluate next: the models fitted once, the plan's acquisition maximized,
+    the hard budget's check. ``reuse``: this suggestion's proposal before a parallel clash,
+    whose fits are kept when the data are the same."""
+    # NOTE: the matrices are small; multi-threaded BLAS only adds thread start-up and spinning.
     with _threadpools().limit(limits=1, user_api="blas"):
-        if request.Y is not None:
-            proposal = propose_front(request, acquisition, rng, needs_cost=needs_cost, route=route)
-        elif route.quick:
-            proposal = quick_propose(request, rng, needs_cost=needs_cost, route=route)
-        else:
-            proposal = _full(request, acquisition, rng, needs_cost, reuse)
-        return _within_budget(proposal, request, rng)
+        route = plan.route
+        if request.Y is not None:  # several objectives: a model of each, the first's costs
+            front: list[Models] = []
+            for one in objective_requests(request):
+                needs_cost = plan.needs_cost and not front
+                front.append(build_models(one, rng, needs_cost=needs_cost, route=route))
+            models = front[0]
+            proposal = propose_front(request, front, rng, exponent=plan.front_exponent)
+            return _within_budget(proposal, request, models.budget_fit, rng)
+        models = build_models(
+            request,
+            rng,
+            needs_cost=plan.needs_cost,
+            route=route,
+            reuse=None if route.quick else reuse,
+        )
+        if route.quick:
+            proposal = quick_propose(
+                request, rng, needs_cost=plan.needs_cost, route=route, models=models
+            )
+            return _within_budget(proposal, request, models.budget_fit, rng)
+        ctx = AcquisitionContext(
+            codec=request.codec,
+            model=models.model,
+            best=models.best,
+            cost=models.cost,
+            rng=rng,
+            remaining=request.remaining,
+            budget=request.budget,
+            starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
+            X_running=request.X_running,
+            evaluated=request.evaluated,
+            feasibility=models.feasibility,
+        )
+        choice = plan.acquisition.choose(ctx)
+        rate = chosen = None
+        if request.rate_needed and models.cost is not None:
+            # The largest log(EI / c), from the choice's own maximization where it made one.
+            done = ctx.maximized.get(1.0)
+            rate = done[1] if done else float(maximize(ctx.search((1.0,)), rng)[1][0])
+        if request.rate_needed and models.best is not None:
+            # What the model expects of the chosen point, for the stopping rule's record.
+            mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
+            chosen = float(log_ei(mean, var, models.best)[0])
+        proposal = models.proposal(choice, request, rate, chosen)
+        return _within_budget(proposal, request, models.budget_fit, rng)
 
 
-def _full(
-    request: ProposalRequest,
-    acquisition: AcquisitionStrategy,
-    rng: np.random.Generator,
-    needs_cost: bool,
-    reuse: Proposal | None,
-) -> Proposal:
-    """The full route: fit the models, let the strategy choose."""
-    models = build_models(request, rng, needs_cost=needs_cost, reuse=reuse)
-    ctx = AcquisitionContext(
-        codec=request.codec,
-        model=models.model,
-        best=models.best,
-        cost=models.cost,
-        rng=rng,
-        remaining=request.remaining,
-        budget=request.budget,
-        starts=models.X[np.argsort(models.y)[: min(3, len(models.y))]],  # (<=3, D)
-        X_running=request.X_running,
-        evaluated=request.evaluated,
-        feasibility=models.feasibility,
-    )
-    # Without costs yet (no finished trial priced, no known cost) every strategy is EI.
-    strategy = acquisition if models.cost is not None or not acquisition.needs_cost else EI()
-    choice = strategy.choose(ctx)
-    rate = ctx.best_log_rate() if request.rate_needed else None
-    chosen = None
-    if request.rate_needed and models.best is not None:
-        # What the model expects of the chosen point, for the stopping rule's record.
-        mean, var = models.model.predict(choice.z[None])  # (1,), (1,)
-        chosen = float(log_ei(mean, var, models.best)[0])
-    return models.proposal(choice, request, rate, chosen)
+def cost_known(request: ProposalRequest) -> bool:
+    """Whether anything predicts a cost yet: a known cost, or a priced observation."""
+    data = request.cost_data
+    return request.known_cost is not None or (data is not None and len(data.costs) > 0)
 
 
 def _within_budget(
-    proposal: Proposal, request: ProposalRequest, rng: np.random.Generator
+    proposal: Proposal, request: ProposalRequest, fit: BudgetFit | None, rng: np.random.Generator
 ) -> Proposal:
-    """Under a hard budget, ``proposal`` if its point fits the budget left; else the point
-    that fits best (the cheapest by the cost's quantile) if it fits; else ``proposal`` marked
-    ``over_budget``: no configuration fits, and the study is to stop."""
-    cost = proposal.cost_model
-    fit = None if cost is None else budget_fit(request, cost)
+    """Under a hard budget (``fit``), ``proposal`` if its point fits the budget left; else the
+    point that fits best (the cheapest by the cost's quantile) if it fits; else ``proposal``
+    marked ``over_budget``: no configuration fits, and the study is to stop."""
     if fit is None:
         return proposal
     if fit.fits(proposal.z[None])[0]:
         proposal.overrun_chance = 1.0 - float(fit.pf(proposal.z[None])[0])
         return proposal
     evaluated = request.evaluated
-    z, margin = maximize_acquisition(
-        lambda Z: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+    search = Search(
+        lambda Z, _: fit.margin(Z, return_grad=True),  # type: ignore[arg-type, return-value]
+        lambda Z, _: fit.margin(Z)[0],
         request.codec,
-        rng,
-        fun=lambda Z: fit.margin(Z)[0],
         exclude=None
         if evaluated is None or len(evaluated) == 0
-        else (lambda Z: rows_among(Z, evaluated)),
+        else lambda Z: rows_among(Z, evaluated),
     )
+    Z, margins = maximize(search, rng)
+    z, margin = Z[0], margins[0]
     if margin >= 0.0:
         proposal.z = z
         proposal.overrun_chance = 1.0 - float(fit.pf(z[None])[0])
@@ -185,9 +174,7 @@ def fits_budget(request: ProposalRequest, Z: np.ndarray) -> np.ndarray | None:
     own, so the sampler's random stream is not touched."""
     if request.overrun_risk is None:
         return None
-    if request.known_cost is None and (
-        request.cost_data is None or len(request.cost_data.costs) == 0
-    ):
+    if not cost_known(request):
         return None
     data = request.cost_data
     rng = np.random.default_rng(0 if data is None else len(data.costs))

@@ -14,14 +14,11 @@ from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._logging import get_logger
 
 
-__all__ = ["ChartSchedule"]
-
 _INTERVAL_SECONDS = 2.0
 _logger = get_logger(__name__)
 
 
 def _missing() -> list[str]:
-    """The packages the chart needs that are not installed, by their pip names."""
     return [
         m.replace("_", "-")
         for m in ("optuna_dashboard", "plotly")
@@ -31,11 +28,7 @@ def _missing() -> list[str]:
 
 class ChartSchedule:
     """Whether a study gets the chart (optuna-dashboard and plotly installed, the storage not
-    in memory), and whether it is due for a redraw.
-
-    Args:
-        cost_attr: The trial user attr holding costs.
-    """
+    in memory), and whether it is due for a redraw."""
 
     def __init__(self, cost_attr: str = COST_ATTR) -> None:
         self.cost_attr = cost_attr
@@ -66,11 +59,7 @@ class ChartSchedule:
         return not missing
 
     def due(self, study: optuna.Study, spent: float, budget: float) -> bool:
-        """Redraw at most every few seconds, and always when the budget is spent.
-
-        NOTE: a redraw reads every trial and writes the figure (tens of ms on SQLite, growing
-        with the number of trials); for cheap objectives that would dominate the loop.
-        """
+        """Redraw at most every few seconds (a redraw reads every trial), and when spent."""
         now = time.monotonic()
         with self._lock:
             last = self._times.get(study._study_id, -math.inf)
@@ -80,11 +69,7 @@ class ChartSchedule:
         return True
 
     def warm_imports(self, study: optuna.Study) -> None:
-        """Import plotly and optuna-dashboard now if the study gets the chart.
-
-        NOTE: called before a trial, while no heartbeat is running: the first import takes
-        seconds, and the redraw runs after Optuna has stopped the trial's heartbeat.
-        """
+        """Import the chart's packages (seconds) before a trial, not after its heartbeat stops."""
         if self.wanted(study):
             import optuna_dashboard  # noqa: F401
             import plotly.graph_objects  # noqa: F401
@@ -92,8 +77,7 @@ class ChartSchedule:
             import optuna_costbo.dashboard  # noqa: F401
 
     def after_trial(self, study: optuna.Study, spent: float, budget: float, **update: Any) -> None:
-        """Redraw the chart if the study gets it and a redraw is due (``update``: more
-        keyword arguments of :func:`optuna_costbo.dashboard.update_dashboard`)."""
+        """Redraw the chart if wanted and due (``update``: for ``update_dashboard``)."""
         if self.wanted(study) and self.due(study, spent, budget):
             from optuna_costbo.dashboard import update_dashboard
 

@@ -1,23 +1,5 @@
-"""How much the sampler spends on one suggestion while its own time is charged to the budget.
-
-Two routes make a suggestion (:class:`optuna_costbo._numerics.request.Route`): the full one
-(fit both GPs, maximize, roll out; about 0.05-0.3 s on small problems) and the quick one (the
-last hyperparameters and EI-cool on a candidate set, a few milliseconds).
-
-:class:`EffortRule` chooses between them. It keeps, per study, the trials' own seconds (wall
-clock less the sampler's time) and the seconds spent on full suggestions, and allows a full
-suggestion when its predicted time fits in the credit ``ratio * trial seconds - full seconds``
-(``ratio = share / (1 - share)``: full suggestions then take at most ``share`` of the
-wall-clock, the quick ones being the floor) and in ``share`` of the remaining budget. On
-trials of a second or more the credit always affords a full suggestion; on trials of a few
-milliseconds the rule makes a full suggestion (a refit of the hyperparameters) now and then,
-and quick ones in between. The first model-based suggestion is always full: it fits the
-hyperparameters the quick route reuses. The rule applies only while the sampler's time is
-charged (:mod:`optuna_costbo._ledger.sampler_time`).
-
-This module does no linear algebra: :meth:`EffortRule.plan` says which route to take, the
-suggestion takes it, and :meth:`EffortRule.record_suggestion` is told how long it took.
-"""
+"""The route of a suggestion while the sampler's time is charged: full while its measured time
+fits in ``share`` of the wall clock and of the budget left, else quick (the last fit's)."""
 
 from __future__ import annotations
 
@@ -42,9 +24,7 @@ __all__ = ["SHARE", "EffortRule", "best_value"]
 
 _logger = get_logger(__name__)
 
-SHARE = 0.1
-"""The share of the wall clock that full suggestions may take while the sampler's time is
-charged (docs/concepts.md, "When the sampler's time counts")."""
+SHARE = 0.1  # of the wall clock, for full suggestions (docs/concepts.md)
 
 
 @dataclass
@@ -64,12 +44,7 @@ class _StudyEffort:
 
 
 class EffortRule:
-    """Chooses the route of each suggestion from measured seconds.
-
-    Args:
-        share: Share of the wall-clock that full suggestions may take, in (0, 1]. ``1``
-            means always the full route.
-    """
+    """Chooses each suggestion's route from measured seconds (``share`` 1: always full)."""
 
     def __init__(self, share: float = SHARE) -> None:
         self.share = float(share)
@@ -80,38 +55,31 @@ class EffortRule:
 
     @property
     def ratio(self) -> float:
-        """Seconds of full suggestions allowed per second of trials: share / (1 - share)."""
+        """Seconds of full suggestions allowed per second of trials."""
         return math.inf if self.share >= 1.0 else self.share / (1.0 - self.share)
 
     def credit(self, study_id: int) -> float:
-        """Seconds of full suggestions the trials so far have paid for, less those spent."""
+        """Seconds of full suggestions the trials have paid for, less those spent."""
         s = self._state(study_id)
         if math.isinf(self.ratio):
             return math.inf
         return self.ratio * s.trial_seconds - s.full_seconds
 
     def full_allowed(self, study_id: int, remaining: float) -> bool:
-        """Whether the next suggestion may take the full route, given the remaining budget."""
         s = self._state(study_id)
         if s.last_full is None or math.isinf(self.ratio):
             return True
         return s.last_full <= self.credit(study_id) and s.last_full <= self.share * remaining
 
     def refit_due(self, study_id: int, n: int) -> bool:
-        """Whether a quick suggestion on ``n`` observations should refit the hyperparameters.
-
-        NOTE: when the data have grown by a quarter (at least 3) since the last fit: about
-        log(n) refits in a run, so the quick route's hyperparameters never lag far behind.
-        """
+        """Refit once the data grew by a quarter (at least 3): about log(n) refits in a run."""
         s = self._state(study_id)
         return n >= s.n_fitted + max(3, s.n_fitted // 4)
 
     def overhead(self, study_id: int) -> float:
-        """Recent sampler seconds per trial: what a trial costs besides its objective."""
         return self._state(study_id).overhead
 
     def record_suggestion(self, study_id: int, route: Route, seconds: float, n: int) -> None:
-        """A suggestion by ``route`` on ``n`` observations took ``seconds``."""
         s = self._state(study_id)
         if not route.quick or route.refit:
             s.n_fitted = max(s.n_fitted, n)
@@ -125,7 +93,6 @@ class EffortRule:
     def add_trial_seconds(
         self, study_id: int, trial_seconds: float, sampler_seconds: float = 0.0
     ) -> None:
-        """A trial took ``trial_seconds`` of its own and ``sampler_seconds`` of the sampler's."""
         s = self._state(study_id)
         if math.isfinite(trial_seconds) and trial_seconds > 0.0:
             s.trial_seconds += trial_seconds
@@ -134,11 +101,7 @@ class EffortRule:
             s.overhead += 0.2 * (sampler_seconds - s.overhead)
 
     def plan(self, study_id: int, n: int, remaining: float | None) -> Route:
-        """The route of the next suggestion, on ``n`` observations.
-
-        ``remaining``: the remaining budget while the sampler's time is charged, ``None``
-        otherwise (always the full route).
-        """
+        """The next route on ``n`` observations; ``remaining``: None unless time is charged."""
         if remaining is None or self.full_allowed(study_id, remaining):
             return Route()
         _logger.debug("Quick route (the sampler's time is charged)")
@@ -195,14 +158,12 @@ class EffortRule:
     def record_finished(
         self, study_id: int, start: datetime.datetime | None, sampler_seconds: float
     ) -> None:
-        """A trial that started at ``start`` finished now; ``sampler_seconds`` of its wall
-        clock were the sampler's."""
+        """A trial started at ``start`` finished now, ``sampler_seconds`` of it the sampler's."""
         if start is not None:
             elapsed = (datetime.datetime.now() - start).total_seconds()
             self.add_trial_seconds(study_id, elapsed - sampler_seconds, sampler_seconds)
 
     def counts(self, study_id: int) -> dict[str, int]:
-        """Suggestions made by each route in this process, for logs and tests."""
         s = self._state(study_id)
         return {"full": s.n_full, "quick": s.n_quick}
 

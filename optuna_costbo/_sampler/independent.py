@@ -1,11 +1,4 @@
-"""Parameters outside the relative search space (conditional or dynamic ones).
-
-They go to the user's ``independent_sampler`` (Optuna's ``RandomSampler`` by default), with
-Optuna's usual warning once the start-up design is done. Before any trial completes there is
-no relative search space at all, and workers that share a seed would draw the same random
-points; with the default sampler, each parameter then takes its start-up design value at the
-trial's number instead, so that every trial gets its own point.
-"""
+"""Parameters outside the relative search space, sampled by ``independent_sampler``."""
 
 from __future__ import annotations
 
@@ -22,20 +15,12 @@ from optuna_costbo._optuna_compat import INDEPENDENT_SAMPLING_WARNING_TEMPLATE
 from optuna_costbo._sampler.startup import StartupDesign
 
 
-__all__ = ["IndependentSampling"]
-
 _logger = get_logger(__name__)
 
 
 class IndependentSampling:
-    """The independent route of one sampler.
-
-    Args:
-        sampler: The user's sampler; ``None``: ``RandomSampler(seed)`` and the design's first
-            wave.
-        seed: Seed of the default sampler.
-        design: The sampler's start-up design.
-    """
+    """The independent route; before any trial completes, the default ``RandomSampler(seed)``
+    yields to the start-up design so that seeded workers differ."""
 
     def __init__(
         self, sampler: BaseSampler | None, seed: int | None, design: StartupDesign
@@ -53,8 +38,7 @@ class IndependentSampling:
         n_complete: int,
         startup_count: int,
     ) -> Any:
-        """One parameter of ``trial``, with ``n_complete`` trials completed and
-        ``startup_count`` trials before the models start."""
+        """One parameter of ``trial``; warns once the start-up trials are done."""
         if n_complete >= startup_count:
             _logger.warning(
                 INDEPENDENT_SAMPLING_WARNING_TEMPLATE.format(

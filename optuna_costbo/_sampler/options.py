@@ -1,9 +1,4 @@
-"""Checks of the sampler's plain options, with errors that say what is allowed.
-
-The budget, the acquisition and ``cost_fn`` are checked where they are used
-(:func:`optuna_costbo._ledger.costs.validate_budget`, the acquisition registry,
-:class:`optuna_costbo._sampler.user_cost.UserCost`).
-"""
+"""Checks of the sampler's plain options (the others are checked where they are used)."""
 
 from __future__ import annotations
 
@@ -12,9 +7,6 @@ from typing import Any
 
 from optuna_costbo._numerics.checks import is_int
 from optuna_costbo._numerics.checks import is_real
-
-
-__all__ = ["check_options", "check_stopping"]
 
 
 def check_options(*, horizon: Any, n_startup_trials: Any, cost_attr: Any, seed: Any) -> None:
@@ -32,8 +24,8 @@ def check_options(*, horizon: Any, n_startup_trials: Any, cost_attr: Any, seed: 
 
 
 def check_stopping(budget: Any, value_per_cost: Any) -> None:
-    """Raise ``ValueError`` unless ``value_per_cost`` is None or a positive finite number, and
-    a budget of None comes with it (something must end the study)."""
+    """Raise ValueError unless ``value_per_cost`` is None or positive finite, and given if the
+    budget is None."""
     if value_per_cost is not None and not (
         is_real(value_per_cost) and 0.0 < float(value_per_cost) < math.inf
     ):

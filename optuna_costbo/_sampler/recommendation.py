@@ -1,11 +1,5 @@
-"""The recommendation: the finished trial whose configuration the objective model rates best.
-
-``study.best_trial`` is the best observed value; under a noisy objective it favours a lucky
-draw. The recommendation is the COMPLETE trial (feasible, with constraints) with the best
-posterior mean of the objective GP fitted to every observation: each suggestion's model names
-it, it is stored as the study user attr ``cost_recommended_trial`` (its number, shown by
-optuna-dashboard), and :func:`recommended_trial` fits the model afresh from storage.
-"""
+"""The recommendation: the COMPLETE (feasible) trial with the best posterior mean, less swayed
+by a lucky noisy draw than ``study.best_trial`` (study user attr ``cost_recommended_trial``)."""
 
 from __future__ import annotations
 
@@ -15,10 +9,10 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from optuna_costbo._ledger.keys import RECOMMENDED_ATTR
-from optuna_costbo._numerics.policy import FitSchedule
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
 from optuna_costbo._numerics.policy import recommend
+from optuna_costbo._numerics.request import FitSchedule
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.snapshot import completed_search_space
 from optuna_costbo._sampler.snapshot import minimize_sign
@@ -26,11 +20,8 @@ from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["Recommendations", "recommended_trial"]
-
-
 class Recommendations:
-    """Stores each suggestion's recommendation on its study, when it changes (thread-safe)."""
+    """Stores each suggestion's recommendation on its study when it changes (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -43,7 +34,6 @@ class Recommendations:
         self.__init__()  # type: ignore[misc]
 
     def note(self, study: optuna.Study, request: ProposalRequest, proposal: Proposal) -> None:
-        """Store the trial ``proposal`` recommends, if it is another than last stored."""
         row = proposal.recommended
         if row is None or request.labels is None:
             return
@@ -57,40 +47,51 @@ class Recommendations:
         study._storage.set_study_user_attr(study._study_id, RECOMMENDED_ATTR, number)
 
 
+def fresh_request(
+    root: optuna.Study,
+    trials: list[FrozenTrial],
+    cost_attr: str,
+    *,
+    remaining: float,
+    budget: float,
+    rate_needed: bool,
+) -> ProposalRequest | None:
+    """The study's data in its relative search space, for models fitted afresh (no pending
+    points, no warm start); None without a parameter that varies."""
+    space, activity = completed_search_space(root, trials)
+    space = {name: dist for name, dist in space.items() if not dist.single()}
+    if not space:
+        return None
+    return read_snapshot(
+        trials,
+        trials[-1],
+        SpaceBridge(space, activity),
+        sign=minimize_sign(root),
+        cost_attr=cost_attr,
+        pending={},
+        remaining=remaining,
+        budget=budget,
+        known_cost=None,
+        warm=None,
+        deterministic=False,
+        schedule=FitSchedule(),
+        rate_needed=rate_needed,
+    )
+
+
 def recommended_trial(
     study: optuna.Study, cost_attr: str, finishing: FrozenTrial | None = None
 ) -> FrozenTrial | None:
-    """The COMPLETE trial with the best posterior mean, from a model fitted now to the study's
-    trials in its relative search space; None before a trial completed. ``finishing``: a trial
-    as it is being stored (a sampler's ``after_trial``), in place of its RUNNING record.
-    None in a multi-objective study, whose answer is the front, ``study.best_trials``."""
+    """The COMPLETE trial with the best posterior mean of a model fitted now; None before one
+    or with several objectives. ``finishing``: a trial being stored, for its RUNNING record."""
     root = root_study(study)
     if len(root.directions) > 1:
         return None
     trials = root.get_trials(deepcopy=False)
     if finishing is not None:
         trials = [finishing if t.number == finishing.number else t for t in trials]
-    space, activity = completed_search_space(root, trials)
-    space = {name: dist for name, dist in space.items() if not dist.single()}
-    if not space:
-        return None
-    bridge = SpaceBridge(space, activity)
-    request = read_snapshot(
-        trials,
-        trials[-1],
-        bridge,
-        sign=minimize_sign(root),
-        cost_attr=cost_attr,
-        pending={},
-        remaining=0.0,
-        budget=1.0,
-        known_cost=None,
-        warm=None,
-        deterministic=False,
-        schedule=FitSchedule(),
-        rate_needed=False,
-    )
-    if len(request.y) == 0 or request.labels is None:
+    request = fresh_request(root, trials, cost_attr, remaining=0.0, budget=1.0, rate_needed=False)
+    if request is None or len(request.y) == 0 or request.labels is None:
         return None
     row = recommend(request)
     return None if row is None else trials[int(request.labels[row])]

@@ -1,17 +1,9 @@
-"""One read of the study per suggestion: trials filtered and encoded once for the models.
-
-:class:`TrialReads` reads the trial list once for a suggestion: Optuna asks for the relative
-search space and for the relative sample back to back, at the trial's first ``suggest_*``, and
-both are answered from that read (the search space kept per study and intersected with only
-the trials completed since, see :mod:`optuna_costbo._ledger.finished`). :func:`read_snapshot`
-walks the list once, keeps the trials whose parameters lie in the relative search space,
-encodes them in one batch, and builds the policy's request from them: the completed points and
-values, the priced finished points and their costs, the running points. It only reads.
-"""
+"""One read of the study per suggestion, encoded once into the policy's request."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import threading
@@ -50,26 +42,19 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-__all__ = ["TrialReads", "minimize_sign", "minimize_signs", "read_snapshot", "risk_left"]
-
-
 def minimize_sign(study: optuna.Study) -> float:
-    """1 for a minimize study, -1 for maximize: the factor that turns the values of a
-    single-objective study into values to minimize (the ``sign`` of :func:`read_snapshot`)."""
+    """1 for a minimize study, -1 for maximize: turns its values into values to minimize."""
     return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
 
 
 def minimize_signs(directions: Sequence[StudyDirection]) -> np.ndarray:
-    """The factor of each objective of a study's ``directions``, (m,): 1 to minimize, -1 to
-    maximize."""
+    """:func:`minimize_sign` of each objective, (m,)."""
     return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in directions])
 
 
 class _SpaceOfStudy:
-    """The search space of a study's completed trials seen so far: every parameter whose
-    distribution is the same wherever it appears, how often each appears, and, for each
-    categorical parameter, how often each of its choices came with each other parameter (to
-    read off when a conditional parameter is asked)."""
+    """Completed trials' parameters with one distribution, and which categorical choices each
+    came with (to tell when a conditional parameter is asked)."""
 
     def __init__(self) -> None:
         self.scan = FinishedScan()
@@ -80,39 +65,35 @@ class _SpaceOfStudy:
         self.choices: dict[str, Counter[int]] = {}  # parent -> trials per choice index
         self.together: dict[tuple[str, str], Counter[int]] = {}  # (child, parent) -> per choice
 
-    def add(self, trial: FrozenTrial) -> None:
-        """Count one COMPLETE trial."""
-        self.n_complete += 1
-        for name, dist in trial.distributions.items():
-            known = self.dists.setdefault(name, dist)
-            if known is not None and known != dist:
-                self.dists[name] = None
-            self.present[name] += 1
-        for parent, dist in trial.distributions.items():
-            if not isinstance(dist, CategoricalDistribution):
-                continue
-            try:
-                choice = int(dist.to_internal_repr(trial.params[parent]))
-            except (ValueError, KeyError):
-                continue
-            self.choices.setdefault(parent, Counter())[choice] += 1
-            for child in trial.params:
-                if child != parent:
-                    self.together.setdefault((child, parent), Counter())[choice] += 1
+    def add(self, trials: Sequence[FrozenTrial]) -> None:
+        """Count the COMPLETE trials of ``trials``."""
+        for trial in (t for t in trials if t.state == TrialState.COMPLETE):
+            self.n_complete += 1
+            for name, dist in trial.distributions.items():
+                known = self.dists.setdefault(name, dist)
+                if known is not None and known != dist:
+                    self.dists[name] = None
+                self.present[name] += 1
+            for parent, dist in trial.distributions.items():
+                if not isinstance(dist, CategoricalDistribution):
+                    continue
+                try:
+                    choice = int(dist.to_internal_repr(trial.params[parent]))
+                except (ValueError, KeyError):
+                    continue
+                self.choices.setdefault(parent, Counter())[choice] += 1
+                for child in trial.params:
+                    if child != parent:
+                        self.together.setdefault((child, parent), Counter())[choice] += 1
 
-    def space(self) -> dict[str, BaseDistribution]:
-        """Every parameter with one distribution wherever it appears, sorted by name."""
-        return dict(sorted((n, d) for n, d in self.dists.items() if d is not None))
+    def space(self) -> tuple[dict[str, BaseDistribution], Activity]:
+        """Every parameter with one distribution wherever it appears, by name; what each asks."""
+        space = dict(sorted((n, d) for n, d in self.dists.items() if d is not None))
+        return space, self.activity(space)
 
     def activity(self, space: Mapping[str, BaseDistribution]) -> Activity:
-        """Which parameters of ``space`` are conditional, and on what.
-
-        A parameter that some completed trials lack is asked, by the data, exactly when a
-        categorical parent of ``space`` takes one of some choices: every trial with one of
-        those choices has it, no trial with another choice has it, and it never appears
-        without that parent. The first such parent (by name) is its rule; without one it is
-        optional (it may be missing).
-        """
+        """A parameter some trials lack is asked when its first categorical parent that tells
+        (every trial of some choices has it, none of the others) takes those; else optional."""
         rules: dict[str, tuple[str, frozenset[int]]] = {}
         optional: set[str] = set()
         for child in space:
@@ -140,38 +121,25 @@ _spaces_lock = threading.Lock()
 def completed_search_space(
     study: optuna.Study, trials: Sequence[FrozenTrial]
 ) -> tuple[dict[str, BaseDistribution], Activity]:
-    """The search space of the COMPLETE trials of ``trials`` (the study's trial list just
-    read), updated with only the trials completed since the last call, and its conditional
-    parameters.
-
-    Every parameter with one distribution wherever it appears (the union of the trials'
-    spaces, without the parameters whose range changed); a parameter that every completed
-    trial has is what Optuna's ``intersection_search_space`` gives.
-    """
+    """The completed trials' search space, kept per study and updated with the trials completed
+    since (parameters whose range changed left out), and its conditional parameters."""
     cache = per_storage(study._storage)
     if cache is not None:
         with _spaces_lock:
-            entry = cache.setdefault(("space", study._study_id), _SpaceOfStudy())
+            entry: _SpaceOfStudy = cache.setdefault(("space", study._study_id), _SpaceOfStudy())
         with entry.lock:
             finished = entry.scan.take(trials)
             if finished is not None:
-                for t in finished:
-                    if t.state == TrialState.COMPLETE:
-                        entry.add(t)
-                space = entry.space()
-                return space, entry.activity(space)
+                entry.add(finished)
+                return entry.space()
     fresh = _SpaceOfStudy()
-    for t in trials:
-        if t.state == TrialState.COMPLETE:
-            fresh.add(t)
-    space = fresh.space()
-    return space, fresh.activity(space)
+    fresh.add(trials)
+    return fresh.space()
 
 
 class TrialReads:
-    """The one read of the study per trial, made in ``before_trial`` and shared by the ledger,
-    the search space, the proposal and the independent parameters; dropped after the trial.
-    A proposal made again after a parallel clash reads afresh."""
+    """The one read of the study per trial, shared by the ledger, the search space, the
+    proposal and the independent parameters; dropped when the trial finishes."""
 
     _KEEP = 64  # reads kept for running trials of this process (threads, n_jobs > 1)
 
@@ -187,7 +155,6 @@ class TrialReads:
         self.__init__()  # type: ignore[misc]
 
     def read(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
-        """The trial list for ``trial``: its stored read, else one read kept for it."""
         with self._lock:
             trials = self._reads.get(trial._trial_id)
         if trials is None:
@@ -200,27 +167,23 @@ class TrialReads:
         return trials
 
     def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """The search space of the completed trials (:func:`completed_search_space`) in the
-        trial's read; its conditional parameters are kept for :meth:`activity`."""
         space, activity = completed_search_space(study, self.read(study, trial))
         with self._lock:
             self._activity[trial._trial_id] = activity
         return space
 
     def activity(self, trial: FrozenTrial) -> Activity:
-        """The conditional parameters of the space last read for ``trial`` (none if none)."""
         with self._lock:
             return self._activity.get(trial._trial_id, Activity())
 
     def drop(self, trial: FrozenTrial) -> None:
-        """Forget ``trial``'s read: it has finished."""
         with self._lock:
             self._reads.pop(trial._trial_id, None)
             self._activity.pop(trial._trial_id, None)
 
 
 def _usable(trial: FrozenTrial) -> bool:
-    """A completed trial whose value the objective model may use."""
+    """COMPLETE with a valid cost: its value goes to the objective model."""
     return trial.state == TrialState.COMPLETE and INVALID_COST_ATTR not in trial.system_attrs
 
 
@@ -240,32 +203,11 @@ def read_snapshot(
     schedule: FitSchedule,
     rate_needed: bool,
     overrun_risk: float | None = None,
+    imported: Callable[[FrozenTrial], bool] | None = None,
 ) -> ProposalRequest:
-    """Read ``trials`` once for the suggestion of ``trial`` into the policy's request
-    (nothing is written).
-
-    Args:
-        trials: Every trial of the study.
-        trial: The trial being suggested for.
-        bridge: The relative search space with its codec.
-        sign: -1 for a maximize study, 1 for minimize; one per objective, (m,), for a
-            multi-objective study (the request's ``Y``).
-        cost_attr: The trial user attr holding costs.
-        pending: This process's proposals for running trials (trial id -> params).
-        remaining: The budget left (the ledger's).
-        budget: The total budget.
-        known_cost: The user's ``cost_fn`` on box points, or None.
-        warm: The last fits' hyperparameters, or None.
-        deterministic: Whether the objective is deterministic.
-        schedule: How the models are fitted as the data grow.
-        rate_needed: Whether a stopping rule reads the largest EI per unit cost.
-        overrun_risk: A hard budget's risk for the whole study, or None (soft); the request
-            carries what is left of it (:func:`risk_left`).
-
-    The completed trials are observations; a trial a pruner stopped after it reported is a
-    censored one, at its imputed final value above a lower bound, with its partial cost
-    scaled to a full trial's (see :mod:`optuna_costbo._numerics.curves`).
-    """
+    """The policy's request from ``trials`` (``sign`` per objective, (m,)); a pruned trial
+    that reported is censored, its cost scaled to a full trial's (:mod:`.._numerics.curves`).
+    ``imported``: which trials were added (warm starts): priced only by a ``cost_attr``."""
     done = [t for t in trials if t.state in FINISHED_STATES]
     held_done = bridge.holds_many([t.params for t in done])  # (len(done),)
     finished = [t for t, ok in zip(done, held_done, strict=True) if ok]
@@ -278,7 +220,10 @@ def read_snapshot(
     )  # (f, m), NaN: none
     costs = np.array(
         [
-            -1.0 if t.system_attrs.get(SKIPPED_ATTR) else objective_cost(t, cost_attr)
+            -1.0
+            if t.system_attrs.get(SKIPPED_ATTR)
+            or (imported is not None and cost_attr not in t.user_attrs and imported(t))
+            else objective_cost(t, cost_attr)
             for t in finished
         ],
         dtype=float,
@@ -341,31 +286,32 @@ def read_snapshot(
         constraints=constraints,
         y_lower=lower[observed] if pruning is not None else None,
         stopped=stopped[observed] if pruning is not None else None,
-        overrun_risk=None if overrun_risk is None else risk_left(overrun_risk, trials, trial),
+        overrun_risk=None
+        if overrun_risk is None
+        else risk_left(overrun_risk, trials, trial, imported),
         labels=np.array([t.number for t in finished], dtype=int)[observed],
     )
 
 
-def risk_left(risk: float, trials: Sequence[FrozenTrial], trial: FrozenTrial) -> float:
-    """The study's overrun risk less the chances of overrunning that the other trials were
-    proposed with (their ``OVERRUN_CHANCE_ATTR``), at least a thousandth of it.
-
-    NOTE: each proposal may overrun the budget left with a chance up to the risk it is given;
-    near the end of the budget several trials take such chances, and a study that gave each
-    the whole risk overran more often than the risk says (a union bound over the trials keeps
-    the study's chance within it). The floor lets a configuration that surely fits go on.
-    """
-    taken = sum(
-        float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0))
+def risk_left(
+    risk: float,
+    trials: Sequence[FrozenTrial],
+    trial: FrozenTrial,
+    imported: Callable[[FrozenTrial], bool] | None = None,
+) -> float:
+    """The study's risk less the chances its other trials took (a union bound keeps the study
+    within it; imported trials took none), at least a thousandth so a sure fit goes on."""
+    others = (
+        t
         for t in trials
-        if t._trial_id != trial._trial_id
+        if t._trial_id != trial._trial_id and (imported is None or not imported(t))
     )
+    taken = sum(float(t.system_attrs.get(OVERRUN_CHANCE_ATTR, 0.0)) for t in others)
     return max(risk - taken, risk * 1e-3)
 
 
 def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:
-    """The trials' constraint values, (n, k), NaN where a trial has fewer or none; None when
-    no trial has any (an unconstrained study)."""
+    """The trials' constraint values, (n, k), NaN where missing; None when no trial has any."""
     rows = [trial_constraints(t) for t in trials]
     k = max((len(r) for r in rows if r is not None), default=0)
     if k == 0:
@@ -378,8 +324,7 @@ def _constraint_matrix(trials: Sequence[FrozenTrial]) -> np.ndarray | None:
 
 
 def _finals(trial: FrozenTrial, signs: np.ndarray) -> np.ndarray:
-    """The values the objective models may use, to minimize, (m,); NaN if the trial has
-    none."""
+    """The values the objective models may use, to minimize, (m,); NaN if none."""
     if not _usable(trial) or trial.values is None:
         return np.full(len(signs), np.nan)
     out: np.ndarray = signs * np.asarray(trial.values, dtype=float)
@@ -387,7 +332,7 @@ def _finals(trial: FrozenTrial, signs: np.ndarray) -> np.ndarray:
 
 
 def _stopped(trial: FrozenTrial) -> bool:
-    """A trial its pruner stopped after it reported (its value stays out otherwise)."""
+    """A trial its pruner stopped after it reported (a censored observation)."""
     return (
         trial.state == TrialState.PRUNED
         and bool(trial.intermediate_values)
@@ -397,9 +342,6 @@ def _stopped(trial: FrozenTrial) -> bool:
 
 
 def _curve(trial: FrozenTrial, sign: float) -> Curve:
-    """The trial's reports as a learning curve (steps, values to minimize)."""
     steps = sorted(trial.intermediate_values)
-    return (
-        np.array(steps, dtype=float),
-        sign * np.array([trial.intermediate_values[s] for s in steps], dtype=float),
-    )
+    values = [trial.intermediate_values[s] for s in steps]
+    return np.array(steps, dtype=float), sign * np.array(values, dtype=float)

@@ -1,15 +1,4 @@
-"""Bridge between Optuna distributions and the numerical codec in :mod:`search_space`.
-
-The codec knows nothing of Optuna; this module translates an Optuna search space into codec
-parameter specs and trial parameters into "internal" values (numbers for numeric parameters,
-choice indices for categoricals, as Optuna's ``to_internal_repr`` defines them) and back.
-
-A define-by-run space has parameters that only some trials ask for. :class:`Activity` says
-which of the space's parameters are conditional and, where the data show it, on what: a
-categorical parent and the choices under which the parameter is asked (see
-:mod:`.snapshot`). A missing conditional parameter encodes to the codec's fill, and a decoded
-point leaves out the parameters its own choices switch off (the objective does not ask them).
-"""
+"""Optuna distributions <-> the codec of :mod:`search_space`, conditional parameters included."""
 
 from __future__ import annotations
 
@@ -27,26 +16,18 @@ from optuna.distributions import FloatDistribution
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import Condition
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import Condition
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 from optuna_costbo._optuna_compat import distribution_contains
-
-
-__all__ = ["Activity", "SpaceBridge", "check_distinct_choices"]
 
 
 @dataclass(frozen=True)
 class Activity:
-    """The conditional parameters of a relative search space.
-
-    Attributes:
-        rules: Parameter -> (categorical parent, the parent's choice indices under which the
-            parameter is asked).
-        optional: Conditional parameters whose parent is not known (they may be missing).
-    """
+    """Conditional parameters: ``rules`` name -> (categorical parent, the choice indices that
+    ask it); ``optional``: those whose parent is unknown."""
 
     rules: Mapping[str, tuple[str, frozenset[int]]] = field(default_factory=dict)
     optional: frozenset[str] = frozenset()
@@ -60,10 +41,8 @@ class Activity:
 
 
 def check_distinct_choices(name: str, distribution: BaseDistribution) -> None:
-    """Raise a clear ValueError if two choices of a categorical compare equal (``1`` and
-    ``True``, ``0`` and ``0.0``): Optuna stores a choice by the index of the first choice equal
-    to it, so such choices cannot stay distinct and the sampler would propose the same point
-    again and again."""
+    """Raise ValueError if two choices of a categorical compare equal (``1`` and ``True``):
+    Optuna stores a choice as the first equal one, so they cannot be told apart."""
     if not isinstance(distribution, CategoricalDistribution):
         return
     choices = distribution.choices
@@ -107,11 +86,7 @@ def _to_param(distribution: BaseDistribution) -> Param:
 
 
 class SpaceBridge:
-    """An Optuna search space with its codec.
-
-    Args:
-        search_space: Parameter name to distribution, in a fixed order.
-    """
+    """An Optuna search space (name -> distribution, in a fixed order) with its codec."""
 
     def __init__(
         self, search_space: Mapping[str, BaseDistribution], activity: Activity | None = None
@@ -137,18 +112,18 @@ class SpaceBridge:
         self.codec = BoxCodec(
             [_to_param(d) for d in self.distributions], conditions=conditions, optional=optional
         )
-        # Identifies the space (names, distributions, conditions), for state kept per space.
+        # identifies the space, for state kept per space
         key: tuple[Any, ...] = tuple(
             (n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True)
         )
         self.key = (*key, ("activity", activity.key)) if self.conditional else key
 
     def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
-        """Encode the parameters of ``trials`` (all must hold every parameter): (n, D)."""
+        """Encode the parameters of ``trials``: (n, D)."""
         return self.encode_params([t.params for t in trials])
 
     def encode_params(self, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        """Encode parameter dicts (each must hold every parameter): (n, D)."""
+        """Encode parameter dicts: (n, D)."""
         values = np.array(
             [
                 [
@@ -162,7 +137,7 @@ class SpaceBridge:
         return self.codec.encode(values)
 
     def decode(self, z: np.ndarray) -> dict[str, Any]:
-        """One box point z (D,) to a parameter dict with Python-native values."""
+        """One box point z (D,) to a parameter dict."""
         return self.decode_many(z.reshape(1, -1))[0]
 
     def decode_many(self, Z: np.ndarray) -> list[dict[str, Any]]:
@@ -182,20 +157,12 @@ class SpaceBridge:
                 params[name] = float(value)
         return params
 
-    def holds(self, trial: FrozenTrial) -> bool:
-        """Whether ``trial`` has every parameter of this space, each within its distribution."""
-        return bool(self.holds_many([trial.params])[0])
-
     def holds_params(self, params: Mapping[str, Any]) -> bool:
-        """Whether ``params`` has every parameter of this space that it should (a conditional
-        one may be missing), each within its distribution, and is a point the codec can encode
-        (a missing parameter that its parent's choice asks for is not)."""
+        """Whether ``params`` has, within its distribution, each parameter its choices ask for."""
         return bool(self.holds_many([params])[0])
 
     def holds_many(self, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        """:meth:`holds_params` of each dict: (n,) bool. A conditional space's check of what
-        the choices ask for is one encode and decode of all of them (it was one per trial
-        and suggestion, a tenth of a 100-trial suggestion on a conditional space)."""
+        """:meth:`holds_params` of each dict, (n,) bool; the choices' check in one batch."""
         ok = np.array([self._each_within(p) for p in params], dtype=bool)  # (n,)
         if self.codec.conditions and ok.any():
             rows = np.flatnonzero(ok)
@@ -209,8 +176,7 @@ class SpaceBridge:
         return ok
 
     def _each_within(self, params: Mapping[str, Any]) -> bool:
-        """Every parameter present (a conditional one may be missing) and within its
-        distribution."""
+        """Every parameter present (but conditional ones) and within its distribution."""
         for i, (name, dist) in enumerate(zip(self.names, self.distributions, strict=True)):
             if name not in params:
                 if i not in self.conditional:

@@ -1,22 +1,5 @@
-"""Stopping when the next trial is not worth its cost, and the record of why a study stopped.
-
-The rule (``value_per_cost``, objective units per cost unit, the user's exchange rate): stop
-when no point's expected improvement is worth its predicted cost, ``max_x EI(x) / c(x) <
-value_per_cost``, equivalently ``max_x EI(x) - value_per_cost * c(x) < 0``. This is the
-stopping rule that pairs with EI per unit cost in Xie, Cai et al. ("Cost-aware Stopping for
-Bayesian Optimization", ICML 2026), the one-step version of the Pandora's-box view (Xie et al.,
-NeurIPS 2024): a box is worth opening while its expected gain exceeds its price.
-
-The rate is discounted by the study's own record of how far the model's expectations were met
-(:func:`calibration`): ``k x max_x EI(x) / c(x) < value_per_cost``, with ``k <= 1`` the
-improvements the model's trials achieved over the EI it expected of their points, shrunk
-towards 1 by one pseudo-trial that met the mean expectation. EI is an expectation under the
-model; where the model has promised more than its trials delivered, its next promise is
-worth less. NOTE: why this discount, docs/design-decisions.md, "The stopping rule's discount".
-
-Why a study stopped is stored as its user attr ``cost_stop_reason`` (optuna-dashboard shows it)
-and logged once.
-"""
+"""The ``value_per_cost`` rule, discounted by how far the model's promises were met, and the
+record of why a study stopped (docs/design-decisions.md, "The stopping rule's discount")."""
 
 from __future__ import annotations
 
@@ -37,17 +20,7 @@ from optuna_costbo._sampler.snapshot import minimize_sign
 from optuna_costbo._sampler.study_control import stop
 
 
-__all__ = [
-    "StopRule",
-    "calibration",
-    "end_study",
-    "record_stop",
-    "running_calibrations",
-    "stop_reason",
-]
-
-PSEUDO_TRIALS = 1.0
-"""Weight of the calibration's prior: trials that met the model's mean expectation."""
+PSEUDO_TRIALS = 1.0  # weight of the calibration's prior: trials that met the mean expectation
 
 _logger = get_logger(__name__)
 
@@ -59,8 +32,7 @@ def stop_reason(study: optuna.Study) -> str | None:
 
 
 def record_stop(study: optuna.Study, reason: str) -> None:
-    """Store ``reason`` as why the study stopped (once: a later reason does not replace it)
-    and log it."""
+    """Store and log ``reason`` as why the study stopped (the first reason stays)."""
     if stop_reason(study) is not None:
         return
     study._storage.set_study_user_attr(study._study_id, STOP_REASON_ATTR, reason)
@@ -68,27 +40,10 @@ def record_stop(study: optuna.Study, reason: str) -> None:
 
 
 def running_calibrations(
-    values: Sequence[float],
-    log_eis: Sequence[float | None],
-    weight: float = PSEUDO_TRIALS,
-    ceiling: float = 1.0,
+    values: Sequence[float], log_eis: Sequence[float | None], weight: float = PSEUDO_TRIALS
 ) -> list[float]:
-    """The calibration ``k`` before each trial of a study, in trial order (1.0 where the
-    trial has no record of what the model expected of it).
-
-    Before trial ``i``: G, the improvements the earlier trials with a record achieved on the
-    best value before each; P, the EI expected of them. With ``p`` the mean of those
-    expectations and of trial ``i``'s own, ``k = min(ceiling, (G + w p) / (P + w p))``: 1
-    before any record, smaller as promises go unmet (and, with a ceiling above 1, larger as
-    they are exceeded). Shared by the sampler (:func:`calibration`, the trial being proposed
-    last) and the replays of recorded runs.
-
-    Args:
-        values: The trials' values to minimize (NaN: no value, as a pruned or failed trial).
-        log_eis: The log EI the model expected of each trial's point (None: no record).
-        weight: ``w``, the pseudo-trials of the prior.
-        ceiling: The largest ``k``; the rule uses 1 (promises are only ever discounted).
-    """
+    """``k = min(1, (G + w p) / (P + w p))`` before each trial: G the improvements the earlier
+    recorded trials achieved, P the EI expected of them, p its mean (1.0 without a record)."""
     out = []
     best = math.inf
     gained = expected = 0.0
@@ -98,7 +53,7 @@ def running_calibrations(
             out.append(1.0)
         else:
             prior = weight * (expected + math.exp(log_ei)) / (count + 1)
-            out.append(min(ceiling, (gained + prior) / (expected + prior)))
+            out.append(min(1.0, (gained + prior) / (expected + prior)))
         if not math.isfinite(value):
             continue
         if log_ei is not None:
@@ -109,20 +64,9 @@ def running_calibrations(
     return out
 
 
-def calibration(
-    trials: Sequence[FrozenTrial], sign: float, next_log_ei: float, weight: float = PSEUDO_TRIALS
-) -> float:
-    """How far the model's expectations were met so far, in (0, 1]: :func:`running_calibrations`
-    of the study's COMPLETE trials that recorded what the model expected of them (the log EI of
-    their point, ``costbo:chosen_log_ei``), for the trial being proposed, whose point the model
-    expects ``next_log_ei`` of.
-
-    Args:
-        trials: The study's trials.
-        sign: 1 for a minimize study, -1 for maximize (values are minimized inside).
-        next_log_ei: The log EI the model expects of the trial being proposed.
-        weight: ``w``, the pseudo-trials of the prior.
-    """
+def calibration(trials: Sequence[FrozenTrial], sign: float, next_log_ei: float) -> float:
+    """:func:`running_calibrations` of the COMPLETE trials' recorded log EI
+    (``costbo:chosen_log_ei``), for a trial expected ``next_log_ei``; ``sign`` -1: maximize."""
     values, log_eis = [], []
     for t in sorted(trials, key=lambda t: t.number):
         if t.state != TrialState.COMPLETE or t.value is None or not math.isfinite(t.value):
@@ -130,36 +74,29 @@ def calibration(
         values.append(sign * float(t.value))
         recorded = t.system_attrs.get(CHOSEN_EI_ATTR)
         log_eis.append(float(recorded) if recorded is not None else None)
-    return running_calibrations([*values, math.nan], [*log_eis, next_log_ei], weight)[-1]
+    return running_calibrations([*values, math.nan], [*log_eis, next_log_ei])[-1]
 
 
 class StopRule:
-    """The sampler's ``value_per_cost`` rule.
-
-    Args:
-        value_per_cost: Objective units one cost unit is worth, a positive finite number.
-    """
+    """The sampler's ``value_per_cost`` rule (objective units one cost unit is worth)."""
 
     def __init__(self, value_per_cost: float) -> None:
         self.value_per_cost = float(value_per_cost)
 
     def reason(self, best_log_rate: float | None, calibration: float = 1.0) -> str | None:
-        """Why to stop, given the largest log(EI / c) (None: not known) and the calibration
-        ``k`` of :func:`calibration`, or None to go on."""
+        """Why to stop at the largest log(EI / c) discounted by ``calibration``; None: go on."""
         if best_log_rate is None:
             return None
         discounted = best_log_rate + math.log(max(calibration, 1e-300))
         if discounted >= math.log(self.value_per_cost):
             return None
         rate = math.exp(discounted) if discounted > -700 else 0.0
-        met = (
-            ""
-            if calibration >= 1.0
-            else (
+        met = ""
+        if calibration < 1.0:
+            met = (
                 f" (the model's expected improvements discounted by {calibration:.3g}, the share "
                 "its trials achieved)"
             )
-        )
         return (
             f"the next trial is not worth its cost: the largest expected improvement per unit "
             f"of predicted cost is {rate:.4g}{met}, below value_per_cost = "
@@ -174,17 +111,8 @@ class StopRule:
         chosen_log_ei: float | None = None,
         trials: Sequence[FrozenTrial] = (),
     ) -> None:
-        """Stop the study if the rule says so: the reason is recorded, the optimize loop is
-        stopped and ``trial`` is pruned before its objective runs (it costs nothing). Under
-        ask-and-tell there is no loop: the reason is recorded and logged, and the trial runs
-        (check ``sampler.stop_reason(study)`` before ``ask``).
-
-        The rate is recorded on the trial (system attr ``costbo:best_log_rate``), and so is the
-        log EI of the trial's own point (``costbo:chosen_log_ei``): set against the values the
-        trials reached, how far the model's expectations were met (:func:`calibration` of
-        ``trials``, the read of the study the proposal was made from). From both, where the
-        same study at a higher ``value_per_cost`` stops: at the first trial whose discounted
-        rate is below it."""
+        """Record the rate and the chosen point's log EI on ``trial`` (replays read them), and
+        :func:`end_study` if the calibrated rate is below ``value_per_cost``."""
         if best_log_rate is not None and math.isfinite(best_log_rate):
             study._storage.set_trial_system_attr(trial._trial_id, NEXT_RATE_ATTR, best_log_rate)
         k = 1.0
@@ -197,10 +125,8 @@ class StopRule:
 
 
 def end_study(study: optuna.Study, trial: FrozenTrial, reason: str) -> None:
-    """Stop the study for ``reason``: the reason is recorded, the optimize loop is stopped and
-    ``trial`` is pruned before its objective runs (it costs nothing). Under ask-and-tell there
-    is no loop: the reason is recorded and logged, and the trial runs (check
-    ``sampler.stop_reason(study)`` before ``ask``)."""
+    """Record ``reason``; in an optimize loop, stop it and prune ``trial`` before its objective
+    runs (under ask-and-tell the trial runs: check ``sampler.stop_reason(study)``)."""
     record_stop(study, reason)
     if in_optimize_loop(study):
         stop(study)

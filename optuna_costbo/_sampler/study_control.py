@@ -1,5 +1,4 @@
-"""Small facts about the study a sampler runs in: one objective, the optimize loop, stopping,
-and telling the user once that the budget buys no more trials."""
+"""The study a sampler runs in: its objectives, stopping its optimize loop, the budget's end."""
 
 from __future__ import annotations
 
@@ -12,26 +11,15 @@ from optuna_costbo._optuna_compat import in_optimize_loop
 from optuna_costbo._optuna_compat import root_study
 
 
-__all__ = [
-    "MAX_OBJECTIVES",
-    "check_objectives",
-    "end_if_spent",
-    "note_budget_end",
-    "stop",
-]
-
 _logger = get_logger(__name__)
 
 
-MAX_OBJECTIVES = 4
-"""The most objectives a study may have: the hypervolume's box decomposition grows fast with
-more (:mod:`optuna_costbo._numerics.pareto`)."""
+MAX_OBJECTIVES = 4  # the hypervolume's box decomposition grows fast with more
 
 
 def check_objectives(study: optuna.Study, stop_rule: bool) -> None:
-    """Raise ``ValueError`` unless ``study`` has 1 to :data:`MAX_OBJECTIVES` objectives, and
-    one only when the stopping rule (``value_per_cost``, an exchange rate of one objective's
-    units) is on."""
+    """Raise ValueError unless ``study`` has 1 to :data:`MAX_OBJECTIVES` objectives (one with
+    the stopping rule)."""
     n = len(study.directions)
     if n > MAX_OBJECTIVES:
         raise ValueError(
@@ -57,8 +45,7 @@ def stop(study: optuna.Study) -> None:
 
 
 def note_budget_end(study: optuna.Study, ledger: Ledger, noted: set[int]) -> None:
-    """Say once per study (``noted``: the study ids told) that the budget left buys no more
-    trials at their predicted costs."""
+    """Say once per study (``noted``) that the budget left buys no more trials."""
     if study._study_id in noted:
         return
     noted.add(study._study_id)
@@ -71,12 +58,8 @@ def note_budget_end(study: optuna.Study, ledger: Ledger, noted: set[int]) -> Non
 
 
 def end_if_spent(study: optuna.Study, ledger: Ledger, trial: FrozenTrial) -> bool:
-    """Before ``trial``: whether the budget is spent and the trial must be cut short.
-
-    In an optimize loop, another worker (or an earlier session) spent the budget: the loop is
-    stopped and the trial is to be pruned at its first suggestion, before the objective's
-    work (``True``). Under ask-and-tell there is no loop: a warning, and the trial runs.
-    """
+    """Whether the budget is spent and ``trial`` must be cut short (the loop is stopped); under
+    ask-and-tell a warning, and the trial runs."""
     if not ledger.exhausted:
         return False
     if in_optimize_loop(study):

@@ -1,24 +1,8 @@
-"""One trial's parameters: read the study, propose (or take the start-up design), settle clashes.
-
-:class:`Suggester` makes every suggestion of one sampler and keeps their bookkeeping (the
-random generator, the start-up design, the warm starts, this process's pending proposals, the
-effort rule). The whole decision of a relative sample is :meth:`Suggester.propose`:
-
-1. one read of the study (the trial list read for the search space) and its ledger;
-2. the start-up design while fewer trials completed than its size (:class:`Startup`);
-3. the route (:mod:`.effort`: full, or quick while the sampler's time is charged and a full
-   suggestion does not fit in its share of the wall clock);
-4. the request (:func:`.snapshot.read_snapshot`) and the policy's proposal
-   (:func:`optuna_costbo._numerics.policy.propose`), timed for the effort rule.
-
-:meth:`Suggester.sample_relative` then applies the stopping rule, publishes the point and
-settles clashes with other workers (:mod:`.clash`).
-"""
+"""One trial's parameters: one read of the study, the plan, the proposal, parallel clashes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 import threading
 import time
 from typing import Any
@@ -32,16 +16,23 @@ from optuna.trial import TrialState
 
 from optuna_costbo._ledger.costs import previous_params
 from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
+from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo._ledger.ledger import charge_and_sum
-from optuna_costbo._ledger.sampler_time import SamplerTimeCharge
+from optuna_costbo._ledger.ledger import imported_rule
+from optuna_costbo._ledger.units import SamplerTimeCharge
 from optuna_costbo._logging import get_logger
+from optuna_costbo._numerics.acquisition.strategies import EI
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
-from optuna_costbo._numerics.policy import FitSchedule
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.multi_objective import front_exponent
+from optuna_costbo._numerics.policy import Plan
+from optuna_costbo._numerics.policy import cost_known
 from optuna_costbo._numerics.policy import fits_budget
+from optuna_costbo._numerics.policy import needs_cost_model
 from optuna_costbo._numerics.policy import propose
+from optuna_costbo._numerics.request import FitSchedule
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
@@ -61,41 +52,11 @@ from optuna_costbo._sampler.study_control import note_budget_end
 from optuna_costbo._sampler.user_cost import UserCost
 
 
-__all__ = ["Startup", "Suggester"]
-
 _logger = get_logger(__name__)
 
 
-@dataclass(frozen=True)
-class Startup:
-    """The start-up design is not done: the trial takes its design point.
-
-    Attributes:
-        evaluated: Encoded configurations the trials already have, (k, D): the design skips
-            them.
-    """
-
-    evaluated: np.ndarray  # (k, D)
-
-
 class Suggester:
-    """The parameters of each trial, for one sampler.
-
-    Args:
-        budget: The sampler's budget.
-        acquisition: The acquisition strategy.
-        cost_attr: The trial user attr holding costs.
-        n_startup_trials: The user's option (``None``: :func:`.startup.startup_size`).
-        user_cost: The user's ``cost_fn``, adapted, or ``None``.
-        deterministic: Whether the objective is deterministic.
-        seed: Seed of the sampler's randomness.
-        charge: Whether the sampler's time counts, per study (shared with the sampler's
-            ledger).
-        stop_rule: Stop the study when the next trial is not worth its cost (``None``: no).
-        independent_sampler: The user's sampler for parameters outside the relative search
-            space (``None``: ``RandomSampler(seed)``).
-        overrun_risk: The user's ``overrun_risk`` (:mod:`.hard_budget`).
-    """
+    """Every suggestion of one sampler, with its bookkeeping (the sampler's options as given)."""
 
     def __init__(
         self,
@@ -132,12 +93,10 @@ class Suggester:
         self.reads = TrialReads()  # one read of the study per suggestion
         self.budget_end_noted: set[int] = set()  # studies told the budget buys no more
         self.recommendations = Recommendations()
-        self.last_read: list[FrozenTrial] = []  # the trials the last proposal was made from
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["lock"]
-        state["last_read"] = []  # a read of the study is not carried to another process
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -167,15 +126,13 @@ class Suggester:
         )
 
     def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """The relative search space: the intersection of the completed trials' spaces,
-        without single-valued parameters (from the read that the proposal will use)."""
+        """The completed trials' space without single-valued parameters, from the trial's read."""
         space = self.reads.search_space(study, trial)
         return {name: dist for name, dist in space.items() if not dist.single()}
 
     def sample_independent(
         self, study: optuna.Study, trial: FrozenTrial, name: str, dist: BaseDistribution
     ) -> Any:
-        """One parameter outside the relative search space (:mod:`.independent`)."""
         trials = self.reads.read(study, trial)
         n_complete = sum(t.state == TrialState.COMPLETE for t in trials)
         return self.independent.sample(
@@ -195,8 +152,7 @@ class Suggester:
         self.independent.sampler.after_trial(study, trial, state, values)
 
     def trial_finished(self, study: optuna.Study, trial: FrozenTrial, seconds: float) -> bool:
-        """``trial`` finished after ``seconds`` of the sampler's time (its cost recorded):
-        forget its pending proposal, tell the effort rule; whether the sampler's time counts."""
+        """Forget ``trial``'s proposal and read, tell the effort rule; whether time is charged."""
         self.pending.discard(trial._trial_id)
         self.reads.drop(trial)
         charged = self.charges_time(study)
@@ -206,25 +162,22 @@ class Suggester:
         return charged
 
     def sample_relative(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        search_space: dict[str, BaseDistribution],
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        """The parameters of ``trial`` in ``search_space`` (see the module docstring)."""
+        """The start-up design's point, or the proposal after the stopping rule and clashes."""
         bridge = SpaceBridge(search_space, self.reads.activity(trial))
         # The lock covers reading the trials too: a thread that proposes meanwhile must see
         # this one's proposal as pending, and this one must see its.
         with self.lock:
-            outcome = self.propose(study, trial, bridge)
-            if isinstance(outcome, Startup):
-                return self.design.params(bridge, trial.number, outcome.evaluated)
-            proposal = outcome
+            trials = self.reads.read(study, trial)
+            proposal = self.propose(study, trial, bridge, trials)
+            if not isinstance(proposal, Proposal):
+                return proposal  # the start-up design's point
             if proposal.over_budget is not None:
                 end_study(study, trial, proposal.over_budget)
             if self.stop_rule is not None:
                 self.stop_rule.apply(
-                    study, trial, proposal.best_log_rate, proposal.chosen_log_ei, self.last_read
+                    study, trial, proposal.best_log_rate, proposal.chosen_log_ei, trials
                 )
             params = bridge.decode(proposal.z)
             self.pending.set(trial._trial_id, params)
@@ -238,21 +191,11 @@ class Suggester:
         study: optuna.Study,
         trial: FrozenTrial,
         bridge: SpaceBridge,
+        trials: list[FrozenTrial],
         previous: Proposal | None = None,
-    ) -> Proposal | Startup:
-        """The model's proposal for ``trial``, or :class:`Startup` while the start-up design
-        is not done.
-
-        ``previous``: this trial's proposal before a clash; its fitted models are reused when
-        the data have not changed since. A proposal made again always reads the trials afresh:
-        the clash is news.
-        """
-        trials = (
-            self.reads.read(study, trial)
-            if previous is None
-            else root_study(study).get_trials(deepcopy=False)
-        )
-        self.last_read = trials
+    ) -> Proposal | dict[str, Any]:
+        """The model's proposal from ``trials``, or the start-up design's point; ``previous``
+        (before a clash) lends its fitted models while the data are unchanged."""
         charged = self.charges_time(study, trials)
         ledger = charge_and_sum(study, trials, self.budget, self.cost_attr, charged)
         key = (study._study_id, bridge.key)
@@ -282,16 +225,14 @@ class Suggester:
             schedule=self.schedule,
             rate_needed=self.stop_rule is not None,
             overrun_risk=overrun_risk(self.overrun_option, charged),
+            imported=imported_rule(study, trials, marked=True),
         )
-        if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
-            startup = self._startup(request, bridge, trial)
-            if startup is not None:
-                return startup
-        sid = study._study_id
-        route = self.effort.plan(sid, len(request.y), ledger.remaining if charged else None)
+        plan = self.plan(study, trial, bridge, request, ledger, charged)
+        if not isinstance(plan, Plan):
+            return plan
         start = time.perf_counter()
-        proposal = propose(request, self.acquisition, self.rng, route=route, reuse=previous)
-        end = time.perf_counter()
+        proposal = propose(request, plan, self.rng, reuse=previous)
+        sid, route, end = study._study_id, plan.route, time.perf_counter()
         self.effort.record_suggestion(sid, route, end - start, len(request.y))
         if route.quick and proposal.queue:
             self.effort.keep_queue(sid, key, proposal, end - begin, best_value(trials, sign))
@@ -302,21 +243,51 @@ class Suggester:
             note_budget_end(study, ledger, self.budget_end_noted)
         return proposal
 
-    def _startup(
-        self, request: ProposalRequest, bridge: SpaceBridge, trial: FrozenTrial
-    ) -> Startup | None:
-        """The start-up design's answer for ``trial``; under a hard budget, None when its
-        point does not fit the budget left and a model can propose instead (it proposes what
-        fits, or ends the study)."""
-        assert request.evaluated is not None
-        design = Startup(request.evaluated)
-        if request.overrun_risk is None:
-            return design
-        z = bridge.encode_params([self.design.params(bridge, trial.number, request.evaluated)])
-        fits = fits_budget(request, z)  # (1,) or None: nothing tells
-        if fits is None or fits[0] or len(request.y) == 0:
-            return design
-        return None
+    def plan(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        bridge: SpaceBridge,
+        request: ProposalRequest,
+        ledger: Ledger,
+        charged: bool,
+    ) -> Plan | dict[str, Any]:
+        """The whole decision of one suggestion, made once; the policy below obeys it."""
+        # 1. The start-up design's point while fewer trials completed than its size; under a
+        #    hard budget, one that does not fit goes to the model instead.
+        if len(request.y) < startup_count(self.n_startup_trials, len(bridge.names), ledger):
+            assert request.evaluated is not None
+            design = self.design.params(bridge, trial.number, request.evaluated)
+            fits = fits_budget(request, bridge.encode_params([design]))  # (1,); None: no telling
+            if fits is None or fits[0] or len(request.y) == 0:
+                return design
+        # 2. The route: quick while the sampler's time is charged and a full suggestion does
+        #    not fit its share of the wall clock (.effort).
+        route = self.effort.plan(
+            study._study_id, len(request.y), ledger.remaining if charged else None
+        )
+        # 3. The acquisition as it runs: EI until anything predicts a cost; with several
+        #    objectives, its hypervolume form with the cost exponent of the acquisition.
+        acquisition = self.acquisition
+        if acquisition.needs_cost and not cost_known(request):
+            acquisition = EI()
+        several = request.Y is not None and request.Y.shape[1] > 1
+        exponent = (
+            front_exponent(self.acquisition, request.remaining, request.budget) if several else 0.0
+        )
+        # 4. A cost model where the acquisition, a hard budget (request.overrun_risk: the risk
+        #    left, None when soft) or the stopping rule reads one.
+        plan = Plan(
+            acquisition=acquisition,
+            route=route,
+            needs_cost=needs_cost_model(self.acquisition, request, route),
+            front_exponent=exponent,
+        )
+        _logger.debug(
+            f"Trial {trial.number}: {acquisition.name}, {'quick' if route.quick else 'full'} "
+            f"route, risk {request.overrun_risk}, sampler time charged: {charged}"
+        )
+        return plan
 
     def _settle_clashes(
         self,
@@ -326,14 +297,15 @@ class Suggester:
         proposal: Proposal,
         params: dict[str, Any],
     ) -> dict[str, Any]:
-        """Publish ``params``; while this trial must move off a point another trial holds,
-        propose again (same data, the other trial now pending); the final parameters."""
+        """Publish ``params``; propose again while another trial holds them (the final params)."""
         clash.publish(study, trial, params)
         for _ in range(clash.MAX_ROUNDS):
             if not clash.must_repropose(study, trial, params):
                 break
             with self.lock:
-                again = self.propose(study, trial, bridge, previous=proposal)
+                # A proposal made again reads the trials afresh: the clash is news.
+                trials = root_study(study).get_trials(deepcopy=False)
+                again = self.propose(study, trial, bridge, trials, previous=proposal)
                 moved = params
                 if isinstance(again, Proposal):
                     proposal, moved = again, bridge.decode(again.z)
@@ -350,8 +322,7 @@ class Suggester:
 
 
 def _note_overrun_chance(study: optuna.Study, trial: FrozenTrial, proposal: Proposal) -> None:
-    """Under a hard budget, store on ``trial`` the chance that its proposal overruns the
-    budget left: what it takes of the study's overrun risk (:func:`.snapshot.risk_left`)."""
+    """Store the chance that ``trial``'s proposal overruns (hard budget: :func:`.risk_left`)."""
     if proposal.overrun_chance is not None:
         study._storage.set_trial_system_attr(
             trial._trial_id, OVERRUN_CHANCE_ATTR, proposal.overrun_chance

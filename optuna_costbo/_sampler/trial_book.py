@@ -1,5 +1,4 @@
-"""This process's records of its running trials: the sampler's seconds spent on each, the
-time between trials charged with them, and the trials cut short because the budget was spent."""
+"""This process's records of its running trials (sampler seconds, gaps, trials cut short)."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ from optuna.trial import FrozenTrial
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 
-__all__ = ["TrialBook"]
-
-# NOTE: a gap between two trials of one thread longer than this is a pause (between two
-# optimize calls, a user's own work), not the storage's and Optuna's per-trial overhead.
+# NOTE: a longer gap between the end of a thread's after_trial and its next trial's start is a
+# pause (between optimize calls, a slow callback), not Optuna's per-trial bookkeeping.
 MAX_GAP_SECONDS = 1.0
 
 
@@ -30,8 +27,9 @@ class TrialBook:
         self._lock = threading.Lock()
         self._seconds: dict[int, float] = {}  # trial id -> the sampler's seconds so far
         self._skipped: set[int] = set()  # trial ids to cut short at their first suggestion
-        self._gaps: dict[int, float] = {}  # trial id -> seconds since the thread's last trial
+        self._gaps: dict[int, float] = {}  # trial id -> seconds charged beyond its sampler's
         self._marks: dict[int, datetime.datetime] = {}  # thread -> its last cost measurement
+        self._tails: dict[int, float] = {}  # thread -> seconds of after_trial after it
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -44,27 +42,24 @@ class TrialBook:
         with self._lock:
             self._skipped.add(trial_id)
 
-    def begin(self, trial: FrozenTrial, seconds: float) -> None:
-        """``trial`` starts after ``seconds`` of the sampler's ``before_trial``; the time since
-        this thread's last trial was measured (Optuna's and the sampler's work between trials)
-        is charged with it, unless it is a pause (:data:`MAX_GAP_SECONDS`)."""
+    def begin(self, trial: FrozenTrial, seconds: float, uncharged: float = 0.0) -> None:
+        """``trial`` starts after ``seconds`` of ``before_trial`` (``uncharged`` of them a
+        one-time import), charged with the gap since the thread's last trial unless a pause."""
         with self._lock:
             self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
-            mark = self._marks.get(threading.get_ident())
+            thread = threading.get_ident()
+            extra = self._tails.pop(thread, 0.0) - uncharged
+            mark = self._marks.get(thread)
             if mark is not None and trial.datetime_start is not None:
                 gap = (trial.datetime_start - mark).total_seconds()
                 if 0.0 < gap <= MAX_GAP_SECONDS:
-                    self._gaps[trial._trial_id] = gap
+                    extra += gap
+            self._gaps[trial._trial_id] = extra
 
     @contextlib.contextmanager
     def timed(self, study: optuna.Study, trial: FrozenTrial) -> Iterator[None]:
-        """Count the time inside as the sampler's, after cutting the trial short if it is
-        marked: a ``TrialPruned`` before the objective does any work.
-
-        The mark is stored on the trial only then, when the trial is really cut short: a
-        trial that never calls the sampler (all parameters fixed or enqueued) runs and is
-        charged as usual.
-        """
+        """Count the time inside as the sampler's, first pruning the trial if :meth:`skip`
+        marked it (a trial that never calls the sampler runs as usual)."""
         start = time.perf_counter()
         try:
             with self._lock:
@@ -79,9 +74,18 @@ class TrialBook:
                 self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
 
     def finish(self, trial_id: int, measured: datetime.datetime) -> tuple[float, float]:
-        """Forget ``trial_id``, whose cost is ``measured`` now: the sampler's seconds inside
-        its clock, and the seconds before it started charged with it."""
+        """Forget ``trial_id``, measured now: its sampler seconds, the seconds charged beyond."""
         with self._lock:
             self._skipped.discard(trial_id)
             self._marks[threading.get_ident()] = measured
             return self._seconds.pop(trial_id, 0.0), self._gaps.pop(trial_id, 0.0)
+
+    def close(self) -> None:
+        """The thread's ``after_trial`` ends now: its seconds since the cost was measured are
+        charged to the thread's next trial in full, whatever the gap until it starts."""
+        now = datetime.datetime.now()
+        with self._lock:
+            mark = self._marks.get(threading.get_ident())
+            if mark is not None:
+                self._tails[threading.get_ident()] = max((now - mark).total_seconds(), 0.0)
+                self._marks[threading.get_ident()] = now

@@ -1,10 +1,4 @@
-"""The user's ``cost_fn``, adapted: checked once, charged after a trial, seen by the models.
-
-``cost_fn(params)`` or ``cost_fn(params, previous_params)`` (a cost that depends on where you
-come from). :class:`UserCost` says which form it has, charges a finished trial, and turns the
-function into a :class:`~optuna_costbo._numerics.cost_model.KnownCost` on box points for the
-acquisitions (decoding box points to parameters through the search-space bridge).
-"""
+"""The user's ``cost_fn(params[, previous_params])``: arity checked, charged, on box points."""
 
 from __future__ import annotations
 
@@ -16,24 +10,16 @@ from typing import Any
 import numpy as np
 
 from optuna_costbo._ledger.costs import checked_costs
+from optuna_costbo._ledger.record import CostFnError
 from optuna_costbo._numerics.cost_model import KnownCost
 from optuna_costbo._sampler.space import SpaceBridge
 
-
-__all__ = ["UserCost"]
 
 Params = Mapping[str, Any]
 
 
 class UserCost:
-    """A user's cost function with its arity checked.
-
-    Args:
-        cost_fn: ``cost_fn(params) -> float`` or ``cost_fn(params, previous_params) -> float``.
-
-    Raises:
-        ValueError: If ``cost_fn`` is not callable or takes neither form.
-    """
+    """A user's cost function with its arity checked (ValueError if it takes neither form)."""
 
     def __init__(self, cost_fn: Callable[..., float]) -> None:
         self.fn = cost_fn
@@ -50,19 +36,16 @@ class UserCost:
         return float(checked_costs([self.fn(*args)], what)[0])
 
     def on_box(self, bridge: SpaceBridge, previous: Params | None) -> KnownCost:
-        """The cost as a function of box points, for the acquisitions."""
-        cost_fn = self.fn
-        if not self.moving:
-
-            def single(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
-                params = bridge.decode_many(Z)
-                return checked_costs([cost_fn(p) for p in params], "these parameters")
-
-            return KnownCost(fn=single)
+        """The cost on box points, for the acquisitions (what it raises: :class:`CostFnError`)."""
+        cost_fn = _named(self.fn)
+        extra = (previous,) if self.moving else ()
 
         def first(Z: np.ndarray) -> np.ndarray:  # (m, D) -> (m,)
             params = bridge.decode_many(Z)
-            return checked_costs([cost_fn(p, previous) for p in params], "these parameters")
+            return checked_costs([cost_fn(p, *extra) for p in params], "these parameters")
+
+        if not self.moving:
+            return KnownCost(fn=first)
 
         def pair(Z_from: np.ndarray, Z_to: np.ndarray) -> np.ndarray:  # (k, D), (m, D) -> (k, m)
             sources, targets = bridge.decode_many(Z_from), bridge.decode_many(Z_to)
@@ -73,6 +56,18 @@ class UserCost:
         if previous is not None and bridge.holds_params(previous):
             origin = bridge.encode_params([previous])[0]  # (D,)
         return KnownCost(fn=first, pair_fn=pair, origin=origin)
+
+
+def _named(cost_fn: Callable[..., float]) -> Callable[..., float]:
+    def call(*args: Any) -> float:
+        try:
+            return cost_fn(*args)
+        except Exception as exc:
+            raise CostFnError(
+                f"cost_fn failed on candidate parameters {args[0]!r}: {exc!r}"
+            ) from exc
+
+    return call
 
 
 def _arity(cost_fn: Callable[..., float]) -> int:

@@ -19,12 +19,13 @@ from optuna_costbo._ledger import STOP_REASON_ATTR
 from optuna_costbo._ledger import charges_sampler_time
 from optuna_costbo._ledger import compute_ledger
 from optuna_costbo._ledger import cost_unit as _cost_unit
+from optuna_costbo._ledger import imported_rule
 from optuna_costbo._ledger import storage_trials
 from optuna_costbo._ledger import stored_budget
 from optuna_costbo._ledger import validate_budget
+from optuna_costbo.progress._log_routing import BarLogRoute
 from optuna_costbo.progress.hint import OPEN_BARS
 from optuna_costbo.progress.hint import PROGRESS_EXTRA_HINT
-from optuna_costbo.progress.log_routing import BarLogRoute
 
 
 __all__ = ["CostProgressBar"]
@@ -36,26 +37,20 @@ _BAR_FORMAT = (
 
 
 class CostProgressBar:
-    """A tqdm progress bar whose total is the cost budget, moved after each trial to the spent
-    of the sampler's ledger (every worker's trials), with the best value, trials and overrun.
+    """A tqdm progress bar over the cost budget, moved after each trial to the spent of the
+    sampler's ledger (every worker's trials), with the best value, trials and overrun.
 
     It closes itself once the budget is spent; call :meth:`close` (or use it as a context
     manager) if the optimization ends before. Optuna's log lines print above it.
 
     Args:
-        budget: The bar's total, in cost units. ``None`` reads the study's ``cost_budget``
-            user attr (stored by :class:`~optuna_costbo.CostRolloutSampler`) at the first call.
-        cost_attr: The trial user attr holding each trial's cost (the sampler's
-            ``cost_attr``).
-        unit: The unit printed after the numbers (``"$"``, ``"kWh"``; ``""`` for none).
-            ``None`` (default): the study user attr ``cost_unit`` if set, else ``"s"`` when
-            the trials' costs are measured wall-clock time, none when the objective reports
-            them or a ``cost_fn`` gives them.
+        budget: The bar's total; ``None`` reads the study's ``cost_budget`` user attr.
+        cost_attr: The trial user attr holding costs (the sampler's ``cost_attr``).
+        unit: The unit after the numbers (``"$"``; ``""`` for none). ``None``: the study user
+            attr ``cost_unit``, else ``"s"`` for measured wall-clock costs.
         desc: Text in front of the bar.
-        file: Where tqdm writes; default ``sys.stderr``. Works on a non-tty (log files, CI):
-            each state is written once.
-        **tqdm_kwargs: Other keyword arguments for :class:`tqdm.tqdm` (``ncols``, ``leave``,
-            ``disable``, ...).
+        file: Where tqdm writes (default ``sys.stderr``); a non-tty gets each state once.
+        **tqdm_kwargs: Other :class:`tqdm.tqdm` arguments (``ncols``, ``leave``, ...).
 
     Raises:
         ImportError: tqdm is not installed (``pip install "optuna-costbo[progress]"``).
@@ -71,15 +66,12 @@ class CostProgressBar:
 
 
             def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
+                report_cost(trial, 1.0)
+                return trial.suggest_float("x", 0.0, 1.0) ** 2
 
 
-            sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
-            study = optuna.create_study(sampler=sampler)
+            study = optuna.create_study(sampler=CostRolloutSampler(budget=10.0, seed=0))
             study.optimize(objective, callbacks=[CostProgressBar(unit="$")])
-            # Cost: 100%|██████████| 10/10 $ [00:00<00:00, best=1.84e-5, trials=7]
     """
 
     def __init__(
@@ -109,17 +101,15 @@ class CostProgressBar:
         self._route: BarLogRoute | None = None  # Optuna's log lines, while the bar is open
         self._closed = False
         self._lock = threading.Lock()
+        # At the latest update: the spent cost (not capped), best value and finished trials.
         self.spent = 0.0
-        """Spent cost at the latest update (not capped at the budget)."""
         self.best_value: float | None = None
-        """Best objective value among COMPLETE trials at the latest update."""
         self.n_trials = 0
-        """Number of finished trials at the latest update."""
         OPEN_BARS.add(self)
 
     @property
     def budget(self) -> float | None:
-        """The bar's total: the given budget, or the study's once the first trial finished."""
+        """The bar's total: the given budget, or the study's after the first trial."""
         return self._budget
 
     @property
@@ -142,7 +132,11 @@ class CostProgressBar:
                     )
             trials = storage_trials(study)  # the one storage read per update
             ledger = compute_ledger(
-                trials, self._budget, self._cost_attr, charges_sampler_time(trials)
+                trials,
+                self._budget,
+                self._cost_attr,
+                charges_sampler_time(trials),
+                imported=imported_rule(study, trials),
             )
             self.spent = ledger.spent
             self.n_trials = ledger.n_finished
@@ -158,6 +152,8 @@ class CostProgressBar:
                 if volume is not None:
                     postfix["hv"] = volume
             postfix["trials"] = self.n_trials
+            if ledger.n_imported:
+                postfix["imported"] = ledger.n_imported  # added trials, not charged
             if ledger.overrun > 0.0:
                 postfix["overrun"] = ledger.overrun  # the bar stops at the budget
             position = min(ledger.spent, self._budget)
@@ -221,9 +217,7 @@ class CostProgressBar:
         bar = self._bar
         if bar is not None:
             if self._drawn and bar.leave is not False:
-                # NOTE: tqdm's close() draws the bar once more before its newline. The state
-                # on screen is current already, and a file that keeps every frame (a log, CI)
-                # would show the final line twice; only the newline is wanted.
+                # NOTE: tqdm's close() redraws before its newline: a log would show it twice.
                 bar.display = lambda *args, **kwargs: True
             bar.close()
         if self._route is not None:

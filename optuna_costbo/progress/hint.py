@@ -13,7 +13,7 @@ from optuna_costbo._ledger.finished import per_storage
 from optuna_costbo._logging import get_logger
 
 
-__all__ = ["OPEN_BARS", "PROGRESS_BAR_HINT", "PROGRESS_EXTRA_HINT", "hint_cost_progress_bar"]
+__all__ = ["hint_cost_progress_bar"]
 
 _logger = get_logger(__name__)
 
@@ -24,17 +24,15 @@ PROGRESS_BAR_HINT = (
     "over the budget, pass callbacks=[CostProgressBar()] to study.optimize "
     f"(from optuna_costbo.progress import CostProgressBar; {PROGRESS_EXTRA_HINT})."
 )
-"""The hint :func:`hint_cost_progress_bar` logs, formatted with the study's name and budget."""
 
-OPEN_BARS: weakref.WeakSet[Any] = weakref.WeakSet()
-"""The CostProgressBar objects of this process not closed yet: with one, no hint is needed."""
+OPEN_BARS: weakref.WeakSet[Any] = weakref.WeakSet()  # this process's open CostProgressBars
 
 _lock = threading.Lock()
 
 
 def hint_cost_progress_bar(study: optuna.Study, budget: float) -> bool:
-    """Log :data:`PROGRESS_BAR_HINT` at INFO, once per study and storage object in this
-    process, if ``budget`` is finite and no bar is open; return whether this call logged it."""
+    """Log :data:`PROGRESS_BAR_HINT` at INFO once per study and storage object, if ``budget``
+    is finite and no bar is open; return whether this call logged it."""
     if not math.isfinite(budget):
         return False  # no budget: a stopping rule ends the study, there is no total to fill
     seen = per_storage(study._storage)

@@ -1,9 +1,4 @@
-"""Plots of a study's progress against its cost budget.
-
-``plot_cost_history`` draws with plotly; ``optuna_costbo.visualization.matplotlib`` holds the
-matplotlib twin. Neither library is imported until a plot is drawn; install them with
-``pip install "optuna-costbo[plot]"``.
-"""
+"""Cost-history plots: plotly's ``plot_cost_history`` and its ``matplotlib`` twin."""
 
 from __future__ import annotations
 

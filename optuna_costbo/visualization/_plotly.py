@@ -26,20 +26,8 @@ _logger = get_logger(__name__)
 
 PLOT_EXTRA_HINT = 'pip install "optuna-costbo[plot]"'
 
-# Plotly's default qualitative palette (plotly.colors.qualitative.Plotly), written out so that
-# the colors are known without importing plotly at module import time.
-_COLORS = (
-    "#636EFA",
-    "#EF553B",
-    "#00CC96",
-    "#AB63FA",
-    "#FFA15A",
-    "#19D3F3",
-    "#FF6692",
-    "#B6E880",
-    "#FF97FF",
-    "#FECB52",
-)
+# plotly.colors.qualitative.Plotly, without importing plotly
+_COLORS = "#636EFA #EF553B #00CC96 #AB63FA #FFA15A #19D3F3 #FF6692 #B6E880 #FF97FF #FECB52".split()
 
 
 def _import_plotly() -> Any:
@@ -63,70 +51,43 @@ def plot_cost_history(
     cost_unit: str | None = None,
     reference_point: Sequence[float] | None = None,
 ) -> go.Figure:
-    """Plot the best value so far against the cumulative cost of finished trials.
+    """Plot the best value so far against the cumulative cost of the finished trials.
 
-    The cost-aware counterpart of :func:`optuna.visualization.plot_optimization_history`:
-    the x axis is what the budget ledger charged the study's finished trials, in completion
-    order (COMPLETE, PRUNED and FAIL trials; the sampler's own time too when it counts against
-    the budget, as for measured wall-clock costs: the axis then says "incl. sampler time"), so
-    the curve ends at the ledger's spent. The y axis is the best value so far (a step
-    function; only COMPLETE trials improve it), each COMPLETE trial a point, and a dashed
-    vertical line marks the budget. Colors follow Optuna's ``plot_optimization_history``.
+    The cost-aware :func:`optuna.visualization.plot_optimization_history`: x is what the
+    budget ledger charged the finished trials in completion order (with the sampler's time
+    when it counts), y the best value so far, and a dashed line marks the budget.
 
     Args:
-        study_or_studies: A study, or a sequence of studies to overlay (points and a line
-            per study, in the study's pair of colors; one gray budget line if the studies
-            share a budget, else a budget line per study in its line's color, named in the
-            legend).
-        budget: Position of the budget line; ``None`` reads each study's ``cost_budget``
-            user attr (stored by :class:`~optuna_costbo.CostRolloutSampler`). No line is
-            drawn for a study without one.
-        cost_attr: The trial user attr holding each trial's cost (the sampler's
-            ``cost_attr``). Trials without it are charged their wall-clock time.
-        target: A function of a COMPLETE trial giving the value to plot instead of the
-            objective value. As in Optuna, no best value line is drawn for a target, whose
-            better direction is unknown. Without it, a multi-objective study is drawn as the
-            hypervolume of its front (COMPLETE, feasible trials) against cumulative cost,
-            titled and labelled so.
+        study_or_studies: A study, or studies to overlay.
+        budget: The budget line; ``None`` reads each study's ``cost_budget`` user attr.
+        cost_attr: The trial user attr holding costs (else wall-clock time is charged).
+        target: A value of a COMPLETE trial to plot instead of the objective value (then no
+            best-value line). Without it a multi-objective study shows its hypervolume.
         target_name: The y axis title and the points' legend name.
         labels: One legend label per study; default the study names.
-        cost_unit: The unit of the costs, shown in the x axis title ("Cumulative Cost ($)")
-            and with the budget. ``None``: the study user attr ``cost_unit`` if set, else
-            seconds (``"s"``) when every trial's cost was measured wall-clock time, no unit
-            when costs were reported.
-        reference_point: For a multi-objective study, the hypervolume's reference point in
-            the study's units (as Optuna's ``plot_hypervolume_history`` takes it); ``None``:
-            the worst value of each objective over the plotted trials plus a tenth of its
-            range.
+        cost_unit: The costs' unit; ``None``: the study user attr ``cost_unit``, else ``"s"``
+            for measured wall-clock costs.
+        reference_point: The hypervolume's reference point; ``None``: each objective's worst
+            value plus a tenth of its range.
 
     Returns:
         A :class:`plotly.graph_objects.Figure`.
 
     Raises:
         ImportError: plotly is not installed (``pip install "optuna-costbo[plot]"``).
-        ValueError: ``labels`` of the wrong length, or a ``reference_point`` that is not one
-            finite number per objective.
+        ValueError: ``labels`` of the wrong length or a bad ``reference_point``.
 
     Example:
 
         .. code-block:: python
 
             import optuna
-            from optuna_costbo import CostRolloutSampler, report_cost
             from optuna_costbo.visualization import plot_cost_history
 
-
-            def objective(trial):
-                x = trial.suggest_float("x", 0.0, 1.0)
-                report_cost(trial, 1.0 + x)
-                return (x - 0.3) ** 2
-
-
-            sampler = CostRolloutSampler(budget=10.0, n_startup_trials=10, seed=0)
-            study = optuna.create_study(sampler=sampler)
-            study.optimize(objective)
-            fig = plot_cost_history(study)  # budget line at 10.0 from the study
-            fig.show()
+            study = optuna.create_study()
+            for cost, value in [(2.0, 3.0), (1.0, 1.0), (4.0, 2.0)]:
+                study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
+            plot_cost_history(study, budget=8.0).show()
     """
     go = _import_plotly()
     histories = get_cost_histories(
@@ -142,9 +103,8 @@ def plot_cost_history(
 
 
 def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str) -> Any:
-    """Draw ``histories`` into a new ``go.Figure`` (``go``: the plotly.graph_objects module)."""
-    # NOTE: arrays go in as lists: plotly >= 6 would serialize numpy arrays as base64 typed
-    # arrays, which plotly.js older than 2.28 (older optuna-dashboard bundles) cannot read.
+    """Draw ``histories`` into a new ``go.Figure`` (``go``: plotly.graph_objects)."""
+    # NOTE: lists, not arrays: plotly >= 6 writes arrays as base64, unread by plotly.js < 2.28.
     unit = ch.figure_cost_unit(histories)
     figure = go.Figure()
     figure.update_layout(
@@ -165,7 +125,6 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
         )
         of_label = f" of {history.label}" if overlay else ""
         cost = _cost_hover(history, unit)
-        # A front's trials have no one value to draw: its chart is the hypervolume line alone.
         point_sets = []
         if not history.hypervolume:
             if history.infeasible.any():
@@ -208,7 +167,7 @@ def build_figure(go: Any, histories: Sequence[CostHistory], *, target_name: str)
         color = "gray"
         if line.study_index is not None:
             color = _COLORS[ch.color_indices(line.study_index, len(histories))[1] % len(_COLORS)]
-            # A shape has no legend entry: an empty trace gives the line its name there.
+            # an empty trace names the line in the legend (a shape has no entry)
             figure.add_trace(
                 go.Scatter(
                     x=[None],
@@ -233,7 +192,7 @@ _INFEASIBLE_MARKER = {"color": "#b0b0b0", "symbol": "x"}
 
 
 def _customdata(history: CostHistory, mask: np.ndarray) -> list[list[float]]:
-    """Per drawn trial: its number, its charge and the sampler's share of it, (m, 3)."""
+    """Per drawn trial: number, charge and the sampler's share, (m, 3)."""
     sampler = history.sampler_costs
     share = sampler if sampler is not None else np.zeros_like(history.costs)  # (n,)
     columns = [history.trial_numbers[mask], history.costs[mask], share[mask]]
@@ -242,7 +201,6 @@ def _customdata(history: CostHistory, mask: np.ndarray) -> list[list[float]]:
 
 
 def _cost_hover(history: CostHistory, unit: str | None) -> str:
-    """Hover lines of a trial's charge (and the sampler's time in it) and the cost so far."""
     suffix = f" {unit}" if unit else ""
     text = f"Cost %{{customdata[1]:.4g}}{suffix}"
     if history.sampler_costs is not None:

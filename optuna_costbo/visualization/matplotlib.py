@@ -23,7 +23,7 @@ __all__ = ["plot_cost_history"]
 
 _logger = get_logger(__name__)
 
-_RED = 3  # tab:red, the best-value line of a single study in Optuna's matplotlib plots
+_RED = 3  # tab10's red: a single study's line, as in Optuna's matplotlib plots
 
 
 def plot_cost_history(
@@ -38,41 +38,25 @@ def plot_cost_history(
     reference_point: Sequence[float] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """Plot the best value so far against the cumulative cost of finished trials, in matplotlib.
-
-    Same data and semantics as :func:`optuna_costbo.visualization.plot_cost_history`: what
-    the budget ledger charged the finished trials, summed in completion order on x (the
-    sampler's time included when it counts against the budget), the best value so far as a
-    step line, each COMPLETE trial as a point, and a dashed vertical line at the budget.
+    """:func:`optuna_costbo.visualization.plot_cost_history` in matplotlib.
 
     Args:
-        study_or_studies: A study, or a sequence of studies to overlay (one gray budget line
-            if they share a budget, else a budget line per study in its line's color, each
-            named in the legend).
-        budget: Position of the budget line; ``None`` reads each study's ``cost_budget``
-            user attr. No line is drawn for a study without one.
-        cost_attr: The trial user attr holding each trial's cost.
-        target: A function of a COMPLETE trial giving the value to plot instead of the
-            objective value; then no best value line is drawn. Without it, a
-            multi-objective study is drawn as the hypervolume of its front.
+        study_or_studies: A study, or studies to overlay.
+        budget: The budget line; ``None`` reads each study's ``cost_budget`` user attr.
+        cost_attr: The trial user attr holding costs.
+        target: A value of a COMPLETE trial to plot instead of the objective value.
         target_name: The y axis label and the points' legend name.
         labels: One legend label per study; default the study names.
-        cost_unit: The unit of the costs, shown in the x axis label ("Cumulative Cost ($)").
-            ``None``: the study user attr ``cost_unit`` if set, else seconds (``"s"``) when
-            every trial's cost was measured wall-clock time, no unit when costs were
-            reported.
-        reference_point: For a multi-objective study, the hypervolume's reference point in
-            the study's units; ``None``: the worst value of each objective over the plotted
-            trials plus a tenth of its range.
-        ax: Axes to draw into; default a new figure's axes.
+        cost_unit: The costs' unit on the x axis; ``None``: as the study says.
+        reference_point: The hypervolume's reference point (several objectives).
+        ax: Axes to draw into; default a new figure's.
 
     Returns:
         The :class:`matplotlib.axes.Axes` drawn into.
 
     Raises:
         ImportError: matplotlib is not installed (``pip install "optuna-costbo[plot]"``).
-        ValueError: ``labels`` of the wrong length, or a ``reference_point`` that is not one
-            finite number per objective.
+        ValueError: ``labels`` of the wrong length or a bad ``reference_point``.
 
     Example:
 
@@ -81,11 +65,9 @@ def plot_cost_history(
             import optuna
             from optuna_costbo.visualization.matplotlib import plot_cost_history
 
-            study = optuna.create_study(study_name="demo")
-            for cost, value in [(2.0, 3.0), (1.0, 1.0), (4.0, 2.0)]:
-                study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
-            ax = plot_cost_history(study, budget=8.0)
-            ax.figure.savefig("cost_history.png")
+            study = optuna.create_study()
+            study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
+            plot_cost_history(study, budget=8.0).figure.savefig("cost_history.png")
     """
     try:
         from matplotlib.colors import to_hex
@@ -114,7 +96,6 @@ def plot_cost_history(
     if all(len(h.trial_numbers) == 0 for h in histories):
         _logger.warning("The study has no finished trials to plot.")
     overlay = len(histories) > 1
-    # NOTE: tab10, as Optuna's matplotlib plots, for figures that look like the plotly ones.
     cmap = plt.get_cmap("tab10")
 
     def palette(k: int) -> str:

@@ -45,20 +45,20 @@ def test_registered_names_and_specs() -> None:
 
 def test_former_sampler_parameters_are_set_on_the_sampler_or_refused() -> None:
     variant = methods.resolve(
-        "rollout:charge_sampler_time=false,max_sampler_share=0.05,n_samples=8,"
-        "dashboard_chart=false"
+        "rollout:charge_sampler_time=false,max_sampler_share=0.05,dashboard_chart=false"
     )
     sampler = methods.make_sampler(variant, 10.0, 0, {})
     suggester = sampler._suggester
     assert suggester.charge.resolve(0, []) is False  # measured costs would be charged
     assert suggester.effort.share == 0.05
-    assert suggester.acquisition.n_samples == 8 and suggester.acquisition.horizon == 2
+    assert suggester.acquisition.horizon == 2
     assert sampler._chart.wanted(None) is False
     assert methods.unavailable(variant) is None
     for removed in (
         "rollout:prefetch=true",
         "ours:pruned_trials=impute",
         "rollout:plug_in_incumbent=true",
+        "rollout:n_samples=128",
     ):
         why = methods.unavailable(methods.resolve(removed))
         assert why is not None and "can no longer be set" in why

@@ -79,6 +79,20 @@ def test_a_two_sided_calibration_goes_on_where_the_model_underpromised() -> None
     assert not two_sided.capped
 
 
+def test_the_two_sided_copy_capped_at_one_is_the_package_calibration() -> None:
+    from benchmarks.stopping_threshold import two_sided_calibrations
+    from optuna_costbo._sampler.stopping import running_calibrations
+
+    values = [10.0, 9.0, math.nan, 9.5, 4.0, 3.9, 8.0]
+    log_eis = [None, -2.0, 0.0, -1.0, None, 1.0, -0.5]
+    for weight in (1.0, 3.0):
+        package = running_calibrations(values, log_eis, weight)
+        assert two_sided_calibrations(values, log_eis, weight, 1.0) == pytest.approx(package)
+        assert min(package) < 1.0  # promises went unmet: the cap is not all there is
+    uncapped = two_sided_calibrations(values, log_eis, 1.0, math.inf)
+    assert max(uncapped) > 1.0
+
+
 def test_a_patient_rule_stops_at_the_mth_low_rate_in_a_row() -> None:
     from benchmarks.stopping_threshold import Variant
     from benchmarks.stopping_threshold import cut

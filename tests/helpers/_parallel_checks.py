@@ -34,6 +34,7 @@ WORKER_SCRIPT = str(Path(__file__).resolve().with_name("_worker_main.py"))
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
 SKIPPED_ATTR = "costbo:skipped_budget_exhausted"
 SAMPLER_SECONDS_ATTR = "costbo:sampler_seconds"
+ALIVE_ATTR = "costbo:alive_seconds"
 
 
 # -- what the workers run ---------------------------------------------------------------------
@@ -128,8 +129,9 @@ def read_results(outs: Sequence[Path]) -> list[dict[str, Any]]:
 def brute_force_charge(trial: FrozenTrial, cost_attr: str = "cost") -> float:
     """What a finished trial costs, computed independently of the package.
 
-    Skipped trials cost nothing; else a valid reported cost; else the trial's duration less
-    the sampler's recorded time (a heartbeat-failed trial has no cost attr).
+    Skipped trials cost nothing; else a valid reported cost; else a heartbeat-failed trial's
+    last stamp (no more than its duration); else the trial's duration less the sampler's
+    recorded time.
     """
     if trial.system_attrs.get(SKIPPED_ATTR):
         return 0.0
@@ -144,6 +146,9 @@ def brute_force_charge(trial: FrozenTrial, cost_attr: str = "cost") -> float:
     if trial.datetime_start is None or trial.datetime_complete is None:
         return 0.0
     seconds = (trial.datetime_complete - trial.datetime_start).total_seconds()
+    stamp = trial.system_attrs.get(ALIVE_ATTR)
+    if trial.state == TrialState.FAIL and stamp is not None:
+        return max(min(float(stamp), seconds), 1e-6)  # 1e-6: the models' cost floor
     sampler = trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)
     return max(seconds - float(sampler), 0.0)
 

@@ -8,11 +8,12 @@ from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionStrategy
 from optuna_costbo._numerics.cost_model import KnownCost
-from optuna_costbo._numerics.policy import CostData
-from optuna_costbo._numerics.policy import Proposal
-from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.policy import Plan
 from optuna_costbo._numerics.policy import propose as _propose
+from optuna_costbo._numerics.request import CostData
+from optuna_costbo._numerics.request import Proposal
+from optuna_costbo._numerics.request import ProposalRequest
+from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
 
 
@@ -48,4 +49,4 @@ def propose(
         X_running=X_running,
         warm=warm,
     )
-    return _propose(request, strategy, rng)
+    return _propose(request, Plan(strategy), rng)

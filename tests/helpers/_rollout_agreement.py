@@ -16,13 +16,14 @@ import dataclasses
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.rollout import Rollout
+from optuna_costbo._numerics.acquisition.rollout import Screening
 from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.gp.fit import fit_gp
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 def branin(Z: np.ndarray) -> np.ndarray:  # (m, 2) in [0, 1]^2 -> (m,)
@@ -63,7 +64,7 @@ def agreement(points: np.ndarray, radius: float = 0.02) -> float:
 
 
 def state_agreement(
-    name: str, n: int, state: int, horizon: int, n_samples: int, scramblings: int = 8
+    name: str, n: int, state: int, horizon: int, n_samples: int = 64, scramblings: int = 8
 ) -> float:
     """Agreement of the default rollout's choice across ``scramblings`` QMC scramblings on
     one mid-run state: ``n`` random points of problem ``name``, seeded by ``state``."""
@@ -77,7 +78,10 @@ def state_agreement(
     model = fit_gp(X, y, rng=rng)
     cost = FittedLogCost(fit_gp(X, np.log(c), rng=rng, min_noise_var=1e-4))
     tau = 0.5 * float(np.sum(c))
-    shipped = Rollout.from_options(AcquisitionOptions(horizon=horizon, n_samples=n_samples))
+    shipped = dataclasses.replace(
+        Rollout.from_options(AcquisitionOptions(horizon=horizon)),
+        screening=Screening(n_samples=n_samples),
+    )
     picks = []
     for s in range(scramblings):
 

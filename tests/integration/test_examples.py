@@ -58,6 +58,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         ["--budget", "2"],
         ["Pareto front (", "  trial ", "spent/budget:"],
     ),
+    "warm_start.py": (
+        ["--budget", "0.5", "--yesterday-budget", "0.5"],
+        ["yesterday: ", "imported trials", "spent/budget:"],
+    ),
     "sklearn_search_cv.py": (
         ["--budget", "0.5"],
         ["best params:", "test accuracy of the refitted forest:", "spent/budget:"],
@@ -149,12 +153,24 @@ def _check_constraints(proc: subprocess.CompletedProcess[str], storage: str) -> 
     assert study.best_trial.user_attrs["size_mb"] <= 20.0
 
 
+def _check_warm(proc: subprocess.CompletedProcess[str], storage: str) -> None:
+    """Yesterday's trials are in today's study, imported: today's budget pays for today's."""
+    yesterday = optuna.load_study(study_name="yesterday", storage=storage)
+    today = optuna.load_study(study_name="today", storage=storage)
+    assert today.user_attrs["cost_imported_trials"] == len(yesterday.trials)
+    run_today = today.trials[len(yesterday.trials) :]
+    assert run_today and today.user_attrs["cost_spent"] == pytest.approx(
+        sum(t.user_attrs["cost"] + t.system_attrs["costbo:sampler_seconds"] for t in run_today)
+    )
+
+
 CHECKS: dict[str, Callable[[subprocess.CompletedProcess[str], str], None]] = {
     "quickstart.py": _check_quickstart,
     "constraints.py": _check_constraints,
     "money_cost.py": _check_money,
     "multi_objective.py": _check_front,
     "parallel_workers.py": _check_parallel,
+    "warm_start.py": _check_warm,
 }
 
 

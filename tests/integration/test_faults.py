@@ -2,9 +2,9 @@
 
 A SIGKILLed worker's trial stays RUNNING until heartbeat marks it stale; then
 ``optuna.storages.fail_stale_trials`` (which every other worker's optimize loop calls before
-each trial) fails it. It never passes through ``after_trial``; the ledger of the worker that
-fails it charges it from its start to its last heartbeat and writes that on the trial as its
-``cost`` user attr (``tests/ledger/test_dead_trials.py`` has the details).
+each trial) fails it. It never passes through ``after_trial``; every worker's ledger charges it
+from its start to its last sign of life, the stamp its worker wrote on it while it ran
+(``tests/ledger/test_dead_trials.py`` has the details).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def _config(spec: dict[str, Any], name: str, budget: float, tmp: Path, tag: str)
         "out": str(tmp / f"out-{tag}.json"),
         "seed": 0,
         "n_startup_trials": 3,
+        # soft: these tests are about faults and resumption, not the hard budget
+        "sampler_kwargs": {"overrun_risk": None},
     }
 
 
@@ -146,16 +148,14 @@ def test_killed_worker_trial_is_failed_by_heartbeat_and_charged(
     killed = trials[victim_number]
     assert killed.state == TrialState.FAIL
     assert killed.user_attrs.get("worker") == "victim"
-    # It never reached after_trial; the worker that failed it charged it its start to its
-    # last heartbeat, on the trial itself, not the time until it was noticed.
-    charged = killed.user_attrs["cost"]
-    assert killed.system_attrs[COST_SOURCE_ATTR] == "heartbeat"
+    # It never reached after_trial; every worker charges it its last stamp (its start to its
+    # last sign of life), not the time until it was noticed, and nothing is written on it.
+    charged = charged_cost(killed, "cost", False)
+    assert "cost" not in killed.user_attrs and COST_SOURCE_ATTR not in killed.system_attrs
     noticed = (killed.datetime_complete - killed.datetime_start).total_seconds()  # type: ignore[operator]
     assert noticed >= ran + 2.0
-    # Within two heartbeat intervals of what it ran; SQLite keeps heartbeats to the whole
-    # second and the middle of that second is charged, so up to half a second over.
-    assert ran - 2.0 < charged <= ran + 0.5
-    assert charged_cost(killed, "cost", False) == charged
+    # Within two heartbeat intervals of what it ran, never more.
+    assert ran - 2.0 < charged <= ran
 
     sampler = CostRolloutSampler(budget=budget)
     ledger = sampler.ledger(study)
@@ -205,7 +205,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
     first = optuna.load_study(
         study_name="reopen",
         storage=pc.make_storage(spec),
-        sampler=CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3),
+        sampler=CostRolloutSampler(budget=budget, seed=0, n_startup_trials=3, overrun_risk=None),
     )
     first.optimize(_worker_like_objective, n_trials=2)
     spent_first = sum(t.user_attrs["cost"] for t in study.get_trials())
@@ -228,7 +228,7 @@ def test_study_reopened_in_a_new_process_continues_from_the_stored_ledger(
 
     # Third session on the spent study, with a fresh sampler: returns at once, runs no
     # objective, costs nothing.
-    third_sampler = CostRolloutSampler(budget=budget)
+    third_sampler = CostRolloutSampler(budget=budget, overrun_risk=None)
     third = optuna.load_study(
         study_name="reopen", storage=pc.make_storage(spec), sampler=third_sampler
     )

@@ -217,6 +217,8 @@ def test_workers_wait_out_a_database_restart(tmp_path: Path) -> None:
                 "out": str(out),
                 "seed": 0,
                 "n_startup_trials": 3,
+                # soft: the test is about a storage outage, not the hard budget
+                "sampler_kwargs": {"overrun_risk": None},
                 # Trials long enough (about 16 left, 5 per worker, when the server stops) that
                 # the budget cannot be spent before the outage, on a slow or a fast machine.
                 "sleep": (0.8, 1.0),

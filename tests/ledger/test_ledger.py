@@ -23,9 +23,12 @@ from optuna_costbo._ledger.keys import BUDGET_ATTR
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
+from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.ledger import compute_ledger
-from optuna_costbo._ledger.ledger import measured_costs
 from optuna_costbo._ledger.ledger import refresh_ledger
+from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger.runs import mark_run
+from optuna_costbo._ledger.units import measured_costs
 
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -128,10 +131,14 @@ def test_ledger_from_storage_sees_add_trial_and_heartbeat_style_failures() -> No
     # a FAIL trial written directly to storage (as fail_stale_trials does), with timestamps
     trial = study.ask()
     study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-    ledger = refresh_ledger(study, budget=10.0, cost_attr="cost")
+    # As CostBudgetPruner sees a study the sampler never ran: every trial charged ...
+    ledger = charge_and_sum(study, storage_trials(study), budget=10.0, cost_attr="cost")
     assert ledger.n_finished == 3
     assert ledger.spent >= 4.0
     assert ledger.spent < 4.0 + 5.0  # the failed trial lasted well under 5 s
+    # ... and the sampler, which started none of them: all imported.
+    ledger = refresh_ledger(study, budget=10.0, cost_attr="cost")
+    assert (ledger.spent, ledger.n_finished, ledger.n_imported) == (0.0, 0, 3)
 
 
 def test_report_cost_validates_inside_objective() -> None:
@@ -243,7 +250,7 @@ def test_budget_pruner_rejects_two_pruners_and_names_wrapped_pruner_for_other_ob
 
 def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default() -> None:
     # Wall-clock costs: the sampler charges its own seconds, and so does the pruner (one rule,
-    # _ledger/sampler_time.py); with a budget between the two ledgers the pruner prunes.
+    # _ledger/units.py); with a budget between the two ledgers the pruner prunes.
     from optuna_costbo import CostRolloutSampler
 
     sampler = CostRolloutSampler(budget=1e6, n_startup_trials=2, seed=0)
@@ -262,15 +269,11 @@ def test_budget_pruner_charges_the_samplers_time_as_the_sampler_does_by_default(
 
 
 def _finished_with_cost(study: optuna.Study, cost: float) -> None:
-    """Another worker's trial, finished with its cost recorded."""
-    study.add_trial(
-        optuna.trial.create_trial(
-            params={"x": 0.5},
-            distributions={"x": FloatDistribution(0.0, 1.0)},
-            value=0.0,
-            user_attrs={"cost": cost},
-        )
-    )
+    """Another worker's trial, run under the budget, finished with its cost recorded."""
+    trial = study.ask()
+    mark_run(study, trial)  # type: ignore[arg-type]
+    trial.set_user_attr("cost", cost)
+    study.tell(trial, 0.0)
 
 
 def test_store_ledger_does_not_leave_a_stale_spent_when_workers_interleave(

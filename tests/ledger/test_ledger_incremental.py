@@ -4,9 +4,9 @@
 adds only the trials finished since; ``snapshot.completed_search_space`` does the same for
 the search space (the union of the completed trials' spaces and its activity rules). Checked
 here after random sequences of trial events (trials created, running, recording their cost,
-finishing in any state, a dead worker's trial charged late, lists that are not the whole
-study), to the last bit, and on a real database with a dead trial that another worker charges
-after this one has cached it.
+finishing in any state, a dead worker's trial with or without its last stamp, lists that are
+not the whole study), to the last bit, and on a real database with a dead trial that another
+worker fails after this one has cached it running.
 """
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ from optuna.trial import TrialState
 import pytest
 
 from optuna_costbo._ledger.finished import FinishedScan
+from optuna_costbo._ledger.keys import ALIVE_ATTR
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.ledger import charge_and_sum
 from optuna_costbo._ledger.ledger import compute_ledger
+from optuna_costbo._ledger.ledger import imported_rule
 from optuna_costbo._ledger.ledger import refresh_ledger
+from optuna_costbo._ledger.runs import mark_run
 from optuna_costbo._sampler.snapshot import _SpaceOfStudy
 from optuna_costbo._sampler.snapshot import completed_search_space
 
@@ -74,7 +77,7 @@ costs = st.one_of(
 # Events on the study: (kind, which trial (an index into the open ones), a cost, a choice).
 events = st.lists(
     st.tuples(
-        st.sampled_from(["new", "new", "record", "finish", "finish", "die", "settle", "part"]),
+        st.sampled_from(["new", "new", "record", "finish", "finish", "die", "part"]),
         st.integers(0, 30),
         costs,
         st.integers(0, 7),
@@ -131,10 +134,9 @@ def _assert_same(study: Any, trials: list[FrozenTrial]) -> None:
         assert incremental == full  # every field, to the last bit
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     fresh = _SpaceOfStudy()
-    for t in complete:
-        fresh.add(t)
-    space = fresh.space()
-    assert completed_search_space(study, trials) == (space, fresh.activity(space))
+    fresh.add(trials)  # counts the COMPLETE ones
+    space, activity = fresh.space()
+    assert completed_search_space(study, trials) == (space, activity)
     # The parameters every completed trial has are Optuna's intersection search space.
     shared = {n: d for n, d in space.items() if fresh.present[n] == len(complete)}
     assert shared == intersection_search_space(complete)
@@ -158,24 +160,11 @@ def test_incremental_ledger_equals_the_full_recomputation(steps: list[Any]) -> N
             t = open_[which % len(open_)]
             trials[t.number] = _finish(t, FINISHED[choice % 3], cost, choice)
         elif kind == "die" and open_:
-            # Failed by heartbeat: no cost recorded.
+            # Failed by heartbeat: no cost recorded, perhaps its worker's last stamp.
             t = open_[which % len(open_)]
+            if choice % 2:
+                t.system_attrs[ALIVE_ATTR] = 0.25 + which
             trials[t.number] = _finish(t, TrialState.FAIL, cost, 0)
-        elif kind == "settle":
-            # A dead worker's failed trial charged to its last heartbeat after it was first
-            # seen unpriced (by this process's settle, which sets it on the cached object).
-            unpriced = [
-                t
-                for t in trials
-                if t.state == TrialState.FAIL
-                and "cost" not in t.user_attrs
-                and COST_SOURCE_ATTR not in t.system_attrs
-                and not t.system_attrs.get(SKIPPED_ATTR)
-            ]
-            if unpriced:
-                t = unpriced[which % len(unpriced)]
-                t.user_attrs["cost"] = 0.25 + which
-                t.system_attrs[COST_SOURCE_ATTR] = "heartbeat"
         elif kind == "part" and len(trials) > 1:
             # A list that is not the whole study (HyperbandPruner's bracket): summed in full,
             # and the kept state is left as it was.
@@ -206,7 +195,7 @@ def rdb_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return _pg.url_or_skip()
 
 
-def test_a_dead_trial_settled_by_another_worker_after_this_one_cached_it(rdb_url: str) -> None:
+def test_a_dead_trial_failed_after_this_worker_cached_it_running(rdb_url: str) -> None:
     name = f"incremental-{uuid.uuid4().hex[:8]}"
 
     def worker() -> optuna.Study:
@@ -218,33 +207,25 @@ def test_a_dead_trial_settled_by_another_worker_after_this_one_cached_it(rdb_url
         a, other = worker(), worker()
         for cost in (1.0, 2.5):
             done = a.ask()
+            mark_run(a, done)  # type: ignore[arg-type]
             done.set_user_attr("cost", cost)
             a.tell(done, 1.0)
         dead = a.ask()
-        a._storage.record_heartbeat(dead._trial_id)
+        mark_run(a, dead)  # type: ignore[arg-type]
+        a._storage.set_trial_system_attr(dead._trial_id, ALIVE_ATTR, 0.125)
         # Worker a sums the finished trials while the dead one still runs ...
         before = refresh_ledger(a, 100.0, "cost")
         assert (before.spent, before.n_finished, before.n_running) == (3.5, 2, 1)
-        time.sleep(1.2)
-        a._storage.record_heartbeat(dead._trial_id)
         time.sleep(0.3)
-        assert a._storage.set_trial_state_values(dead._trial_id, TrialState.FAIL)
-        # ... caches it failed and unpriced (a read of the study, no ledger) ...
-        cached = a._storage.get_all_trials(a._study_id, deepcopy=False)[dead.number]
-        assert cached.state == TrialState.FAIL and "cost" not in cached.user_attrs
-        # ... another worker settles it first ...
+        # ... another worker fails it (as fail_stale_trials does) ...
+        assert other._storage.set_trial_state_values(dead._trial_id, TrialState.FAIL)
+        # ... and both charge it its last stamp, as a full recomputation from a fresh read.
         settled = refresh_ledger(other, 100.0, "cost")
-        charge = settled.spent - 3.5
-        # Start to last heartbeat: about 1.5 s, less up to 1 s where the database stores the
-        # heartbeat's time to the second (SQLite).
-        assert 0.0 < charge < 3.0 and settled.n_finished == 3
-        # ... and worker a's incremental ledger takes the winner's charge, as a full
-        # recomputation from a fresh read does.
-        ledger = refresh_ledger(a, 100.0, "cost")
-        assert ledger == settled
+        assert (settled.spent, settled.n_finished) == (3.625, 3)
+        assert refresh_ledger(a, 100.0, "cost") == settled
         fresh = optuna.load_study(study_name=name, storage=rdb_url)
-        assert compute_ledger(fresh.get_trials(), 100.0, "cost") == settled
-        assert refresh_ledger(a, 100.0, "cost") == settled  # and stays so
+        rule = imported_rule(fresh, fresh.get_trials())
+        assert compute_ledger(fresh.get_trials(), 100.0, "cost", imported=rule) == settled
     finally:
         if rdb_url.startswith("postgresql"):
             optuna.delete_study(study_name=name, storage=rdb_url)

@@ -103,7 +103,8 @@ def test_real_dashboard_shows_costs_ledger_and_chart(tmp_path: Path) -> None:
     pytest.importorskip("plotly")
     url = f"sqlite:///{tmp_path / 'study.db'}"
     budget = 6.0
-    sampler = _DashboardSampler(budget=budget, n_startup_trials=3, seed=0)
+    # soft: the test is about the dashboard, not the hard budget
+    sampler = _DashboardSampler(budget=budget, n_startup_trials=3, seed=0, overrun_risk=None)
     study = optuna.create_study(sampler=sampler, storage=url, study_name="costbo-dashboard")
     study.optimize(_objective)  # stops by itself at the budget
 

@@ -141,3 +141,41 @@ def test_the_budget_is_one_more_factor_of_the_probability_of_feasibility() -> No
     both = constrained.with_budget(fit)
     np.testing.assert_allclose(both.pf(Z), constrained.pf(Z) * fit.pf(Z), rtol=1e-10)
     assert both.hypers == constrained.hypers
+
+
+def test_a_fixed_price_observed_is_known_exactly() -> None:
+    # Every observed cost 2.0: the GP's own deviation (its variance floors, about 1 % of the
+    # cost) would refuse a trial of 2.0 with exactly 2.0 left; the price is known instead.
+    rng = np.random.default_rng(8)
+    X = rng.random((12, 2))
+    cost = FittedLogCost(fit_gp(X, np.full(12, np.log(2.0)), rng=rng, min_noise_var=1e-4))
+    Z = rng.random((50, 2))
+    for tau, fits in ((2.0, True), (2.0 * (1.0 - 1e-6), False), (1.0, False), (7.0, True)):
+        fit = BudgetFit(cost, tau=tau, risk=0.05)
+        assert fit.exact
+        np.testing.assert_array_equal(fit.fits(Z), np.full(50, fits))
+        np.testing.assert_array_equal(fit.pf(Z), np.full(50, 1.0 if fits else 0.0))
+    # Two observations tell nothing of the spread: the GP's deviation stays.
+    two = FittedLogCost(fit_gp(X[:2], np.full(2, np.log(2.0)), rng=rng, min_noise_var=1e-4))
+    assert not BudgetFit(two, tau=2.0, risk=0.05).exact
+
+
+def test_a_nearly_fixed_price_is_predicted_within_its_spread() -> None:
+    # Costs 1 +- 1e-6: the quantile stays within a few spreads of the largest cost, so a
+    # budget left of 1.00001 takes one more trial, and 0.99 none.
+    rng = np.random.default_rng(9)
+    X = rng.random((30, 2))
+    log_c = np.log(1.0 + 1e-6 * rng.uniform(-1.0, 1.0, 30))
+    cost = FittedLogCost(fit_gp(X, log_c, rng=rng, min_noise_var=1e-4))
+    Z = rng.random((50, 2))
+    assert not BudgetFit(cost, tau=1.00001, risk=0.05).exact
+    assert BudgetFit(cost, tau=1.00001, risk=0.05).fits(Z).all()
+    assert not BudgetFit(cost, tau=0.99, risk=0.05).fits(Z).any()
+
+
+def test_a_cost_equal_to_the_budget_left_fits_up_to_the_ledgers_rounding() -> None:
+    cost = KnownCost(fn=lambda Z: np.full(len(Z), 0.1))
+    left = 3.0 - sum([0.1] * 29)  # 0.09999999999999876: the sum's rounding
+    assert left < 0.1
+    assert BudgetFit(cost, tau=left, risk=0.05).fits(np.zeros((1, 1))).all()
+    assert not BudgetFit(cost, tau=0.0999, risk=0.05).fits(np.zeros((1, 1))).any()

@@ -10,14 +10,13 @@ from scipy.stats import truncnorm
 
 from optuna_costbo._numerics.censored import impute_censored
 from optuna_costbo._numerics.censored import truncated_mean
-from optuna_costbo._numerics.curves import final_bounds
-from optuna_costbo._numerics.curves import impute_finals
+from optuna_costbo._numerics.curves import finals_and_bounds
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.models import build_models
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 def _curve(steps: list[int], values: list[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -58,9 +57,9 @@ def test_the_bound_is_the_last_report_plus_the_largest_completed_move() -> None:
         _curve([0, 2, 3], [3.0, 2.0, 1.0]),  # at step 1 its last report is step 0: -2.0
     ]
     stopped = [_curve([0, 1], [0.9, 0.7]), _curve([0, 1, 2], [5.0, 4.0, 3.0])]
-    bounds = final_bounds(complete, stopped)
+    bounds = finals_and_bounds(complete, stopped)[1]
     np.testing.assert_allclose(bounds, [0.7 - 2.0, 3.0 - 1.0])  # from step 2: -0.1, -0.2, -1.0
-    assert np.isnan(final_bounds([], stopped)).all()
+    assert np.isnan(finals_and_bounds([], stopped)[1]).all()
 
 
 def test_the_censored_value_is_the_posterior_mean_given_the_bound_by_monte_carlo() -> None:
@@ -134,7 +133,7 @@ def test_imputations_and_bounds_match_a_pair_by_pair_count_on_random_curves() ->
         return float(before[-1]) if before else float(curve[1][0])
 
     for (steps, values), finals, bound in zip(
-        stopped, impute_finals(complete, stopped), final_bounds(complete, stopped), strict=True
+        stopped, *finals_and_bounds(complete, stopped), strict=True
     ):
         moves = [c[1][-1] - value_at(c, steps[-1]) for c in complete]
         assert finals == pytest.approx(values[-1] + np.median(moves))

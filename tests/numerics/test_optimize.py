@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import itertools
 
+from _maximize import maximize_one
 import numpy as np
 import pytest
 
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 
 
 class _Quadratic:
@@ -53,7 +53,7 @@ def _two_bumps(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def test_finds_known_maximizer_of_smooth_functions() -> None:
     codec = BoxCodec([NumericParam(0.0, 1.0), NumericParam(-5.0, 5.0)])
-    z, value = maximize_acquisition(_two_bumps, codec, np.random.default_rng(0))
+    z, value = maximize_one(_two_bumps, codec, np.random.default_rng(0))
     np.testing.assert_allclose(z, [0.8, 0.25], atol=1e-3)
     assert value == pytest.approx(0.0, abs=1e-6)
 
@@ -68,7 +68,7 @@ def test_finds_known_maximizer_of_smooth_functions() -> None:
         return -np.einsum("md,de,me->m", d, f.A, d) + Z @ f.b, -2 * d @ f.A + f.b
 
     codec = BoxCodec([NumericParam(0.0, 1.0)] * 4)
-    z, _ = maximize_acquisition(g, codec, np.random.default_rng(1))
+    z, _ = maximize_one(g, codec, np.random.default_rng(1))
     np.testing.assert_allclose(z, z_star, atol=1e-3)
 
 
@@ -79,7 +79,7 @@ def test_maximizer_on_the_boundary() -> None:
     def f(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return -np.sum((Z - target) ** 2, axis=1), -2 * (Z - target)
 
-    z, _ = maximize_acquisition(f, codec, np.random.default_rng(2))
+    z, _ = maximize_one(f, codec, np.random.default_rng(2))
     np.testing.assert_allclose(z, [1.0, 0.4], atol=1e-3)
     assert codec.decode(z[None, :])[0, 0] == 1.0  # exactly the upper bound
 
@@ -100,7 +100,7 @@ def test_mixed_space_matches_brute_force(seed: int) -> None:
     grid = codec.encode(grid_values)  # (59136, D), every legal point
     f = _Quadratic(codec.dim, seed)
     best = f(grid)[0].max()
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(seed))
+    z, value = maximize_one(f, codec, np.random.default_rng(seed))
     # Batched and single-row evaluations may differ in the last ulp.
     assert value == pytest.approx(f(z[None, :])[0][0], rel=1e-14)
     assert value == pytest.approx(best, rel=0, abs=1e-12)
@@ -111,7 +111,7 @@ def test_mixed_space_with_floats_beats_dense_random_search() -> None:
         [NumericParam(0.0, 1.0), NumericParam(0, 7, integer=True), CategoricalParam(3)]
     )
     f = _Quadratic(codec.dim, seed=11)
-    _, value = maximize_acquisition(f, codec, np.random.default_rng(3))
+    _, value = maximize_one(f, codec, np.random.default_rng(3))
     dense = codec.random_points(200_000, np.random.default_rng(4))
     assert value >= f(dense)[0].max() - 1e-9
 
@@ -129,7 +129,7 @@ def test_result_is_a_legal_fixed_point_with_its_value(seed: int) -> None:
     ]
     codec = BoxCodec(params)
     f = _Quadratic(codec.dim, seed + 100)
-    z, value = maximize_acquisition(f, codec, rng, n_candidates=50, n_restarts=3)
+    z, value = maximize_one(f, codec, rng, n_candidates=50, n_restarts=3)
     assert z.shape == (codec.dim,)
     assert np.array_equal(codec.project(z[None, :])[0], z)
     assert np.isfinite(value)
@@ -148,7 +148,7 @@ def test_mostly_minus_inf_still_gives_a_finite_answer() -> None:
         grad[:, :2] = -2 * d
         return value, grad
 
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(f, codec, np.random.default_rng(0))
     assert np.isfinite(value)
     np.testing.assert_allclose(z[:2], centre, atol=1e-3)
     assert codec.decode(z[None, :])[0, 2] == 2.0
@@ -161,7 +161,7 @@ def test_no_finite_value_anywhere_returns_a_legal_point(bad: float) -> None:
     def f(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.full(len(Z), bad), np.full(Z.shape, bad)
 
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(f, codec, np.random.default_rng(0))
     assert value == -np.inf
     assert np.array_equal(codec.project(z[None, :])[0], z)
 
@@ -176,7 +176,7 @@ def test_nan_gradients_and_values_do_not_leak() -> None:
         grad[Z[:, 1] > 0.9] = np.nan
         return value, grad
 
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(f, codec, np.random.default_rng(0))
     assert np.isfinite(value)
     np.testing.assert_allclose(z, [0.6, 0.6], atol=1e-3)
 
@@ -186,7 +186,7 @@ def test_deterministic_for_a_fixed_seed() -> None:
         [NumericParam(0.0, 1.0), NumericParam(0, 9, integer=True), CategoricalParam(3)]
     )
     f = _Quadratic(codec.dim, seed=5)
-    runs = [maximize_acquisition(f, codec, np.random.default_rng(42)) for _ in range(2)]
+    runs = [maximize_one(f, codec, np.random.default_rng(42)) for _ in range(2)]
     assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
 
 
@@ -200,8 +200,8 @@ def test_extra_starts_reach_a_peak_the_screening_misses() -> None:
         e = np.exp(-np.sum(d**2, axis=1) / 1e-6)
         return e, -2 * d / 1e-6 * e[:, None]
 
-    _, without = maximize_acquisition(f, codec, np.random.default_rng(0))
-    z, value = maximize_acquisition(
+    _, without = maximize_one(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(
         f, codec, np.random.default_rng(0), extra_starts=(peak + 0.0005)[None, :]
     )
     assert without < 1e-3
@@ -226,8 +226,8 @@ def test_extra_starts_start_a_run_even_when_screening_ranks_them_low() -> None:
     start = peak + 0.03
     screened = f(codec.latin_hypercube_points(1024, np.random.default_rng(0)))[0]
     assert f(start[None, :])[0][0] < np.sort(screened)[-20]
-    _, without = maximize_acquisition(f, codec, np.random.default_rng(0))
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(0), extra_starts=start[None])
+    _, without = maximize_one(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(f, codec, np.random.default_rng(0), extra_starts=start[None])
     assert without == pytest.approx(0.5, abs=1e-6)
     assert value == pytest.approx(1.0, abs=1e-6)
     np.testing.assert_allclose(z, peak, atol=1e-3)
@@ -238,9 +238,9 @@ def test_value_only_function_gives_the_same_answer() -> None:
         [NumericParam(0.0, 1.0), NumericParam(0, 9, integer=True), CategoricalParam(3)]
     )
     f = _Quadratic(codec.dim, seed=8)
-    a = maximize_acquisition(f, codec, np.random.default_rng(1))
+    a = maximize_one(f, codec, np.random.default_rng(1))
     calls = f.calls
-    b = maximize_acquisition(f, codec, np.random.default_rng(1), fun=lambda Z: f(Z)[0])
+    b = maximize_one(f, codec, np.random.default_rng(1), fun=lambda Z: f(Z)[0])
     assert np.array_equal(a[0], b[0]) and a[1] == b[1]
     assert f.calls > calls
 
@@ -254,7 +254,7 @@ def test_with_real_gp_log_ei_beats_random_search() -> None:
     X = codec.random_points(40, rng)
     y = np.sin(5 * X[:, :4]).sum(axis=1) + X[:, 4]
     acq = LogEIPerCost(gp.fit_gp(X, y, rng=rng), float(y.min()))
-    z, value = maximize_acquisition(acq.value_and_grad, codec, rng, extra_starts=X[:3])
+    z, value = maximize_one(acq.value_and_grad, codec, rng, extra_starts=X[:3])
     assert value == pytest.approx(acq(z[None, :])[0], rel=1e-12)
     assert value >= acq(codec.random_points(20_000, rng)).max()
 
@@ -264,11 +264,11 @@ def test_invalid_arguments_raise() -> None:
     f = _Quadratic(1, seed=0)
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="n_restarts must be >= 1"):
-        maximize_acquisition(f, codec, rng, n_restarts=0)
+        maximize_one(f, codec, rng, n_restarts=0)
     with pytest.raises(ValueError, match="n_candidates must be >= 1"):
-        maximize_acquisition(f, codec, rng, n_candidates=0)
+        maximize_one(f, codec, rng, n_candidates=0)
     with pytest.raises(ValueError, match=r"extra_starts must have shape \(k, 1\)"):
-        maximize_acquisition(f, codec, rng, extra_starts=np.zeros((2, 3)))
+        maximize_one(f, codec, rng, extra_starts=np.zeros((2, 3)))
 
 
 def test_max_evals_caps_the_gradient_evaluations() -> None:
@@ -285,13 +285,9 @@ def test_max_evals_caps_the_gradient_evaluations() -> None:
     def values(Z: np.ndarray) -> np.ndarray:
         return -np.sum(scales * (Z - 0.3) ** 2, axis=1)
 
-    maximize_acquisition(f, codec, np.random.default_rng(0), fun=values)
+    maximize_one(f, codec, np.random.default_rng(0), fun=values)
     free = calls["n"]
     calls["n"] = 0
-    maximize_acquisition(f, codec, np.random.default_rng(0), fun=values, max_evals=5)
+    maximize_one(f, codec, np.random.default_rng(0), fun=values, max_evals=5)
     assert free > 20
-    from optuna_costbo._numerics.lbfgsb import batched
-
-    # Batched (scipy >= 1.15's core): the runs share calls; else each run in turn has the cap.
-    runs = 1 if batched() else 5
-    assert calls["n"] <= runs * (5 + 3)  # scipy checks the cap once per iteration
+    assert calls["n"] <= 5 + 3  # the runs share calls; scipy checks the cap once per iteration

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 CODEC = BoxCodec([NumericParam(0.0, 1.0), NumericParam(0.0, 1.0)])
@@ -139,10 +139,10 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset() -> None:
     from optuna_costbo._numerics import policy
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-    from optuna_costbo._numerics.policy import CostData
-    from optuna_costbo._numerics.policy import FitSchedule
-    from optuna_costbo._numerics.policy import ProposalRequest
-    from optuna_costbo._numerics.policy import WarmStart
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import FitSchedule
+    from optuna_costbo._numerics.request import ProposalRequest
+    from optuna_costbo._numerics.request import WarmStart
 
     schedule = FitSchedule(max_fit_points=20, refit_from=20, refit_growth=0.25)
     rng = np.random.default_rng(0)
@@ -163,7 +163,7 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset() -> None:
             warm=warm,
             schedule=schedule,
         )
-        out = policy.propose(request, eipu, np.random.default_rng(n))
+        out = policy.propose(request, policy.Plan(eipu), np.random.default_rng(n))
         assert out.objective_model.n == n and out.cost_model.model.n == n  # type: ignore[union-attr]
         if out.warm.objective_n == n:
             optimized_at.append(n)
@@ -185,7 +185,6 @@ def test_hyperparameters_are_kept_between_refits_past_the_fit_subset() -> None:
 def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     # Nothing affordable (tau < 0): the fallback is the best EI among the near-cheapest points.
     # Declared evaluated, that point must give way to the next best one.
-    from optuna_costbo._numerics.acquisition.rollout import PAPER
     from optuna_costbo._numerics.acquisition.rollout import rollout_choice
     from optuna_costbo._numerics.acquisition.screening import screen
     from optuna_costbo._numerics.gp.fit import fit_gp
@@ -199,7 +198,7 @@ def test_the_near_cheapest_fallback_never_proposes_an_evaluated_point() -> None:
     def choose(excluded: Any) -> Any:
         return rollout_choice(
             model, CODEC, np.random.default_rng(1), float(y.min()), -1.0, X[:2], known, pool,
-            horizon=2, n_samples=64, valuation=PAPER, excluded=excluded,
+            horizon=2, rate=False, last_overruns=False, excluded=excluded,
         )  # fmt: skip
 
     first = choose(None)
@@ -215,10 +214,10 @@ def test_models_are_conditioned_on_a_bounded_working_set() -> None:
     from optuna_costbo._numerics import policy
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-    from optuna_costbo._numerics.policy import CostData
-    from optuna_costbo._numerics.policy import FitSchedule
-    from optuna_costbo._numerics.policy import ProposalRequest
     from optuna_costbo._numerics.quick import quick_propose
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import FitSchedule
+    from optuna_costbo._numerics.request import ProposalRequest
 
     rng = np.random.default_rng(0)
     X = rng.random((100, 2))
@@ -234,7 +233,7 @@ def test_models_are_conditioned_on_a_bounded_working_set() -> None:
         schedule=FitSchedule(max_model_points=40),
     )
     eipu = make_acquisition("eipu", AcquisitionOptions())
-    out = policy.propose(request, eipu, np.random.default_rng(1))
+    out = policy.propose(request, policy.Plan(eipu), np.random.default_rng(1))
     fitted = out.fitted
     assert fitted is not None and fitted.n == 40
     assert out.cost_model.model.n == 40  # type: ignore[union-attr]
@@ -246,7 +245,7 @@ def test_models_are_conditioned_on_a_bounded_working_set() -> None:
     assert rows(X[best]) <= rows(fitted.X)  # the best quarter
     assert rows(X[np.setdiff1d(np.arange(100), best)[-10:]]) <= rows(fitted.X)  # the newest
     assert float(np.min(fitted.y)) == float(np.min(y))
-    again = policy.propose(request, eipu, np.random.default_rng(2), reuse=out)
+    again = policy.propose(request, policy.Plan(eipu), np.random.default_rng(2), reuse=out)
     assert again.fitted is fitted
     # The quick route keeps the same bound.
     quick = quick_propose(
@@ -256,7 +255,7 @@ def test_models_are_conditioned_on_a_bounded_working_set() -> None:
     assert quick.cost_model.model.n == 40  # type: ignore[union-attr]
     # Up to the bound, every observation.
     every = dataclasses.replace(request, schedule=FitSchedule(max_model_points=100))
-    assert policy.propose(every, eipu, np.random.default_rng(1)).fitted.n == 100  # type: ignore[union-attr]
+    assert policy.propose(every, policy.Plan(eipu), np.random.default_rng(1)).fitted.n == 100  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("fraction", [1.0, 0.3])

@@ -7,17 +7,17 @@ import numpy as np
 from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
-from optuna_costbo._numerics.policy import CostData
-from optuna_costbo._numerics.policy import ProposalRequest
-from optuna_costbo._numerics.policy import WarmStart
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
 from optuna_costbo._numerics.quick import QUEUE
 from optuna_costbo._numerics.quick import candidates
 from optuna_costbo._numerics.quick import quick_propose
 from optuna_costbo._numerics.quick import ranked
+from optuna_costbo._numerics.request import CostData
+from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import Route
+from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
 from optuna_costbo._numerics.search_space import rows_among
 
 

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 
 
 # ---------------------------------------------------------------- strategies
@@ -175,12 +175,38 @@ def test_generated_points_are_legal(params: list[Param], seed: int, n: int) -> N
         _assert_legal(params, codec.decode(pts))
 
 
+def _neighbors_one_at_a_time(codec: BoxCodec, z: np.ndarray) -> np.ndarray:
+    """The reference for discrete_neighbors_many: one point z (D,), one move at a time."""
+    v = codec.decode(np.asarray(z, dtype=float).reshape(1, codec.dim))[0]  # (P,)
+    rows: list[np.ndarray] = []
+    for i, num in codec._numeric:
+        if num.step is None or num.constant or np.isnan(v[i]):  # inactive: no neighbours
+            continue
+        k = round((v[i] - num.low) / num.step) if v[i] != num.top else num.n_steps
+        for kk in (k - 1, k + 1):
+            if 0 <= kk <= num.n_steps:
+                row = v.copy()
+                row[i] = num.top if kk == num.n_steps else num.low + kk * num.step
+                rows.append(row)
+    for i, cols in codec._categorical:
+        if np.isnan(v[i]):
+            continue
+        for c in range(len(cols)):
+            if c != v[i]:
+                row = v.copy()
+                row[i] = c
+                rows.append(row)
+    if not rows:
+        return np.empty((0, codec.dim))
+    return codec.encode(np.array(rows))
+
+
 @settings(max_examples=60, deadline=None)
 @given(params=param_lists, seed=st.integers(0, 2**32 - 1))
 def test_discrete_neighbors_change_one_parameter(params: list[Param], seed: int) -> None:
     codec = BoxCodec(params)
     z = codec.random_points(1, np.random.default_rng(seed))[0]
-    nbrs = codec.discrete_neighbors(z)
+    nbrs = _neighbors_one_at_a_time(codec, z)
     assert nbrs.shape[1] == codec.dim
     assert np.array_equal(codec.project(nbrs), nbrs)
     v0 = codec.decode(z[None, :])[0]
@@ -205,7 +231,7 @@ def test_neighbours_of_many_points_are_each_points_neighbours_in_order(
     codec = BoxCodec(params)
     Z = codec.random_points(n, np.random.default_rng(seed))
     got, owner = codec.discrete_neighbors_many(Z)
-    each = [codec.discrete_neighbors(z) for z in Z]
+    each = [_neighbors_one_at_a_time(codec, z) for z in Z]
     expected = np.vstack([np.zeros((0, codec.dim)), *each])
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(owner, np.repeat(np.arange(n), [len(e) for e in each]))
@@ -346,7 +372,7 @@ def test_non_param_is_a_type_error() -> None:
 def _conditional_codec() -> BoxCodec:
     # booster in {linear, tree, dart}; depth and eta for tree and dart; drop (and a nested
     # categorical "kind", itself under drop's parent) for dart only.
-    from optuna_costbo._numerics.search_space import Condition
+    from optuna_costbo._numerics.param_specs import Condition
 
     return BoxCodec(
         [
@@ -382,7 +408,7 @@ def test_inactive_parameters_decode_as_nan_and_encode_to_a_fixed_fill() -> None:
     other = codec.encode(np.array([[0, 11, 0.5, 0.9, 0, 0.2]]))
     np.testing.assert_array_equal(other, z[:1])
     # The fill of a numeric is its middle legal value, of a categorical a block of zeros.
-    mask = codec.inactive_columns(z)
+    mask = codec.deactivate_with_mask(z)[1]
     assert mask[0].sum() == 1 + 1 + 1 + 2 and mask[1].sum() == 1 + 2 and not mask[2].any()
     depth_col = codec.continuous_columns[1]
     assert codec.decode(np.where(mask, 0.0, z))[1, 1] == 4  # active values untouched
@@ -410,7 +436,7 @@ def test_generated_points_are_legal_with_conditions(make: str) -> None:
 def test_discrete_neighbours_switch_parents_and_stay_legal() -> None:
     codec = _conditional_codec()
     z = codec.encode(np.array([[1, 4, 0.01, np.nan, np.nan, 0.5]]))[0]
-    nbrs = codec.discrete_neighbors(z)
+    nbrs = _neighbors_one_at_a_time(codec, z)
     np.testing.assert_array_equal(codec.project(nbrs), nbrs)
     values = codec.decode(nbrs)
     as_dart = values[values[:, 0] == 2]
@@ -419,12 +445,12 @@ def test_discrete_neighbours_switch_parents_and_stay_legal() -> None:
     assert np.isnan(values[values[:, 0] == 0][0, 1:5]).all()  # linear switches them off
     Z = codec.random_points(5, np.random.default_rng(3))  # with and without the tree knobs
     many, owner = codec.discrete_neighbors_many(Z)
-    np.testing.assert_array_equal(many, np.vstack([codec.discrete_neighbors(z) for z in Z]))
+    np.testing.assert_array_equal(many, np.vstack([_neighbors_one_at_a_time(codec, z) for z in Z]))
     assert set(owner.tolist()) == set(range(5))
 
 
 def test_bad_conditions_are_refused_with_what_is_allowed() -> None:
-    from optuna_costbo._numerics.search_space import Condition
+    from optuna_costbo._numerics.param_specs import Condition
 
     params = [CategoricalParam(2), NumericParam(0.0, 1.0)]
     with pytest.raises(ValueError, match="categorical"):
@@ -443,7 +469,7 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
     # f rewards eta close to 1 and depth close to 12 strongly, but only a tree booster asks
     # them; a linear booster is best overall. The maximizer must be the legal linear point
     # (tree knobs at the fill), with f evaluated there, and match a brute-force search.
-    from optuna_costbo._numerics.optimize import maximize_acquisition
+    from _maximize import maximize_one
 
     codec = _conditional_codec()
     target = codec.encode(np.array([[0, np.nan, np.nan, np.nan, np.nan, 0.7]]))[0]
@@ -455,7 +481,7 @@ def test_the_optimizer_leaves_inactive_parameters_at_their_fill() -> None:
         values = -(diff**2).sum(axis=1) + 0.1 * (Z @ np.where(w < 0, 1.0, 0.0))
         return values, -2 * diff + 0.1 * np.where(w < 0, 1.0, 0.0)
 
-    z, value = maximize_acquisition(f, codec, np.random.default_rng(0))
+    z, value = maximize_one(f, codec, np.random.default_rng(0))
     np.testing.assert_array_equal(codec.project(z[None])[0], z)
     assert value == pytest.approx(float(f(z[None])[0][0]))
     brute = codec.random_points(20000, np.random.default_rng(1))

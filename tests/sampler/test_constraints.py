@@ -4,6 +4,7 @@ trials charged, a constraints_func that raises fails the trial but not the ledge
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
+from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._optuna_compat import trial_constraints
 
 
@@ -41,14 +43,20 @@ def test_constraints_are_stored_as_optunas_and_the_best_trial_is_feasible(
     )
     study = optuna.create_study(sampler=sampler)
     study.optimize(_objective)
-    for t in study.trials:
+    ran = _ran(study)
+    for t in ran:
         assert trial_constraints(t) == (pytest.approx(t.user_attrs["c"]),)
     assert study.best_trial.user_attrs["c"] <= 0.0  # Optuna's best_trial respects them
     assert study.best_value <= -0.9
     # Every trial is charged, feasible or not.
-    assert sampler.ledger(study).spent == pytest.approx(
-        sum(1.0 + t.params["x"] for t in study.trials)
-    )
+    assert sampler.ledger(study).spent == pytest.approx(sum(1.0 + t.params["x"] for t in ran))
+    # The trial the hard budget skipped at the end ran nothing: no constraint is asked of it.
+    assert all(trial_constraints(t) is None for t in study.trials if t not in ran)
+
+
+def _ran(study: optuna.Study) -> list[FrozenTrial]:
+    """The trials whose objective ran (not the one the sampler skipped when the study ended)."""
+    return [t for t in study.trials if not t.system_attrs.get(SKIPPED_ATTR)]
 
 
 # NOTE: the best feasible point (1, 0) lies on the constraint's boundary, and a sampler that
@@ -69,10 +77,10 @@ def _feasible_share_and_best(constrained: bool, seed: int) -> tuple[float, float
     )
     study = optuna.create_study(sampler=sampler)
     study.optimize(_objective)
-    model = study.trials[5:]
+    model = _ran(study)[5:]
     share = float(np.mean([t.user_attrs["c"] <= _NEAR for t in model]))
     best = min(
-        -(t.params["x"] + 0.6 * t.params["y"]) for t in study.trials if t.user_attrs["c"] <= 0
+        -(t.params["x"] + 0.6 * t.params["y"]) for t in _ran(study) if t.user_attrs["c"] <= 0
     )
     return share, best
 
@@ -151,7 +159,49 @@ def test_constraints_set_in_the_objective_are_modelled_without_a_constraints_fun
         study.optimize(objective)
         assert trial_constraints(study.trials[0]) is not None
         assert sum(study.best_params.values()) <= 1.0
-        shares.append(np.mean([sum(t.params.values()) <= 1.0 + _NEAR for t in study.trials[5:]]))
+        shares.append(np.mean([sum(t.params.values()) <= 1.0 + _NEAR for t in _ran(study)[5:]]))
     unconstrained = [_feasible_share_and_best(False, seed)[0] for seed in range(3)]
     assert np.mean(shares) > 0.6
     assert np.mean(shares) > np.mean(unconstrained) + 0.4
+
+
+def _quarter_circle(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    y = trial.suggest_float("y", 0.0, 1.0)
+    trial.set_user_attr("c", x * x + y * y - 0.5)  # the optimum (0.5, 0.5) on the boundary
+    report_cost(trial, 0.2)
+    return (x - 1.0) ** 2 + (y - 1.0) ** 2  # 0.5 there
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_at_an_optimum_on_the_boundary_later_proposals_are_feasible(seed: int) -> None:
+    # EI * PF is largest just outside the boundary; taken at 0 the proposals converged on it
+    # from outside (none of trials 20-39 feasible for these seeds).
+    sampler = CostRolloutSampler(8.0, seed=seed, constraints_func=_constraint)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_quarter_circle, n_trials=100)
+    ran = _ran(study)
+    assert len(ran) == 40
+    assert sum(t.user_attrs["c"] < 0.0 for t in ran[20:40]) >= 5
+    best = min(t.value for t in ran if t.user_attrs["c"] <= 0.0)
+    assert 0.5 <= best <= 0.5 + 1e-3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_infinite_value_next_to_the_minimum_does_not_keep_the_search_away(seed: int) -> None:
+    # +inf on (0.8, 0.95), next to the minimum at 1: clipped to the largest finite value it
+    # was a spike that kept every later proposal out of its neighbourhood.
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", -2.0, 2.0)
+        report_cost(trial, 1.0)
+        return math.inf if 0.8 < x < 0.95 else (x - 1.0) ** 2
+
+    sampler = CostRolloutSampler(30.0, seed=seed)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=100)
+    values = [t.value for t in _ran(study)]
+    first = next(i for i, v in enumerate(values) if math.isinf(v))  # stored as Optuna does
+    assert first < 10
+    xs = [t.params["x"] for t in _ran(study)[first + 1 :]]
+    assert sum(abs(x - 1.0) < 0.05 for x in xs) >= 5
+    assert study.best_value < 1e-3

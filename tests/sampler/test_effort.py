@@ -10,7 +10,8 @@ import pytest
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
-from optuna_costbo._ledger.sampler_time import charges_sampler_time
+from optuna_costbo._ledger.units import SamplerTimeCharge
+from optuna_costbo._ledger.units import charges_sampler_time
 from optuna_costbo._numerics.quick import QUEUE
 from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import Route
@@ -85,7 +86,7 @@ def test_the_charge_follows_where_the_costs_come_from() -> None:
     assert charges_sampler_time([_finished(None), wall]) is True
     assert charges_sampler_time([reported, wall]) is False  # the first priced trial decides
     assert charges_sampler_time([known]) is False
-    assert charges_sampler_time([wall], has_cost_fn=True) is False  # a cost_fn is not wall-clock
+    assert SamplerTimeCharge(has_cost_fn=True).resolve(0, [wall]) is False  # a cost_fn is not
     assert charges_sampler_time([]) is True  # nothing priced yet: as measured
 
 

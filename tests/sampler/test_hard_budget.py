@@ -5,8 +5,12 @@ remaining, spent and overrun read the same through the API, the study attrs and 
 
 from __future__ import annotations
 
+import inspect
 import io
 import math
+from pathlib import Path
+import subprocess
+import sys
 from typing import Any
 
 import optuna
@@ -134,7 +138,7 @@ def test_the_rollout_plans_with_the_hard_rule() -> None:
     real = rollout_mod.rollout_choice
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs["valuation"].last_overruns)
+        seen.append(kwargs["last_overruns"])
         return real(*args, **kwargs)
 
     with pytest.MonkeyPatch.context() as m:
@@ -208,3 +212,99 @@ def test_remaining_spent_and_overrun_agree_across_the_api_the_attrs_and_the_bar(
             assert ledger.overrun > 0.0 and ledger.remaining == 0.0
         else:
             assert ledger.overrun == 0.0
+
+
+def test_the_default_is_auto_hard_where_costs_are_reported() -> None:
+    assert inspect.signature(CostRolloutSampler).parameters["overrun_risk"].default == "auto"
+    sampler = CostRolloutSampler(budget=3.0, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_objective(report=True), n_trials=300)
+    assert study.user_attrs[RISK_ATTR] == 0.05
+
+
+def _epochs(trial: optuna.Trial) -> float:
+    epochs = trial.suggest_int("epochs", 1, 5)
+    lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+    report_cost(trial, float(epochs))  # priced in epochs
+    return 1.0 / epochs + (math.log10(lr) + 2.5) ** 2
+
+
+def test_an_epochs_priced_study_keeps_within_its_budget_by_default() -> None:
+    within = {"auto": 0, None: 0}
+    for risk in within:
+        for seed in range(5):
+            sampler = CostRolloutSampler(budget=10.0, seed=seed, overrun_risk=risk)
+            study = optuna.create_study(sampler=sampler)
+            study.optimize(_epochs, n_trials=100)
+            within[risk] += sampler.ledger(study).spent <= 10.0
+    assert within["auto"] >= 4
+    assert within[None] <= 2  # the soft budget's last trial overruns it
+
+
+@pytest.mark.parametrize("price", [1.0, 0.25])
+def test_a_fixed_price_buys_every_trial_the_budget_pays_for(price: float) -> None:
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", -5.0, 5.0)
+        report_cost(trial, price)
+        return (x - 1.0) ** 2
+
+    sampler = CostRolloutSampler(budget=30.0 * price, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=100)
+    done = study.get_trials(states=[TrialState.COMPLETE])
+    assert len(done) == 30
+    assert sampler.ledger(study).spent == pytest.approx(30.0 * price, rel=1e-12)
+    assert "the budget is spent" in str(sampler.stop_reason(study))
+
+
+@pytest.mark.parametrize("example", ["ask_and_tell.py", "constraints.py"])
+def test_the_examples_keep_within_a_small_budget(example: str, tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    storage = f"sqlite:///{tmp_path / 'x.db'}"
+    subprocess.run(
+        [sys.executable, str(repo / "examples" / example), "--budget", "5", "--storage", storage],
+        check=True,
+        capture_output=True,
+        cwd=repo,
+    )
+    study = optuna.load_study(study_name=None, storage=storage)
+    assert 0.0 < study.user_attrs[SPENT_ATTR] <= 5.0
+
+
+def test_imported_trials_take_none_of_the_risk_and_unpriced_ones_no_cost() -> None:
+    # Trials copied from a hard-budget study carry the overrun chances they took there, and a
+    # trial added without a cost has none: neither may shape this study's budget.
+    from optuna.distributions import FloatDistribution
+
+    from optuna_costbo._ledger.keys import OVERRUN_CHANCE_ATTR
+    from optuna_costbo._sampler.snapshot import risk_left
+
+    dist = {"x": FloatDistribution(0.0, 1.0)}
+    old = [
+        optuna.trial.create_trial(
+            params={"x": x},
+            distributions=dist,
+            value=(x - 0.3) ** 2,
+            user_attrs={"cost": 1.0 + 0.5 * x},
+            system_attrs={OVERRUN_CHANCE_ATTR: 0.05},
+        )
+        for x in (0.1, 0.5, 0.9)
+    ]
+    unpriced = optuna.trial.create_trial(params={"x": 0.7}, distributions=dist, value=0.16)
+    sampler = CostRolloutSampler(budget=5.0, seed=0, overrun_risk=0.05)
+    study = optuna.create_study(sampler=sampler)
+    study.add_trials([*old, unpriced])
+
+    def objective(trial: optuna.Trial) -> float:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        report_cost(trial, 1.0 + 0.5 * x)
+        return (x - 0.3) ** 2
+
+    study.optimize(objective)
+    ran = [t for t in study.trials[4:] if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(ran) >= 3 and 4.0 <= sampler.ledger(study).spent <= 5.0
+    frozen = study.trials
+    assert risk_left(0.05, frozen[:4], frozen[-1]) == pytest.approx(0.05 * 1e-3)  # all taken
+    imported = {t._trial_id for t in frozen[:4]}
+    rule = lambda t: t._trial_id in imported  # noqa: E731
+    assert risk_left(0.05, frozen[:4], frozen[-1], rule) == pytest.approx(0.05)

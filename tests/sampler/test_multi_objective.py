@@ -59,7 +59,8 @@ def _stop_at(budget: float) -> Any:
 
 def test_a_two_objective_study_stops_at_its_budget_and_stores_its_front() -> None:
     study = optuna.create_study(
-        directions=["minimize", "minimize"], sampler=CostRolloutSampler(budget=80.0, seed=0)
+        directions=["minimize", "minimize"],
+        sampler=CostRolloutSampler(budget=80.0, seed=0, overrun_risk=None),  # soft
     )
     study.optimize(_zdt1)  # no n_trials: the budget stops it
     spent = _spent(study)
@@ -78,7 +79,7 @@ def test_ehvi_finds_a_larger_hypervolume_than_random_search_at_equal_budget() ->
     for seed in range(3):
         volumes = []
         for sampler in (
-            CostRolloutSampler(budget=80.0, seed=seed),
+            CostRolloutSampler(budget=80.0, seed=seed, overrun_risk=None),  # soft, as random
             optuna.samplers.RandomSampler(seed=seed),
         ):
             study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
@@ -129,7 +130,8 @@ def test_a_maximized_objective_is_modelled_as_its_negation() -> None:
 
 def test_three_objectives_run_and_stop_with_the_front_growing() -> None:
     study = optuna.create_study(
-        directions=["minimize"] * 3, sampler=CostRolloutSampler(budget=40.0, seed=1)
+        directions=["minimize"] * 3,
+        sampler=CostRolloutSampler(budget=40.0, seed=1, overrun_risk=None),  # soft
     )
     study.optimize(_dtlz2)
     assert _spent(study) >= 40.0
@@ -144,7 +146,12 @@ def test_constraints_are_learned_for_several_objectives() -> None:
     def constraints(trial: FrozenTrial) -> list[float]:
         return [trial.params["x1"] - 0.5]  # feasible for x1 <= 0.5
 
-    sampler = CostRolloutSampler(budget=120.0, seed=2, constraints_func=constraints)
+    sampler = CostRolloutSampler(
+        budget=120.0,
+        seed=2,
+        constraints_func=constraints,
+        overrun_risk=None,  # soft
+    )
     study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
     study.optimize(_zdt1)
     later = study.trials[8:]
@@ -175,7 +182,7 @@ def test_two_workers_share_one_budget_on_one_storage(tmp_path: Any) -> None:
     study = optuna.create_study(
         directions=["minimize", "minimize"],
         storage=storage,
-        sampler=CostRolloutSampler(budget=60.0, seed=0),
+        sampler=CostRolloutSampler(budget=60.0, seed=0, overrun_risk=None),  # soft
     )
     study.optimize(_zdt1, n_jobs=2)
     spent = _spent(study)

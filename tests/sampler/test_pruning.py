@@ -245,7 +245,9 @@ def test_every_optuna_pruner_with_two_workers_keeps_the_ledger_and_informs_the_m
 
     pruner = _pruners()[name]()
     budget, cap = 80.0, 150
-    sampler = CostRolloutSampler(budget=budget, acquisition="eipu", seed=1, n_startup_trials=4)
+    sampler = CostRolloutSampler(  # soft: it runs until the budget is spent
+        budget=budget, acquisition="eipu", seed=1, n_startup_trials=4, overrun_risk=None
+    )
     # HyperbandPruner puts a trial in a bracket by a hash of the study's name: fixed here.
     study = optuna.create_study(
         sampler=sampler,
@@ -322,10 +324,19 @@ def test_a_wrapped_median_pruner_is_obeyed_only_at_informative_steps() -> None:
     assert not CostBudgetPruner(threshold, informative_steps=True).prune(study, frozen2)
 
 
+def completed_rank_correlation(
+    trials: Any, step: int, better_half_of: Any = None
+) -> tuple[float, int]:
+    """The pruner's correlation of the COMPLETE trials' values at ``step`` with their final
+    values (over the better half with a direction), and how many trials it is over."""
+    from optuna_costbo.pruner import _completed_pairs
+    from optuna_costbo.pruner import _pairs_correlation
+
+    return _pairs_correlation(*_completed_pairs(trials, step), better_half_of)
+
+
 @pytest.mark.parametrize("direction", ["minimize", "maximize"])
 def test_the_better_half_rank_correlation_against_a_brute_force_reference(direction: str) -> None:
-    from optuna_costbo.pruner import completed_rank_correlation
-
     rng = np.random.default_rng(5)
     curves = rng.random((13, 3))  # (n, S)
     study = reporting_study(curves, direction)
@@ -345,7 +356,6 @@ def test_the_better_half_rank_correlation_against_a_brute_force_reference(direct
 
 def test_a_step_that_ranks_the_worse_half_from_the_better_does_not_inform() -> None:
     from optuna_costbo.pruner import _step_informs
-    from optuna_costbo.pruner import completed_rank_correlation
 
     # Step 1 puts the worse half of 12 trials behind the better half (rho >= 0.5 over all of
     # them) but ranks the better half backwards; step 2 ranks both.

@@ -139,12 +139,12 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
 ) -> None:
     # The quick route (sampler time charged, trials of milliseconds) builds its models with
     # models.build_models too: the new cost model steers it as it steers the full route.
-    from optuna_costbo._numerics.policy import CostData
-    from optuna_costbo._numerics.policy import ProposalRequest
-    from optuna_costbo._numerics.policy import WarmStart
+    from optuna_costbo._numerics.param_specs import NumericParam
     from optuna_costbo._numerics.quick import quick_propose
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import ProposalRequest
+    from optuna_costbo._numerics.request import WarmStart
     from optuna_costbo._numerics.search_space import BoxCodec
-    from optuna_costbo._numerics.search_space import NumericParam
 
     X = np.array([[0.05], [0.15], [0.3], [0.4], [0.5], [0.95], [1.0], [0.2]])  # (8, 1)
     y = (X[:, 0] - 0.7) ** 2

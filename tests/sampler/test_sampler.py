@@ -39,7 +39,8 @@ def synthetic(trial: optuna.Trial) -> float:
 
 @pytest.mark.parametrize("acquisition", ["ei", "eipu", "ei-cool"])
 def test_synthetic_problem_stops_by_itself_at_the_budget(acquisition: str) -> None:
-    sampler = CostRolloutSampler(budget=150.0, acquisition=acquisition, seed=1)
+    # Soft (the hard default stops short of the budget: tests/sampler/test_hard_budget.py).
+    sampler = CostRolloutSampler(budget=150.0, acquisition=acquisition, seed=1, overrun_risk=None)
     study = optuna.create_study(sampler=sampler)
     study.optimize(synthetic)  # neither n_trials nor timeout
 
@@ -200,7 +201,9 @@ def test_bad_reported_cost_fails_the_trial_with_a_warning_and_the_run_goes_on(
     last = study.trials[-1]
     assert last.state == TrialState.COMPLETE  # Optuna stores the state; the sampler cannot
     assert last.system_attrs[INVALID_COST_ATTR] == repr(bad)
-    assert 0.0 < last.user_attrs["cost"] < 1.0  # charged its (short) wall-clock time instead
+    # Charged in the reported unit: the median reported cost so far, not its seconds.
+    assert last.user_attrs["cost"] == 1.0
+    assert last.system_attrs[COST_SOURCE_ATTR] == "estimated"
     spent = sampler.ledger(study).spent
     assert math.isfinite(spent)
     assert spent == pytest.approx(2.0 + last.user_attrs["cost"])
@@ -261,8 +264,8 @@ def test_reopened_study_continues_from_the_stored_ledger(tmp_path: Path) -> None
     study.optimize(synthetic, n_trials=1)
     spent_first = sum(t.user_attrs["cost"] for t in study.trials)
 
-    again = optuna.load_study(
-        study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0)
+    again = optuna.load_study(  # soft: it runs until the budget is spent
+        study_name="s", storage=storage, sampler=CostRolloutSampler(budget=20.0, overrun_risk=None)
     )
     assert again.sampler.remaining_budget(again) == pytest.approx(max(20.0 - spent_first, 0.0))  # type: ignore[attr-defined]
     again.optimize(synthetic)
@@ -357,7 +360,13 @@ def test_known_cost_function_is_charged_and_no_cost_model_is_fitted() -> None:
         calls.append(params)
         return 1.0 + 4.0 * params["x"]
 
-    sampler = CostRolloutSampler(budget=20.0, cost_fn=cost_fn, seed=0, n_startup_trials=3)
+    sampler = CostRolloutSampler(
+        budget=20.0,
+        cost_fn=cost_fn,
+        seed=0,
+        n_startup_trials=3,
+        overrun_risk=None,  # soft
+    )
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", 0.0, 1.0) - 0.8) ** 2)
     costs = [t.user_attrs["cost"] for t in study.trials]
@@ -377,7 +386,12 @@ def test_state_dependent_cost_is_charged_from_the_previous_trial() -> None:
         return 0.1 + abs(params["x"] - start)
 
     sampler = CostRolloutSampler(
-        budget=3.0, cost_fn=moving_cost, seed=0, n_startup_trials=3, acquisition="rollout"
+        budget=3.0,
+        cost_fn=moving_cost,
+        seed=0,
+        n_startup_trials=3,
+        acquisition="rollout",
+        overrun_risk=None,  # soft: every trial runs (the hard default skips the last)
     )
     study = optuna.create_study(sampler=sampler)
     study.optimize(lambda t: (t.suggest_float("x", -1.0, 1.0) - 0.7) ** 2)
@@ -428,14 +442,7 @@ def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
     )
     study = optuna.create_study(sampler=sampler)
     for x in (0.1, 0.9):
-        study.add_trial(
-            optuna.create_trial(
-                params={"x": x},
-                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
-                value=x,
-                user_attrs={"cost": 6.0},
-            )
-        )
+        _run_enqueued(study, x, cost=6.0)
     optuna.logging.enable_propagation()
     try:
         with caplog.at_level("INFO", logger="optuna"):
@@ -453,6 +460,16 @@ def test_unaffordable_suggestion_is_logged_once_per_study_at_info(
     assert "remaining budget, 3 of 15" in said[0].getMessage()
 
 
+def _run_enqueued(study: optuna.Study, x: float, cost: float) -> None:
+    """A trial at ``x`` of value ``x`` and cost ``cost``, run under the budget (an added
+    trial would be imported, not charged)."""
+    study.enqueue_trial({"x": x})
+    trial = study.ask()
+    trial.suggest_float("x", 0, 1)
+    trial.set_user_attr("cost", cost)
+    study.tell(trial, x)
+
+
 def _package_records(caplog: pytest.LogCaptureFixture, verbosity: int) -> list[str]:
     """The package's log messages (under either logger namespace) of one suggestion that
     finds the budget buys no more trials (the paper's rule, 1 left), at ``verbosity``."""
@@ -460,14 +477,7 @@ def _package_records(caplog: pytest.LogCaptureFixture, verbosity: int) -> list[s
         budget=15.0, seed=0, n_startup_trials=1, acquisition="rollout-paper"
     )
     study = optuna.create_study(sampler=sampler)
-    study.add_trial(
-        optuna.create_trial(
-            params={"x": 0.5},
-            distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
-            value=0.5,
-            user_attrs={"cost": 14.0},
-        )
-    )
+    _run_enqueued(study, 0.5, cost=14.0)
     optuna.logging.enable_propagation()
     before = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(verbosity)
@@ -559,7 +569,7 @@ def test_a_missing_dashboard_package_is_named_once_per_study(
 def test_hyperband_bracket_studies_still_stop_at_the_budget() -> None:
     # HyperbandPruner hands the sampler per-bracket study views without the optimize loop's
     # thread-local state: the budget must still end study.optimize.
-    sampler = CostRolloutSampler(budget=5.0, seed=0, n_startup_trials=2)
+    sampler = CostRolloutSampler(budget=5.0, seed=0, n_startup_trials=2, overrun_risk=None)
     pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9)
     study = optuna.create_study(sampler=sampler, pruner=pruner)
 

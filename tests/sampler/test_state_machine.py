@@ -9,8 +9,9 @@ prunes itself or returns NaN), enqueue parameters, fix parameters (``PartialFixe
 object on the same journal file (nothing cached per storage object survives), and a second
 sampler on the same study. After every step:
 
-- the ledger of each sampler equals a brute-force sum over the stored trials, and so does the
-  study's ``cost_spent`` after a trial;
+- the ledger of each sampler equals a brute-force sum over the stored trials that a sampler
+  started (added trials are imported, not charged), and so does the study's ``cost_spent``
+  after a trial;
 - no trial ran its objective after the budget was spent, and such trials cost nothing; except
   under ask-and-tell and for a trial whose parameters were all enqueued or fixed (documented),
   or all single-valued (Optuna then never asks the sampler: a gap, see
@@ -51,6 +52,8 @@ import pytest
 from optuna_costbo import CostRolloutSampler
 from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
+from optuna_costbo._ledger.keys import RUN_ATTR
+from optuna_costbo._ledger.keys import RUNNER_ATTR_PREFIX
 from optuna_costbo._ledger.keys import SAMPLER_SECONDS_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
@@ -183,12 +186,17 @@ def _brute_charge(trial: FrozenTrial) -> float:
     return max(seconds - float(trial.system_attrs.get(SAMPLER_SECONDS_ATTR, 0.0)), 0.0)
 
 
-def _brute_spent(trials: list[FrozenTrial], exclude: int | None = None) -> float:
+def _brute_spent(
+    trials: list[FrozenTrial], runners: set[str], exclude: int | None = None
+) -> float:
+    """What the trials that a sampler started (their token is one of the study's
+    ``runners``) spent; added trials are imported, not charged."""
     finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
     return math.fsum(
         _brute_charge(t)
         for t in trials
         if t._trial_id != exclude
+        and t.system_attrs.get(RUN_ATTR) in runners
         and (
             t.state in finished
             or (t.state == TrialState.RUNNING and COST_SOURCE_ATTR in t.system_attrs)
@@ -244,6 +252,7 @@ class World:
             acquisition=acquisition,
             n_startup_trials=n_startup,
             seed=self.config["seed"] + which,
+            overrun_risk=None,  # the soft budget's rules are the ones checked below
         )
 
     def _new_storage(self) -> optuna.storages.BaseStorage:
@@ -259,6 +268,13 @@ class World:
 
     def close(self) -> None:
         self._dir.cleanup()
+
+    def runners(self) -> set[str]:
+        """The tokens of the processes whose sampler started trials (study system attrs)."""
+        attrs = self.storage.get_study_system_attrs(self.studies[0]._study_id)
+        return {
+            k.removeprefix(RUNNER_ATTR_PREFIX) for k in attrs if k.startswith(RUNNER_ATTR_PREFIX)
+        }
 
     def trials(self) -> list[FrozenTrial]:
         return self.studies[0].get_trials(deepcopy=False)
@@ -282,7 +298,9 @@ class World:
                 params[f"p{branch}"] = _suggest(trial, f"p{branch}", self.dists[f"p{branch}"])
             # The objective's real work starts here: was the budget already spent?
             spent = _brute_spent(
-                self.storage.get_all_trials(self.studies[0]._study_id), exclude=trial._trial_id
+                self.storage.get_all_trials(self.studies[0]._study_id),
+                self.runners(),
+                exclude=trial._trial_id,
             )
             exempt = not loop or all(name in fixed or self.dists[name].single() for name in params)
             if spent >= self.budget and not exempt:
@@ -305,7 +323,7 @@ class World:
         self._run(self.studies[which], cost, outcome, set())
 
     def _run(self, study: optuna.Study, cost: float, outcome: str, fixed: set[str]) -> None:
-        spent = _brute_spent(self.trials())
+        spent = _brute_spent(self.trials(), self.runners())
         study.optimize(
             self._objective(cost, outcome, fixed, loop=True), n_trials=1, catch=(RuntimeError,)
         )
@@ -386,7 +404,7 @@ class World:
     def check(self) -> None:
         assert not self.errors, self.errors
         trials = self.trials()
-        spent = _brute_spent(trials)
+        spent = _brute_spent(trials, self.runners())
         for study in self.studies:
             ledger = study.sampler.ledger(study)  # type: ignore[attr-defined]
             assert ledger.spent == pytest.approx(spent, rel=1e-12, abs=1e-12)

@@ -165,11 +165,12 @@ def test_a_lower_exchange_rate_buys_more_trials_and_a_better_value() -> None:
 def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
     from optuna_costbo._numerics.acquisition.registry import make_acquisition
     from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
-    from optuna_costbo._numerics.policy import CostData
-    from optuna_costbo._numerics.policy import ProposalRequest
+    from optuna_costbo._numerics.param_specs import NumericParam
+    from optuna_costbo._numerics.policy import Plan
     from optuna_costbo._numerics.policy import propose
+    from optuna_costbo._numerics.request import CostData
+    from optuna_costbo._numerics.request import ProposalRequest
     from optuna_costbo._numerics.search_space import BoxCodec
-    from optuna_costbo._numerics.search_space import NumericParam
 
     X = np.array([[0.05], [0.25], [0.5], [0.7], [0.95]])
     y = np.sin(6 * X[:, 0])
@@ -184,7 +185,7 @@ def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
     )
     for name in ("ei", "eipu", "rollout"):
         proposal = propose(
-            request, make_acquisition(name, AcquisitionOptions()), np.random.default_rng(0)
+            request, Plan(make_acquisition(name, AcquisitionOptions())), np.random.default_rng(0)
         )
         grid = np.linspace(0.0, 1.0, 20001)[:, None]
         mean, var = proposal.objective_model.predict(grid)
@@ -193,12 +194,17 @@ def test_the_best_rate_is_the_brute_force_maximum_of_ei_per_unit_cost() -> None:
         assert proposal.best_log_rate == pytest.approx(math.log(brute), abs=1e-4), name
 
 
-def test_the_budget_ends_it_first_and_says_so() -> None:
-    sampler = CostRolloutSampler(8.0, value_per_cost=1e-9, seed=0)
+@pytest.mark.parametrize(
+    ("overrun_risk", "reason"),
+    [("auto", "no configuration's cost fits the budget left"), (None, "the budget is spent")],
+)
+def test_the_budget_ends_it_first_and_says_so(overrun_risk: str | None, reason: str) -> None:
+    # Reported costs: "auto" is the hard budget, which stops before the spend reaches it.
+    sampler = CostRolloutSampler(8.0, value_per_cost=1e-9, seed=0, overrun_risk=overrun_risk)
     study = optuna.create_study(sampler=sampler)
     study.optimize(_objective)
     assert sampler.stop_reason(study) is not None
-    assert sampler.stop_reason(study).startswith("the budget is spent")  # type: ignore[union-attr]
+    assert sampler.stop_reason(study).startswith(reason)  # type: ignore[union-attr]
 
 
 def test_under_ask_and_tell_the_reason_is_recorded_and_the_trial_runs() -> None:

@@ -1,31 +1,5 @@
-"""Expected hypervolume improvement (EHVI) for independent Gaussian objectives, minimized.
-
-Over disjoint boxes ``[l_b, u_b]`` covering the non-dominated part of the reference box
-(:func:`..pareto.non_dominated_boxes`), the hypervolume improvement of an outcome ``y`` is
-
-    HVI(y) = sum_b prod_j (u_bj - max(l_bj, y_j))_+ .
-
-For ``l < u``, ``(u - max(l, y))_+ = (u - y)_+ - (l - y)_+``. With independent
-``Y_j ~ N(mu_j, s_j^2)`` the expectation of each product is the product of expectations, and
-``E[(b - Y_j)_+] = s_j h((b - mu_j) / s_j)`` with ``h(z) = phi(z) + z Phi(z)`` (EI's), so
-
-    EHVI = sum_b prod_j s_j [h(zu_bj) - h(zl_bj)],  zu = (u - mu) / s,  zl = (l - mu) / s,
-
-exact for any number of objectives: Emmerich et al., "Hypervolume-based expected improvement:
-monotonicity properties and exact computation" (CEC 2011) for two objectives over the sorted
-strips, Yang et al., "Efficient computation of expected hypervolume improvement using box
-decomposition algorithms" (J. Glob. Optim. 2019) for more. :func:`log_ehvi` evaluates it in
-log space (:func:`.ei.log_h`), so that it neither underflows nor loses its gradient far from
-the front.
-
-NOTE(ehvi): with independent objectives the closed form is exact for every m and costs
-O(n B m) for n points and B boxes, against quasi-Monte Carlo's O(n S B m) for S draws over the
-same boxes (Daulton et al., "Differentiable expected hypervolume improvement for parallel
-multi-objective Bayesian optimization", NeurIPS 2020; about 0.2 % off at S = 8192 on the
-tests' 3- and 4-objective problems), so :class:`LogEHVIPerCost` uses the closed form for every
-m. The QMC estimate, the form that extends to correlated outcomes and batches, is the tests'
-second reference beside brute-force Monte Carlo (tests/helpers/_ehvi_qmc.py).
-"""
+"""Exact EHVI of independent Gaussian objectives (minimized) over the non-dominated boxes,
+``sum_b prod_j s_j [h(zu_bj) - h(zl_bj)]`` with EI's h, in log space (Yang et al., JOGO 2019)."""
 
 from __future__ import annotations
 
@@ -46,25 +20,10 @@ from optuna_costbo._numerics.pareto import non_dominated_boxes
 from optuna_costbo._numerics.pareto import reference_point
 
 
-__all__ = [
-    "LogEHVIPerCost",
-    "ehvi",
-    "log_ehvi",
-    "log_ehvi_and_grad",
-]
-
-# NOTE(ehvi): standard-deviation floor, the square root of ei.py's variance floor (1e-100):
-# z stays finite and the closed form tends to HVI(mean) as the deviation vanishes.
+# NOTE(ehvi): the std floor is the square root of ei.py's variance floor; z is clipped so
+# that z^2 stays finite; the (points, boxes, objectives) arrays are formed in chunks.
 _MIN_STD = 1e-50
-# NOTE(ehvi): z is clipped to +-1e150 so that z^2 stays finite (log_h clips below alike); the
-# clip binds only for |b - mu| > 1e100 std.
 _Z_MAX = 1e150
-# NOTE(ehvi): the QMC log EHVI floors each per-objective overlap at 1e-300 (Optuna's logehvi
-# clamps it at 1e-12 alike), so that every log is finite: a draw outside a box then adds at
-# most 1e-300 times the box's other widths, far below any improvement that matters; a point
-# whose draws all miss every box gets a log EHVI near -690 per missed objective, flat there.
-# NOTE(ehvi): the (points, draws or boxes, boxes, objectives) arrays are formed in chunks of
-# points holding at most about 4 million entries.
 _CHUNK_ENTRIES = 1 << 22
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -73,7 +32,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 def _check(
     mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Float arrays mean (n, m), std (n, m) floored at 1e-50, lower (B, m), upper (B, m)."""
+    """Float arrays mean (n, m), std (n, m) floored, lower (B, m), upper (B, m), checked."""
     mean = np.asarray(mean, dtype=float)
     std = np.asarray(std, dtype=float)
     lower = np.asarray(lower, dtype=float)
@@ -103,11 +62,7 @@ def _chunks(n: int, per_point: int) -> range:
 def _log_terms(
     mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``log T`` (n, B, m), ``zl`` and ``zu`` (n, B, m), ``T = s (h(zu) - h(zl))``.
-
-    ``log(h(zu) - h(zl)) = log h(zu) + log1mexp(log h(zl) - log h(zu))`` (h increases);
-    an unbounded lower side (``zl = -inf``) gives ``log h(zl)`` about -5e299 and a log1mexp of 0.
-    """
+    """``log T``, ``zl`` and ``zu``, each (n, B, m), ``T = s (h(zu) - h(zl))`` by log1mexp."""
     s = std[:, None, :]  # (n, 1, m)
     zu = np.clip((upper[None] - mean[:, None, :]) / s, -_Z_MAX, _Z_MAX)  # (n, B, m)
     zl = np.clip((lower[None] - mean[:, None, :]) / s, -np.inf, _Z_MAX)  # (n, B, m)
@@ -120,20 +75,8 @@ def _log_terms(
 def log_ehvi(
     mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray
 ) -> np.ndarray:
-    """log EHVI at n points, exact, finite everywhere: (n,).
-
-    Args:
-        mean: Predictive means of the m objectives, (n, m), each minimized.
-        std: Predictive standard deviations, (n, m), >= 0 (floored at 1e-50).
-        lower: Lower corners of disjoint non-dominated boxes, (B, m), may be -inf.
-        upper: Upper corners, (B, m), finite, above ``lower``.
-
-    Returns:
-        ``log E[HVI(Y)]`` for independent ``Y_j ~ N(mean_j, std_j^2)``, (n,). Its accuracy
-        is relative ~1e-12 per box and objective while ``(u - l) / std`` is not tiny; for a
-        box much narrower than the deviation, log1mexp of a near-zero difference of two logs
-        loses ``log10(|log h| / difference)`` digits.
-    """
+    """log EHVI (n,) of means and stds (n, m) over boxes ``[lower, upper]`` (B, m) (lower may
+    be -inf), finite everywhere; accurate to ~1e-12 unless a box is far narrower than the std."""
     mean, std, lower, upper = _check(mean, std, lower, upper)
     n, m = mean.shape
     out = np.empty(n)  # (n,)
@@ -142,15 +85,6 @@ def log_ehvi(
         sl = slice(start, start + step)
         log_t = _log_terms(mean[sl], std[sl], lower, upper)[0]  # (c, B, m)
         out[sl] = logsumexp(log_t.sum(axis=2), axis=1)
-    return out
-
-
-def ehvi(mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """EHVI at n points, exact: ``exp(log_ehvi)``, (n,) (see :func:`log_ehvi` for the args).
-
-    Underflows to 0 far inside the dominated region; an optimizer needs :func:`log_ehvi`.
-    """
-    out: np.ndarray = np.exp(log_ehvi(mean, std, lower, upper))
     return out
 
 
@@ -179,13 +113,8 @@ def _log_dPhi(zl: np.ndarray, zu: np.ndarray) -> np.ndarray:
 def log_ehvi_and_grad(
     mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """log EHVI (n,) and its derivatives with respect to ``mean`` and ``std`` (n, m) each.
-
-    With ``T_bj = s_j (h(zu) - h(zl))``: ``dT/dmu = -(Phi(zu) - Phi(zl))`` and
-    ``dT/ds = phi(zu) - phi(zl)``; ``d log EHVI = sum_b w_b dT_bj / T_bj`` with ``w`` the
-    softmax over boxes of ``sum_j log T_bj``, every ratio formed in log space. The derivative
-    with respect to a variance is ``d/ds / (2 s)``. Arguments as :func:`log_ehvi`.
-    """
+    """log EHVI (n,) and its derivatives (n, m) with respect to ``mean`` and ``std``: a softmax
+    over boxes of ``dT / T``, every ratio formed in log space."""
     mean, std, lower, upper = _check(mean, std, lower, upper)
     n, m = mean.shape
     value, g_mean, g_std = np.empty(n), np.empty((n, m)), np.empty((n, m))
@@ -204,41 +133,9 @@ def log_ehvi_and_grad(
 
 
 class LogEHVIPerCost:
-    """log EHVI(x) - cost_exponent * mu_logc(x) with one independent model per objective, to
-    be maximized over the box, as :class:`.ei.LogEIPerCost` is for one objective.
-
-    The boxes are those of the observed values' Pareto front below the reference point
-    (:func:`..pareto.reference_point` of them unless ``ref`` is given), built once. The cost
-    exponent is 0 for log EHVI, 1 for EHVI per unit cost, and the remaining budget's fraction
-    for its cooled form (:func:`.ei.cool_exponent`, Lee et al. 2020).
-
-    Args:
-        models: One model per objective (m of them), each minimized; ``predict`` gives the
-            latent posterior in the units of ``observed``.
-        observed: Observed objective values, (n, m), n >= 1.
-        ref: Reference point (m,); default :func:`..pareto.reference_point` of ``observed``.
-        cost_model: Model of log cost (its mean is used); required when
-            ``cost_exponent != 0``.
-        cost_exponent: Exponent of the cost, finite and >= 0. Default 0.
-        feasibility: The constraints' (and a hard budget's) probability of feasibility:
-            ``log PF`` is added. With it, ``observed`` may have no rows (no feasible
-            observation yet): the value is then ``log PF - cost_exponent * mu_logc`` alone.
-
-    Example:
-        >>> import numpy as np
-        >>> class Model:
-        ...     def __init__(self, column):
-        ...         self.column = column
-        ...     def predict(self, Xq, return_grad=False):
-        ...         mean, var = Xq[:, self.column], np.full(len(Xq), 0.04)
-        ...         if not return_grad:
-        ...             return mean, var
-        ...         return mean, var, np.eye(Xq.shape[1])[[self.column] * len(Xq)], 0 * Xq
-        >>> observed = np.array([[0.2, 0.8], [0.5, 0.5], [0.8, 0.2]])
-        >>> acq = LogEHVIPerCost([Model(0), Model(1)], observed)
-        >>> values, grads = acq.value_and_grad(np.array([[0.3, 0.3], [0.9, 0.9]]))
-        >>> bool(values[0] > values[1]), grads.shape
-        (True, (2, 2))
+    """``log EHVI(x) [+ log PF(x)] - cost_exponent * log c(x)`` with one model per objective,
+    over the boxes of ``observed`` (n, m) below ``ref`` (default
+    :func:`..pareto.reference_point`); no observation (with ``feasibility``): PF alone.
     """
 
     def __init__(
@@ -289,10 +186,7 @@ class LogEHVIPerCost:
         return value
 
     def value_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Values (k,) and gradients with respect to Z (k, D) at box points Z (k, D).
-
-        ``d/dZ = sum_j g_mean_j dmean_j + g_std_j dvar_j / (2 std_j)``.
-        """
+        """Values (k,) and gradients (k, D) at box points Z (k, D)."""
         if self.empty:
             value, grad = np.zeros(len(Z)), np.zeros(Z.shape)  # (k,), (k, D)
         else:

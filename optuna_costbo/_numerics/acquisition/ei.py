@@ -1,19 +1,5 @@
-"""Expected improvement in log space, EI per unit cost and EI-cool (minimization convention).
-
-For a Gaussian posterior ``Y ~ N(mean, var)`` and an incumbent ``best`` (the smallest observed
-value), the expected improvement is
-
-    EI = E[max(best - Y, 0)] = sigma * h(z),   z = (best - mean) / sigma,
-    h(z) = phi(z) + z * Phi(z),
-
-with ``phi`` and ``Phi`` the standard normal density and distribution function. EI underflows
-to 0 far from the incumbent (``z`` below about -38), where its gradient is useless to an
-optimizer; :func:`log_ei` computes ``log EI`` stably for every ``z``, following Ament et al.,
-"Unexpected Improvements to Expected Improvement for Bayesian Optimization" (NeurIPS 2023).
-
-Cost-aware acquisitions are formed in log space by :class:`LogEIPerCost`:
-``log EI(x) - cost_exponent * log c(x)``, with ``log c(x)`` the mean of a GP on log-cost.
-"""
+"""EI (minimization), log EI stable for every z (Ament et al., NeurIPS 2023), and EI per unit
+cost in log space, ``log EI - e * log c``."""
 
 from __future__ import annotations
 
@@ -28,32 +14,18 @@ from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.cost_model import shares_objective
 
 
-__all__ = [
-    "LogCostModel",
-    "LogEIPerCost",
-    "PosteriorModel",
-    "cool_exponent",
-    "ei",
-    "log1mexp",
-    "log_ei",
-    "log_ei_and_grad",
-    "log_h",
-]
+__all__ = ["LogEIPerCost", "cool_exponent", "ei", "log1mexp", "log_ei", "log_ei_and_grad", "log_h"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)  # c1 in Ament et al.
 _LOG_SQRT_HALF_PI = 0.5 * math.log(0.5 * math.pi)  # c2 in Ament et al.
 _SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-# NOTE(acq): variance floor of the plain EI: sqrt stays positive, z finite.
 _TINY_VAR = 1e-300
 
-# NOTE(acq): branch points of log h(z). Above -1, h = phi + z Phi loses at most a factor 3 to
-# cancellation. In (-30, -1], h = phi(z) * (1 - |z| sqrt(pi/2) erfcx(|z| / sqrt 2)) (Ament et al.,
-# eq. 9); the bracket suffers cancellation growing like eps * z^2 (<= 2e-13 at z = -30). Below -30
-# the asymptotic series h = phi(z) / z^2 * sum_k (-1)^k (2k+1)!! / z^(2k) (from the Mills ratio)
-# is used; its 8 terms leave a truncation error below 1e-16 there. The branches meet to 2e-13
-# absolute at z = -30 (5e-16 relative) and exactly at z = -1.
+# NOTE(acq): branches of log h(z): the closed form above -1; phi(z) (1 - |z| sqrt(pi/2)
+# erfcx(|z| / sqrt 2)) in (-30, -1] (Ament et al., eq. 9); below -30 the asymptotic series
+# (8 terms, truncation below 1e-16). They meet to 5e-16 relative at -30, exactly at -1.
 _Z_UPPER = -1.0
 _Z_TAIL = -30.0
 # (2k+1)!! for k = 0..7: h(z) z^2 / phi(z) ~ 1 - 3 w + 15 w^2 - ..., w = 1 / z^2.
@@ -61,21 +33,17 @@ _H_SERIES = np.array([1.0, -3.0, 15.0, -105.0, 945.0, -10395.0, 135135.0, -20270
 # (2k-1)!! for k = 0..7: Phi(z) |z| / phi(z) ~ 1 - w + 3 w^2 - 15 w^3 + ...
 _PHI_SERIES = np.array([1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0])
 
-# NOTE(acq): z is clipped at -1e150 so that z^2 stays finite: log EI there is about -5e299, far
-# below any value an optimizer compares with, but still finite and with a finite gradient.
+# NOTE(acq): z is clipped so that z^2 stays finite (log EI ~ -5e299, with a finite gradient).
 _Z_MIN = -1e150
-# NOTE(acq): variance floor (original units) against division by zero; GPModel already clips the
-# latent variance at 1e-12 of the signal variance, so this binds only for degenerate models.
 _MIN_VAR = 1e-100
 
 
 def cool_exponent(remaining: float, budget: float) -> float:
-    """EI-cool's cost exponent alpha = remaining / total budget, clipped to [0, 1].
+    """EI-cool's cost exponent remaining / budget in [0, 1] (Lee et al. 2020): EI per unit cost
+    at the start, EI at the end; 1 without a budget.
 
-    NOTE: EI-cool (Lee et al., "Cost-aware Bayesian optimization", 2020): EI / c^alpha is EI
-    per unit cost at the start of the budget and EI at its end. The rollout cools its rates
-    with the same exponent, and the quick route uses it too. Without a budget (an infinite
-    one: a stopping rule ends the study) it stays 1, EI per unit cost.
+    >>> cool_exponent(25.0, 100.0), cool_exponent(5.0, float("inf"))
+    (0.25, 1.0)
     """
     if not math.isfinite(budget):
         return 1.0
@@ -100,14 +68,9 @@ def log1mexp(x: np.ndarray) -> np.ndarray:
 
 
 def _log_h_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """log h(z), Phi(z) / h(z) and phi(z) / h(z), all (m,), stable for every z.
-
-    ``d log h / dz = Phi / h`` since h'(z) = Phi(z).
-    """
-    # NOTE(acq): each branch is evaluated on the whole array with z clamped into its own range
-    # (so no branch warns) and the results are merged with np.where; absent branches are
-    # skipped. For the few points an L-BFGS-B iteration evaluates this is 3-4x faster than
-    # boolean-mask indexing.
+    """log h(z), Phi(z) / h(z) (= d log h / dz) and phi(z) / h(z), all (m,), for every z."""
+    # NOTE(acq): each branch on the whole array, z clamped into its range, merged by np.where:
+    # faster than mask indexing for the few points of an L-BFGS-B iteration.
     z = np.maximum(z, _Z_MIN)
     zu = np.maximum(z, _Z_UPPER)
     phi_u = np.exp(-0.5 * zu * zu - _LOG_SQRT_2PI)
@@ -144,10 +107,7 @@ def _log_h_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def log_h(z: np.ndarray) -> np.ndarray:
-    """log h(z), h(z) = phi(z) + z Phi(z) = E[max(Z + z, 0)] for Z ~ N(0, 1): (m,) -> (m,).
-
-    Finite for every finite z (z is clipped at -1e150), accurate to ~1e-13 relative.
-    """
+    """log h(z), h(z) = phi(z) + z Phi(z) = E[max(Z + z, 0)]: (m,) -> (m,), ~1e-13 relative."""
     return _log_h_parts(np.asarray(z, dtype=float))[0]
 
 
@@ -164,28 +124,15 @@ def _standardize(
 
 
 def log_ei(mean: np.ndarray, var: np.ndarray, best: float | np.ndarray) -> np.ndarray:
-    """log E[max(best - Y, 0)] for Y ~ N(mean, var), stable for any z = (best - mean) / sigma.
-
-    Args:
-        mean: Posterior means, shape (m,).
-        var: Posterior variances, shape (m,), floored at 1e-100.
-        best: Incumbent (smallest observed value), a float or an array broadcastable to (m,).
-
-    Returns:
-        log EI, shape (m,); finite wherever the inputs are finite.
-    """
+    """log EI (m,) of N(mean (m,), var (m,)) below ``best`` (float or (m,)), finite everywhere."""
     z, sigma, _ = _standardize(mean, var, best)
     out: np.ndarray = _log_h_parts(z)[0] + np.log(sigma)
     return out
 
 
 def ei(mean: np.ndarray, var: np.ndarray, best: np.ndarray | float) -> np.ndarray:
-    """EI = sigma (phi(z) + z Phi(z)), z = (best - mean) / sigma; any broadcastable shapes.
-
-    The plain closed form, clipped at 0: it underflows far below the incumbent, which is
-    harmless for an argmax over many points and for averages of rewards (the rollout's use);
-    an optimizer needs :func:`log_ei` instead.
-    """
+    """EI = sigma (phi(z) + z Phi(z)), any broadcastable shapes: underflows far below the
+    incumbent (fine for argmaxes and averages; an optimizer needs :func:`log_ei`)."""
     sigma = np.sqrt(np.maximum(var, _TINY_VAR))
     z = (best - mean) / sigma
     h = np.exp(-0.5 * z * z) * _INV_SQRT_2PI + z * ndtr(z)
@@ -196,102 +143,34 @@ def ei(mean: np.ndarray, var: np.ndarray, best: np.ndarray | float) -> np.ndarra
 def log_ei_and_grad(
     mean: np.ndarray, var: np.ndarray, best: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """log EI and its analytic derivatives with respect to ``mean`` and ``var``.
-
-    With z = (best - mean) / sigma:
-    ``d log EI / d mean = -(Phi(z) / h(z)) / sigma`` and
-    ``d log EI / d var = (phi(z) / h(z)) / (2 var)``, both formed without overflow.
-
-    Args:
-        mean: Posterior means, shape (m,).
-        var: Posterior variances, shape (m,).
-        best: Incumbent, float or broadcastable to (m,).
-
-    Returns:
-        ``(log_ei (m,), dlog_ei/dmean (m,), dlog_ei/dvar (m,))``.
-    """
+    """log EI (m,) and its derivatives (m,) with respect to ``mean`` and ``var``."""
     z, sigma, var_ = _standardize(mean, var, best)
     lh, Phi_over_h, phi_over_h = _log_h_parts(z)
     return lh + np.log(sigma), -Phi_over_h / sigma, phi_over_h / (2.0 * var_)
 
 
 class PosteriorModel(Protocol):
-    """What an acquisition needs from a model (:class:`.gp.GPModel` fits)."""
-
     def predict(self, Xq: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
         """``(mean (m,), var (m,))``, plus ``(dmean (m, D), dvar (m, D))`` if ``return_grad``."""
         ...
 
 
 class Feasible(Protocol):
-    """What an acquisition needs of the constraints (:class:`..feasibility.Feasibility`)."""
-
     def log_pf(self, Z: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
         """``log PF (m,)``, plus its gradient ``(m, D)`` if ``return_grad``."""
         ...
 
 
 class LogCostModel(Protocol):
-    """What an acquisition needs from a cost model (:class:`.cost_model.CostModel` fits)."""
+    def log_cost(self, Z: np.ndarray) -> np.ndarray: ...  # (m, D) -> (m,)
 
-    def log_cost(self, Z: np.ndarray) -> np.ndarray:
-        """Predicted log cost at box points Z (m, D): (m,)."""
-        ...
-
-    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Predicted log cost (m,) and its gradient (m, D)."""
-        ...
+    def log_cost_and_grad(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class LogEIPerCost:
-    """log EI(x) - cost_exponent * mu_logc(x), to be maximized over the box.
-
-    ``mu_logc`` is the posterior mean of a GP fitted to log-cost, so the predicted cost is
-    ``c(x) = exp(mu_logc(x))`` and the acquisition is ``log(EI(x) / c(x) ** cost_exponent)``:
-
-    * ``cost_exponent = 0``: log EI (the cost model, if any, is ignored);
-    * ``cost_exponent = 1``: log EIpu, "EI per unit cost" computed in log space as
-      ``log EI - log c``, which keeps its maximizer where EI underflows;
-    * ``cost_exponent = alpha`` in (0, 1): EI-cool (CArBO, Lee et al. 2020), with ``alpha`` the
-      remaining budget over the total budget, which cools from EIpu to EI as budget is spent.
-
-    With constraints (``feasibility``), ``log PF(x)`` is added: log of EI times the
-    probability of feasibility; with ``best=None`` (no feasible point known yet) the value is
-    ``log PF - cost_exponent * mu_logc``, feasibility alone.
-
-    Args:
-        model: Objective model; ``predict`` gives the latent posterior in original units.
-        best: Incumbent, the smallest observed objective value (original units), finite;
-            ``None`` only with ``feasibility``, while no observation is feasible.
-        cost_model: Model of log-cost (its mean is used); required when
-            ``cost_exponent != 0``.
-        cost_exponent: Exponent of the cost, finite and >= 0. Default 0 (plain log EI). An
-            array (m,) gives each row of the points the acquisition is called on its own
-            exponent (several acquisitions in one batch, see :func:`.optimize.maximize_each`).
-        feasibility: The constraints' probability of feasibility (:mod:`..feasibility`).
-
-    Raises:
-        ValueError: If ``best`` or ``cost_exponent`` is invalid, or a cost exponent is given
-            without a cost model.
-
-    Example:
-        >>> import numpy as np
-        >>> class Model:
-        ...     def predict(self, Xq, return_grad=False):
-        ...         mean, var = Xq.sum(axis=1), np.ones(len(Xq))
-        ...         if not return_grad:
-        ...             return mean, var
-        ...         return mean, var, np.ones_like(Xq), np.zeros_like(Xq)
-        >>> class LogCost:
-        ...     def log_cost(self, Z):
-        ...         return Z[:, 0]
-        ...     def log_cost_and_grad(self, Z):
-        ...         return Z[:, 0], np.eye(Z.shape[1])[[0] * len(Z)]
-        >>> acq = LogEIPerCost(Model(), best=0.0, cost_model=LogCost(), cost_exponent=1.0)
-        >>> values, grads = acq.value_and_grad(np.array([[0.1, 0.2], [0.5, 0.5]]))
-        >>> values.shape, grads.shape
-        ((2,), (2, 2))
-    """
+    """``log EI(x) [+ log PF(x)] - cost_exponent * log c(x)`` at box points: log EI (exponent
+    0), EI per unit cost (1) or EI-cool (remaining / budget); ``best=None``: PF alone. An array of
+    exponents (m,) gives each row of the points its own (:meth:`for_rows`)."""
 
     def __init__(
         self,
@@ -334,13 +213,8 @@ class LogEIPerCost:
         )
 
     def for_rows(self, which: np.ndarray) -> LogEIPerCost:
-        """This acquisition with the cost exponents ``cost_exponent[which]`` (m,) (one per
-        row of the points it is then called on), as constructing it with them, without
-        checking them again (they were checked with the rest).
-
-        NOTE: a batch of L-BFGS-B runs under several exponents evaluates a new subset of
-        rows in every round; a new acquisition per round spent most of its time on the checks.
-        """
+        """This acquisition with the exponents ``cost_exponent[which]`` (m,), unchecked: a batch
+        of L-BFGS-B runs asks for new rows every round, where the checks dominated."""
         exponents = self.cost_exponent
         if not isinstance(exponents, np.ndarray):
             raise ValueError("for_rows needs an array of cost exponents")

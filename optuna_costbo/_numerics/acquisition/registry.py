@@ -1,10 +1,5 @@
-"""The acquisitions users can name, and how a name becomes a strategy.
-
-Adding an acquisition: write its class (see :class:`.strategies.AcquisitionStrategy`) in a
-module of its own or beside its relatives, and add it to :data:`ACQUISITIONS` below.
-
-This module imports only numpy (through the strategies).
-"""
+"""The acquisitions users can name: a new one is a class satisfying
+:class:`.strategies.AcquisitionStrategy` added to :data:`ACQUISITIONS`."""
 
 from __future__ import annotations
 
@@ -20,8 +15,6 @@ from optuna_costbo._numerics.acquisition.strategies import EICool
 from optuna_costbo._numerics.acquisition.strategies import EIPerCost
 
 
-__all__ = ["ACQUISITIONS", "make_acquisition"]
-
 #: Acquisition name -> strategy class, in the order the documentation lists them.
 ACQUISITIONS: dict[str, type[AcquisitionStrategy]] = {
     cls.name: cls for cls in (Rollout, PaperRollout, EI, EIPerCost, EICool)
@@ -31,21 +24,15 @@ ACQUISITIONS: dict[str, type[AcquisitionStrategy]] = {
 def make_acquisition(
     name: str, options: AcquisitionOptions, *, given: Collection[str] = ()
 ) -> AcquisitionStrategy:
-    """The strategy registered as ``name``, built from ``options``.
-
-    ``given``: the names of the options the user set. Those the strategy does not read
-    (its ``uses_options``; a strategy without it reads them all) draw one ``UserWarning``.
-
-    Raises:
-        ValueError: If no acquisition has that name; the message lists the names allowed.
-    """
+    """The strategy named ``name`` built from ``options``; the options the user set (``given``)
+    that it does not read draw one ``UserWarning``."""
     try:
         cls = ACQUISITIONS[name]
     except (KeyError, TypeError):
         raise ValueError(
             f"acquisition must be one of {', '.join(map(repr, ACQUISITIONS))}, got {name!r}"
         ) from None
-    used = getattr(cls, "uses_options", ("horizon", "n_samples"))
+    used = getattr(cls, "uses_options", ("horizon",))
     ignored = [option for option in given if option not in used]
     if ignored:
         readers = [

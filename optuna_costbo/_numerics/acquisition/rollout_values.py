@@ -1,26 +1,6 @@
-"""The CMDP rollout acquisition of Lee et al. (UAI 2021), vectorized over candidates and samples.
-
-For a first action x that the remaining budget tau affords, the value of rolling out the base
-policy for h steps is
-
-    Lambda_h(x) = EI(x | D) + E[ sum_{t=1}^{h-1} r_t ],
-
-where one simulated trajectory draws y_0 ~ p(y | x, D), conditions the model on it, pays
-c(x), then for t = 1..h-1 picks x_t, the maximizer of the base acquisition among the points
-still affordable (EI per unit cost for t < h-1, EI for the last step), draws y_t, collects
-r_t = max(y*_t - y_t, 0), conditions and pays. A trajectory stops when nothing is affordable.
-
-How it is made fast (each choice is checked against a slow plain reference in the tests):
-
-- All actions live on one finite set P of points: the first actions A (rows ``:n_first``) and
-  the inner candidates (the rest, plus A itself). The joint posterior over P is computed once;
-  conditioning on a fantasy at a point of P is then a rank-one update of the mean vector and of
-  the variances over P, O(|P|) per step, never a refactorization.
-- The expectation is a quasi-Monte Carlo average over the SAME scrambled-Sobol normal draws
-  for every first action (common random numbers), so Lambda_h is a deterministic function
-  whose differences between actions are far less noisy than its values.
-- The first step's reward is EI(x) in closed form (a control variate for r_0) and so is the
-  last step's (EI at the chosen point), so the draws have h - 1 dimensions, not h + 1.
+"""Lambda_h(x) = EI(x) + E[r_1 + ... + r_{h-1}] of the CMDP rollout (Lee et al., UAI 2021) on a
+finite action set: rank-one fantasy updates over the set, common QMC draws for every action,
+each checked against a plain one-trajectory-at-a-time reference in the tests.
 """
 
 from __future__ import annotations
@@ -37,26 +17,18 @@ from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.cost_model import COST_FLOOR
 
 
-__all__ = ["PairCost", "qmc_normals", "rollout_values"]
-
-
-PairCost = Callable[[np.ndarray], np.ndarray]
-"""``rows (k,) indices into P -> (k, |P|)``: cost of moving from each row's point to each point."""
+PairCost = Callable[[np.ndarray], np.ndarray]  # rows (k,) into P -> (k, |P|) costs of moving
 
 _TINY_VAR = 1e-300
-# NOTE: below this z, exp(-z^2 / 2) (< e^-760) and ndtr(z) (erfc's underflow branch, from
-# z < -37.7) are exactly 0.0, so EI's closed form is exactly 0.0 (tested).
+# NOTE: below this z, exp(-z^2 / 2) and ndtr(z) are exactly 0.0, so EI is exactly 0.0 (tested).
 _Z_ZERO = -39.0
 
 
 def qmc_normals(n_samples: int, horizon: int, seed: int | np.random.Generator) -> np.ndarray:
-    """Scrambled Sobol points mapped through the normal inverse CDF: (n_samples, max(h-1, 1)).
-
-    One column per drawn step: y_0, ..., y_{h-2} (the last step's reward is in closed form).
-    """
+    """Scrambled Sobol normals (n_samples, max(h-1, 1)), one column per drawn step y_0..y_{h-2}
+    (the last step's reward is in closed form)."""
     dim = max(horizon - 1, 1)
-    # NOTE: draw the next power of two (Sobol's balance needs it; scipy warns otherwise) and
-    # keep the first n_samples points.
+    # The next power of two (Sobol's balance), the first n_samples kept.
     m = max(int(n_samples) - 1, 0).bit_length()
     u = qmc.Sobol(d=dim, scramble=True, seed=seed).random_base2(m)[:n_samples]  # (N, h-1)
     u = np.clip(u, 1e-10, 1.0 - 1e-10)
@@ -86,65 +58,20 @@ def rollout_values(
     *,
     pair_cost: PairCost | None = None,
     first_cost: np.ndarray | None = None,  # (n_first,) cost of the first actions
-    noise_free: bool = False,
-    per_unit_cost: bool = False,
+    rate: bool = False,
     last_overruns: bool = False,
-    best_prefix: bool = False,
     cost_exponent: float = 1.0,
     feasible: np.ndarray | None = None,  # (P,) probability of feasibility
 ) -> np.ndarray:
-    """Lambda_h for each first action ``P[:n_first]``; -inf where the first action is unaffordable.
+    """Lambda_h (n_first,) of the first actions ``P[:n_first]``, -inf where unaffordable
+    (minimization: rewards are improvements below ``best``; a step starts where the budget left
+    covers its cost, or with ``last_overruns`` wherever budget is left).
 
-    Minimization convention: rewards are improvements below ``best``. Every point of P may be
-    chosen by the base policy at the inner steps.
-
-    Args:
-        mean: Posterior mean of the objective over the action set, shape (P,).
-        cov: Joint posterior covariance over the action set, shape (P, P).
-        noise_var: Observation noise variance used when conditioning on fantasies.
-        best: Incumbent (smallest observed value).
-        n_first: Number of first actions; they are the first rows of the action set.
-        cost: Predicted cost of each action, shape (P,), or ``None`` when ``pair_cost`` gives
-            state-dependent costs.
-        tau: Remaining budget.
-        horizon: h >= 1.
-        normals: Standard normal QMC draws, shape (N, max(h-1, 1)), shared by all actions.
-        pair_cost: State-dependent costs: row indices into P -> cost of moving from each to
-            every point of P, shape (k, P).
-        first_cost: Cost of each first action, shape (n_first,); required with ``pair_cost``
-            (it depends on the last evaluated point), else ``cost[:n_first]``.
-        noise_free: Condition each fantasy as a noise-free value of the latent objective (the
-            value drawn). The paper's estimator (default ``False``) draws the latent value but
-            conditions on it as a noisy observation, which loses posterior variance when the
-            noise is not negligible: Var(m') + E[v'] < v.
-        per_unit_cost: Return Lambda_h per unit of budget the trajectory consumes (its summed
-            costs; the whole remaining budget ``tau`` where the trajectory ends with budget
-            that buys nothing more, since that budget is lost), a ratio of QMC averages. Under
-            a uniform cost the consumed budget is the same for every first action and the
-            argmax is Lambda_h's; with h = 1 and budget to spare it is EI per unit cost.
-        last_overruns: The budget rule of a study that stops once its budget is spent: a step
-            may start whenever some budget is left, whatever it costs (the last one overruns
-            the budget), instead of only when the budget left covers its cost (the paper's
-            rule, default). Per unit cost, a trajectory that spends the whole budget consumes
-            ``tau`` (the overrun is not budget the rest of the run could have used).
-        best_prefix: With ``per_unit_cost``, value a first action by the best rate over the
-            trajectory's prefixes, max over k < h of (EI + E[r_1 + ... + r_k]) / E[budget
-            consumed by steps 0..k], instead of the whole trajectory's rate. A first action
-            whose own improvement per unit cost is high keeps that rate, not diluted by the
-            steps after it; one whose value lies in what it makes possible keeps the h-step
-            rate. This is the ratio rule for a chain of jobs (Sidney, Oper. Res. 23(2), 1975):
-            the order minimizing weighted completion time, here the area under the
-            best-value-against-cost curve, values a chain by its best prefix ratio.
-        cost_exponent: With ``per_unit_cost``, divide by the budget consumed to this power
-            alpha in [0, 1] (1: a rate; 0: Lambda_h, cost-blind but for truncation). The
-            rollout cools it as EI-cool does, alpha = remaining / total budget.
-        feasible: With constraints, each action's probability of feasibility, shape (P,): an
-            improvement counts as much as its point is likely feasible (the first step's EI,
-            the base policy's choices and the rewards; the incumbent is updated as if the
-            point were feasible, an optimistic simplification).
-
-    Returns:
-        Lambda_h (or Lambda_h per unit cost), shape (n_first,).
+    ``pair_cost``: state-dependent costs instead of ``cost`` (with ``first_cost``). ``rate``:
+    the shipped value (docs/design-decisions.md, "The default acquisition"): fantasies on the
+    latent value drawn (keeping the total variance), divided by the budget consumed (all of
+    ``tau`` when the rest buys nothing) to the power ``cost_exponent``, the best over the
+    trajectory's prefixes (Sidney's ratio rule). ``feasible`` (P,): improvements weighted by PF.
     """
     if horizon < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}")
@@ -166,27 +93,18 @@ def rollout_values(
     if not affordable0.any():
         return values
     if horizon == 1:
-        if not per_unit_cost:
+        if not rate:
             return values
-        prev1 = np.arange(B)[:, None]  # (B, 1)
         left = (tau - first_cost)[:, None]  # (B, 1)
-        consumed = _consumed(
-            first_cost[:, None],
-            left,
-            prev1,
-            np.ones_like(left, bool),
-            tau,
-            cost,
-            pair_cost,
-            last_overruns,
-        )  # (B, 1)
+        consumed = _consumed(  # (B, 1)
+            first_cost[:, None], left, np.arange(B)[:, None], np.ones_like(left, bool), tau,
+            cost, pair_cost, last_overruns,
+        )  # fmt: skip
         return np.where(affordable0, ei0 / consumed[:, 0] ** cost_exponent, -np.inf)
 
-    # NOTE: fantasies. The paper's estimator draws the latent value and conditions on it as a
-    # noisy observation (sd0 includes the noise); noise_free conditions on the latent value
-    # itself, which keeps the total variance: Var(m') + E[v'] = v. A jitter far below any
-    # variance that matters keeps the division finite where the posterior variance is ~0.
-    cond_noise = 1e-12 * float(np.max(var0)) if noise_free else noise_var
+    # NOTE: the paper conditions a fantasy as a noisy observation (sd0 includes the noise); the
+    # rate on the latent value itself, with a jitter that keeps the division finite.
+    cond_noise = 1e-12 * float(np.max(var0)) if rate else noise_var
     # Step 0: draw y_0 at each first action and condition the whole action set on it.
     sd0 = np.sqrt(var0[:B] + cond_noise)  # (B,)
     y = mean[:B, None] + np.sqrt(var0[:B])[:, None] * normals[None, :, 0]  # (B, N)
@@ -203,7 +121,7 @@ def rollout_values(
     total = np.zeros((B, N))  # (B, N) summed rewards of steps 1..h-1
     spent = np.broadcast_to(first_cost[:, None], (B, N)).copy()  # (B, N)
     prefix_rates = []  # (B,) each: the rate of the prefixes that end before the last step
-    if per_unit_cost and best_prefix:
+    if rate:
         consumed0 = _consumed(spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns)
         prefix_rates.append(ei0 / consumed0.mean(axis=1) ** cost_exponent)
 
@@ -226,7 +144,7 @@ def rollout_values(
         has = _take(afford, j) if afford.shape[-1] > 1 else afford[..., 0]  # (B, N)
         if last:
             total += np.where(has, gain_j, 0.0)
-            if per_unit_cost:
+            if rate:
                 step_cost = np.where(has, _take(c_next, j), 0.0)
                 spent = spent + step_cost
                 budget_left = budget_left - step_cost
@@ -253,7 +171,7 @@ def rollout_values(
         spent = spent + np.where(has, _take(c_next, j), 0.0)
         prev = j
         alive = alive & has
-        if per_unit_cost and best_prefix:
+        if rate:
             consumed_t = _consumed(
                 spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
             )  # (B, N)
@@ -261,16 +179,14 @@ def rollout_values(
                 (ei0 + total.mean(axis=1)) / consumed_t.mean(axis=1) ** cost_exponent
             )
 
-    if not per_unit_cost:
+    if not rate:
         values = np.where(affordable0, ei0 + total.mean(axis=1), -np.inf)
         return values
-    consumed = _consumed(
-        spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns
-    )  # (B, N)
-    rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1) ** cost_exponent  # (B,)
+    consumed = _consumed(spent, budget_left, prev, alive, tau, cost, pair_cost, last_overruns)
+    best_rate = (ei0 + total.mean(axis=1)) / consumed.mean(axis=1) ** cost_exponent  # (B,)
     for prefix_rate in prefix_rates:
-        rate = np.maximum(rate, prefix_rate)
-    return np.where(affordable0, rate, -np.inf)
+        best_rate = np.maximum(best_rate, prefix_rate)
+    return np.where(affordable0, best_rate, -np.inf)
 
 
 def _base_policy(
@@ -282,21 +198,10 @@ def _base_policy(
     feasible: np.ndarray | None = None,  # (P,) probability of feasibility, or None
     spare_m: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The base policy's step in every trajectory: the index j (B, N) of the affordable point
-    with the largest EI (times its probability of feasibility, with ``feasible``; per unit
-    cost, with ``cost``), 0 where none is affordable, and that EI (times PF) at j (B, N).
-    Exactly the argmax of :func:`.ei.ei` (times PF) over all P points. ``spare_m``: ``m`` may
-    be overwritten (the caller needs it no more).
-
-    NOTE: EI = s h(z) with z = (y* - m) / s and h(z) = phi(z) + z Phi(z) <= max(z, 0) +
-    phi(z) / (1 + z^2) (from the Mills-ratio bound Phi(z) >= phi(z) |z| / (1 + z^2) for
-    z <= 0, and h(z) = z + h(-z)). The bound needs no Phi, whose erfc is most of EI's time;
-    in each trajectory, a point whose bound is below the exact EI of the point with the
-    largest bound cannot be the argmax, and Phi is evaluated only at the points that remain
-    (a few of ~100 in each trajectory, measured).
-    """
-    # The (B, N, P) arrays are formed in place: fresh arrays of this size cost more in page
-    # faults than in arithmetic (measured, 3x).
+    """The base policy's step in every trajectory: the index j (B, N) of the affordable point of
+    largest EI (times PF; per unit cost with ``cost``), 0 where none is, and that EI at j (B, N).
+    NOTE: a Mills-ratio bound on EI needs no Phi (erfc); Phi only where it reaches the best."""
+    # The (B, N, P) arrays are formed in place (page faults cost more than the arithmetic).
     sigma = np.sqrt(np.maximum(v, _TINY_VAR))  # (B, N or 1, P)
     # (B, N, P); with spare_m in m's memory (the last step's means are not needed after it)
     z = np.subtract(ystar[..., None], m, out=m if spare_m else None)
@@ -340,11 +245,8 @@ def _base_policy(
     work.fill(-np.inf)  # the scores
     low = some & (floor <= 0.0)  # (B, N) trajectories whose floor prunes nothing
     if low.any():
-        # NOTE: there every point remains (a floor below 0 prunes nothing), and where the
-        # incumbent lies far below every posterior mean (late in a low-dimensional run) no
-        # point improves at all. Below z = _Z_ZERO, phi(z) and Phi(z) underflow to exactly 0,
-        # so score_at gives exactly 0.0 (z = -inf gives NaN, and stays with score_at): those
-        # points are set to 0.0 without their erfc, bit for bit what score_at gives.
+        # NOTE: there every point remains; below _Z_ZERO, EI is exactly 0.0 (z = -inf gives NaN
+        # and stays with score_at): set without its erfc, bit for bit score_at's value.
         zero = np.less(z, _Z_ZERO)  # (B, N, P)
         zero &= np.greater(z, -np.inf)
         zero &= remain
@@ -367,12 +269,8 @@ def _consumed(
     pair_cost: PairCost | None,
     last_overruns: bool = False,
 ) -> np.ndarray:
-    """Budget each trajectory consumes: its costs, or all of ``tau`` if it strands the rest.
-
-    A trajectory strands its leftover budget when it stopped because nothing was affordable,
-    or when what is left buys no point of the action set. With ``last_overruns`` any budget
-    left buys a step, and a trajectory that spent all of ``tau`` (or more) consumed ``tau``.
-    """
+    """Budget each trajectory consumes (B, N): its costs, or all of ``tau`` where it stopped with
+    budget that buys no point (with ``last_overruns``: where it spent all of ``tau``)."""
     if last_overruns:
         out_o: np.ndarray = np.maximum(np.where(budget_left <= 0.0, tau, spent), COST_FLOOR)
         return out_o

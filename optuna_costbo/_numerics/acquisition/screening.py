@@ -1,19 +1,5 @@
-"""One screening of candidate points per suggestion, shared by every search that starts from it.
-
-The rollout maximizes ``log EI - e * log c`` for several cost exponents ``e`` (EI, EIpu and
-EI-cool) and then shortlists first actions and inner candidates from a pool of points by EI
-and by EI per unit cost. All of these rank the same points by values made of the same three
-arrays: the objective model's posterior mean and variance and the predicted log cost. A
-:class:`Screen` holds them, computed once (one prediction of each model on the pool), and
-gives each search its values: ``log EI - e * log c`` for any ``e`` is then one subtraction.
-
-NOTE: predicting at 1024 points is most of a maximization's time past about a hundred
-observations (the variance's triangular solve grows like n^2 per point); the rollout screened
-four times (three maximizers and its own pool), and each cost-aware search predicted the
-cost model's variance, which nothing uses.
-
-This module imports only numpy.
-"""
+"""One prediction of the models at a pool of points per suggestion, shared by every search that
+starts from it: ``log EI - e * log c`` for any ``e`` is then one subtraction."""
 
 from __future__ import annotations
 
@@ -28,21 +14,10 @@ from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.cost_model import shares_objective
 
 
-__all__ = ["Screen", "screen"]
-
-
 @dataclass(frozen=True)
 class Screen:
-    """Legal candidate points and the models' predictions at them.
-
-    Attributes:
-        points: Legal box points, (M, D).
-        mean: The objective's posterior mean there, (M,).
-        var: Its posterior variance, (M,).
-        log_ei: log EI against the incumbent, (M,) (0 while no observation is feasible).
-        log_cost: The predicted log cost, (M,), or ``None`` without a cost model.
-        log_pf: With constraints, the log probability of feasibility, (M,), else ``None``.
-    """
+    """Legal points and the predictions at them; ``log_ei`` is 0 while nothing is feasible,
+    ``log_cost`` None without a cost model, ``log_pf`` None without constraints."""
 
     points: np.ndarray  # (M, D)
     mean: np.ndarray  # (M,)
@@ -52,21 +27,17 @@ class Screen:
     log_pf: np.ndarray | None = None  # (M,)
 
     def values(self, cost_exponent: float) -> np.ndarray:
-        """``log EI (+ log PF) - cost_exponent * log c`` at the points, (M,), as
-        :class:`.ei.LogEIPerCost` computes it (log EI alone at exponent 0 or without costs)."""
+        """``log EI [+ log PF] - cost_exponent * log c`` (M,), as :class:`.ei.LogEIPerCost`."""
         out: np.ndarray = self.log_ei if self.log_pf is None else self.log_ei + self.log_pf
         if self.log_cost is None or cost_exponent == 0.0:
             return out
         out = out - cost_exponent * self.log_cost
         return out
 
-    def pf(self) -> np.ndarray | None:
-        """The probability of feasibility at the points, (M,), or ``None`` without
-        constraints."""
+    def pf(self) -> np.ndarray | None:  # (M,)
         return None if self.log_pf is None else np.exp(self.log_pf)
 
-    def cost(self) -> np.ndarray:
-        """The predicted cost ``exp(log c)`` at the points, (M,)."""
+    def cost(self) -> np.ndarray:  # (M,)
         if self.log_cost is None:
             raise ValueError("this screen was made without a cost model")
         out: np.ndarray = np.exp(self.log_cost)
@@ -80,9 +51,7 @@ def screen(
     cost: LogCostModel | None,
     feasibility: Feasible | None = None,
 ) -> Screen:
-    """The :class:`Screen` of ``points``: one prediction of ``model``, one of ``cost`` and
-    one of the constraints' ``feasibility``. ``best`` is ``None`` only with ``feasibility``,
-    while no observation is feasible (log EI is then 0: feasibility alone)."""
+    """The :class:`Screen` of ``points``: one prediction of each model."""
     if best is None and feasibility is None:
         raise ValueError("best=None (no feasible point yet) needs a feasibility model")
     mean, var = model.predict(points, False)[:2]  # (M,), (M,)

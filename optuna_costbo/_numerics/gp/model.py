@@ -1,31 +1,5 @@
-"""Gaussian-process posterior for minimization-based Bayesian optimization on ``[0, 1]^D``.
-
-The model puts a GP prior on a latent function ``f`` and observes ``y = f + noise``, with
-
-* a Matern-5/2 ARD kernel with signal variance (:mod:`.kernel`)
-  ``k(x, x') = s2 * (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r)``, ``r = ||(x - x') / lengthscales||``;
-* a constant mean ``mean``;
-* i.i.d. Gaussian observation noise with variance ``noise_var``;
-* outputs standardized as ``z = (y - y_mean) / y_std`` before fitting. ``signal_var``,
-  ``noise_var`` and ``mean`` live in these standardized units; :meth:`GPModel.predict` and
-  :meth:`GPModel.posterior_cov` report the latent ``f`` (without noise) in original units.
-
-This module holds the hyperparameters and the posterior with fixed hyperparameters; they are
-fitted in :mod:`.fit` under the priors of :mod:`.prior`.
-
-Notation: ``n`` training points, ``D`` input dimensions, ``m`` query points, ``K`` the noisy
-training covariance ``s2 * Kc + noise_var * I`` where ``Kc`` is the unit-variance kernel matrix,
-``alpha = K^-1 (z - mean)``.
-
-This module imports only numpy and scipy.
-
-NOTE(gp): Threading. Everything here is small dense linear algebra (n ~ 10..500). With a
-multi-threaded OpenBLAS on a loaded 2-core machine, BLAS-3 calls on such matrices (potri, trsm
-with many right-hand sides) were measured 100-1000x slower than single-threaded because the
-worker threads spin-wait for cores. This module cannot control the BLAS thread pool with numpy
-and scipy alone, so callers should run it under ``threadpoolctl.threadpool_limits(1, "blas")``
-or with ``OPENBLAS_NUM_THREADS=1``.
-"""
+"""GP posterior with fixed hyperparameters on ``[0, 1]^D``: Matern-5/2 ARD kernel, constant mean,
+Gaussian noise, outputs standardized; predictions are of the latent ``f`` in original units."""
 
 from __future__ import annotations
 
@@ -43,42 +17,21 @@ from optuna_costbo._numerics.gp.kernel import matern52_parts
 from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
 
 
-__all__ = ["GPModel", "cholesky_jittered", "standardization", "validate_X", "validate_y"]
-
-# NOTE(gp): Posterior latent variances are clipped at this fraction of the signal variance:
-# the subtraction s2 - k^T K^-1 k cancels catastrophically near training points and may go
-# slightly negative; 1e-12 * s2 is far below any variance that matters for acquisitions but keeps
-# sqrt(var) and log(var) finite.
+# NOTE(gp): latent variances are clipped at this fraction of the signal variance: s2 - k^T K^-1 k
+# cancels near training points and may go slightly negative.
 _VAR_FLOOR_REL = 1e-12
-# NOTE(gp): Jitter schedule for factorizations that fail (duplicate rows with a zero noise
-# variance, or kernel matrices that are singular to working precision). The first retry adds
-# 1e-10 * (s2 + noise) to the diagonal and each further retry multiplies by 10; at the last step
-# the jitter equals the diagonal itself, which makes any symmetric PSD matrix comfortably
-# positive definite, so the loop cannot run out for valid inputs.
+# NOTE(gp): jitter for factorizations that fail: 1e-10 * (s2 + noise), times 10 per retry; the
+# last equals the diagonal, which makes any symmetric PSD matrix positive definite.
 _JITTER_START_REL = 1e-10
 _JITTER_STEPS = 11
-# NOTE(gp): Relative size below which the standard deviation of y is treated as rounding noise
-# of a constant objective (e.g. np.std([0.1] * 10) ~ 1e-17 != 0); standardizing by it would blow
-# rounding errors up to O(1) values.
+# NOTE(gp): a standard deviation of y below this relative size is rounding noise of a constant.
 _CONSTANT_Y_RTOL = 64.0 * float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
 
 
 def cholesky_jittered(K: np.ndarray, scale: float) -> tuple[np.ndarray, float]:
-    """Lower Cholesky factor of ``K + jitter * I`` with the smallest jitter that works.
-
-    Args:
-        K: Symmetric matrix, shape ``(n, n)``. Not modified.
-        scale: Typical diagonal magnitude used to size the jitter.
-
-    Returns:
-        ``(L, jitter)`` where ``L`` has shape ``(n, n)`` (upper triangle zeroed) and ``jitter`` is
-        ``0.0`` when ``K`` itself factorized.
-
-    Raises:
-        np.linalg.LinAlgError: Only if ``K`` is far from positive semi-definite (cannot happen
-            for kernel matrices built by this module).
-    """
+    """Lower Cholesky factor (n, n) of K (n, n) + jitter * I with the smallest jitter that works
+    (sized by ``scale``, the typical diagonal), and that jitter (0.0 if K itself factorized)."""
     L, info = lapack.dpotrf(K, lower=1, clean=1, overwrite_a=0)
     if info == 0:
         return L, 0.0
@@ -129,7 +82,7 @@ def standardization(y: np.ndarray) -> tuple[float, float]:
     if y.shape[0] < 2:
         return y_mean, 1.0
     dev = y - y_mean  # (n,)
-    # NOTE(gp): Scale before squaring so |y| up to ~1e300 cannot overflow the variance.
+    # NOTE(gp): scaled before squaring, so |y| up to ~1e300 cannot overflow the variance.
     scale = float(np.max(np.abs(dev)))
     if not math.isfinite(scale) or scale == 0.0:
         return y_mean, 1.0
@@ -141,36 +94,8 @@ def standardization(y: np.ndarray) -> tuple[float, float]:
 
 
 class GPModel:
-    """Exact GP posterior with fixed hyperparameters and a cached Cholesky factor.
-
-    Example:
-        >>> import numpy as np
-        >>> X = np.array([[0.1], [0.5], [0.9]])
-        >>> y = np.array([1.0, -1.0, 0.5])
-        >>> hyper = GPHyperparams(np.array([0.3]), signal_var=1.0, noise_var=1e-6, mean=0.0)
-        >>> model = GPModel(X, y, hyper)
-        >>> mean, var = model.predict(np.array([[0.5]]))
-        >>> bool(abs(mean[0] + 1.0) < 1e-3 and var[0] < 1e-3)
-        True
-
-    Args:
-        X: Training inputs, shape ``(n, D)``, finite.
-        y: Training targets in original units, shape ``(n,)``, finite.
-        hyper: Hyperparameters (``signal_var``, ``noise_var``, ``mean`` in standardized units).
-        y_mean: Standardization offset. If ``None`` (default), ``mean(y)``.
-        y_std: Standardization scale. If ``None`` (default), ``std(y)``, or 1 when ``n < 2`` or
-            ``y`` is constant. Pass both to reuse a parent model's standardization.
-        extra_noise: Each observation's noise variance beyond ``noise_var``, in original units
-            squared, shape ``(n,)``, >= 0 (heteroscedastic observations, such as a stopped
-            trial's measured final value). ``None`` (default): none.
-
-    Attributes:
-        X: Training inputs, shape ``(n, D)``.
-        y: Training targets in original units, shape ``(n,)``.
-        y_mean: Standardization offset.
-        y_std: Standardization scale (> 0).
-        hyper: The hyperparameters.
-    """
+    """Exact GP posterior on X (n, D), y (n,) with a cached Cholesky factor; ``y_mean`` and
+    ``y_std`` default to y's own standardization (pass a parent model's to share it)."""
 
     X: np.ndarray  # (n, D)
     y: np.ndarray  # (n,)
@@ -191,7 +116,6 @@ class GPModel:
         *,
         y_mean: float | None = None,
         y_std: float | None = None,
-        extra_noise: np.ndarray | None = None,
     ) -> None:
         X = validate_X(X, "X")
         if X.shape[0] == 0:
@@ -212,13 +136,6 @@ class GPModel:
         s2 = hyper.signal_var
         K = s2 * matern52(X, X, hyper.lengthscales)  # (n, n)
         K[np.diag_indices(X.shape[0])] += hyper.noise_var
-        if extra_noise is not None:
-            extra = np.asarray(extra_noise, dtype=float)  # (n,)
-            if extra.shape != y.shape or not np.all(np.isfinite(extra) & (extra >= 0.0)):
-                raise ValueError(
-                    f"extra_noise must be {y.shape[0]} finite variances >= 0, got {extra_noise!r}"
-                )
-            K[np.diag_indices(X.shape[0])] += extra / sd**2
         L, jitter = cholesky_jittered(K, s2 + hyper.noise_var)
         resid = (y - mu) / sd - hyper.mean  # (n,)
         w = solve_triangular(L, resid, lower=True, check_finite=False)  # (n,)
@@ -248,17 +165,14 @@ class GPModel:
 
     @property
     def n(self) -> int:
-        """Number of training points."""
         return int(self.X.shape[0])
 
     @property
     def dim(self) -> int:
-        """Input dimension ``D``."""
         return int(self.X.shape[1])
 
     def _solve(self, B: np.ndarray, trans: int = 0) -> np.ndarray:
-        """L^-1 B (``trans=0``) or L^-T B (``trans=1``) for B (n, m), by LAPACK's trtrs (what
-        ``scipy.linalg.solve_triangular`` calls, without its per-call checks)."""
+        """L^-1 B (``trans=0``) or L^-T B (``trans=1``) for B (n, m), by LAPACK's trtrs."""
         out, info = lapack.dtrtrs(self._L, B, lower=1, trans=trans)  # (n, m)
         if info != 0:  # pragma: no cover - a Cholesky factor has a positive diagonal
             raise np.linalg.LinAlgError(f"triangular solve failed (info={info}).")
@@ -266,25 +180,21 @@ class GPModel:
         return result
 
     def _kernel_to(self, Xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cross-covariance K(Xq, X) (m, n) in standardized units and the kernel's derivative
-        factor ``a`` (m, n) of :func:`.kernel.matern52_parts`."""
+        """K(Xq, X) (m, n) in standardized units and the factor ``a`` (m, n) of matern52_parts."""
         r2 = scaled_sq_dist(Xq, self.X, self.hyper.lengthscales)  # (m, n)
         k, a = matern52_parts(r2)  # (m, n) each
         k *= self.hyper.signal_var
         return k, a
 
     def _cross(self, Xq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Cross-covariance (m, n), V = L^-1 K(X, Xq) (n, m) in standardized units, and the
-        kernel's derivative factor ``a`` (m, n) of :func:`.kernel.matern52_parts`."""
+        """K(Xq, X) (m, n), V = L^-1 K(X, Xq) (n, m) and the factor ``a`` (m, n)."""
         Kq, a = self._kernel_to(Xq)  # (m, n) each
         return Kq, self._solve(Kq.T), a
 
     def _mean_grad(self, Xq: np.ndarray, a: np.ndarray) -> np.ndarray:
-        """Gradient of the standardized posterior mean at Xq (m, D), from the factor ``a``."""
-        # NOTE(gp): d k(x, x_i) / d x_d = s2 * G(r) * (x_d - x_id) / ls_d^2 with
-        # G(r) = -5/3 (1 + sqrt5 r) exp(-sqrt5 r), finite (and the derivative zero) at r = 0,
-        # so gradients at training points are well defined. sum_i W_qi (x_qd - x_id) is formed
-        # as x_qd * sum_i W_qi - (W @ X)_qd to avoid an (m, n, D) tensor.
+        """Gradient (m, D) of the standardized posterior mean at Xq (m, D)."""
+        # NOTE(gp): d k(x, x_i) / d x_d = s2 G(r) (x_d - x_id) / ls_d^2, G = -5/3 a, finite at
+        # r = 0; sum_i W_qi (x_qd - x_id) = x_qd sum_i W_qi - (W @ X)_qd, no (m, n, D) tensor.
         inv_ls2 = 1.0 / (self.hyper.lengthscales * self.hyper.lengthscales)  # (D,)
         Wm = ((-5.0 / 3.0) * self.hyper.signal_var) * a * self._alpha[None, :]  # (m, n)
         out: np.ndarray = (Xq * Wm.sum(axis=1)[:, None] - Wm @ self.X) * inv_ls2  # (m, D)
@@ -312,18 +222,8 @@ class GPModel:
     def predict(self, Xq: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]: ...
 
     def predict(self, Xq: np.ndarray, return_grad: bool = False) -> tuple[np.ndarray, ...]:
-        """Posterior of the latent ``f`` (no observation noise) in original ``y`` units.
-
-        Args:
-            Xq: Query points, shape ``(m, D)``, finite.
-            return_grad: If true, also return analytic gradients w.r.t. ``Xq``.
-
-        Returns:
-            ``(mean (m,), var (m,))`` or, with ``return_grad``,
-            ``(mean (m,), var (m,), dmean (m, D), dvar (m, D))``. ``var`` is clipped at
-            ``1e-12 * signal_var * y_std^2`` (never negative or NaN); where it is clipped,
-            ``dvar`` is zero.
-        """
+        """Latent posterior mean (m,) and variance (m,) at Xq (m, D) in original units, and with
+        ``return_grad`` their gradients (m, D); ``dvar`` is 0 where the variance is clipped."""
         Xq = validate_X(Xq, "Xq", self.dim)
         Kq, V, a = self._cross(Xq)  # (m, n), (n, m), (m, n)
         mean_z = self.hyper.mean + Kq @ self._alpha  # (m,)
@@ -354,12 +254,8 @@ class GPModel:
     def predict_mean(
         self, Xq: np.ndarray, return_grad: bool = False
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """The posterior mean of :meth:`predict` alone, in original units: (m,), and with
-        ``return_grad`` its gradient (m, D).
-
-        NOTE(gp): no triangular solve (the mean is K(Xq, X) alpha): O(m n D) instead of the
-        variance's O(m n^2), which is most of a prediction past a hundred observations.
-        """
+        """:meth:`predict`'s mean alone (m,), and its gradient (m, D): no triangular solve, so
+        O(m n D) instead of the variance's O(m n^2)."""
         Xq = validate_X(Xq, "Xq", self.dim)
         Kq, a = self._kernel_to(Xq)  # (m, n) each
         mean: np.ndarray = self.y_mean + self.y_std * (self.hyper.mean + Kq @ self._alpha)  # (m,)
@@ -368,12 +264,8 @@ class GPModel:
         return mean, self.y_std * self._mean_grad(Xq, a)
 
     def loo_scores(self) -> np.ndarray:
-        """Leave-one-out standardized errors of the training values, (n,):
-        ``(y_i - m_i) / s_i`` with ``m_i``, ``s_i^2`` the predictive mean and variance (noise
-        included) of ``y_i`` given the others, at these hyperparameters, in closed form:
-        ``alpha_i / sqrt([K^-1]_ii)`` (Rasmussen and Williams, 2006, eq. 5.12). For a
-        calibrated model they are about standard normal. O(n^3) once per model: kept, since
-        one suggestion's hard budget asks twice (the models, then the proposal's check)."""
+        """Leave-one-out standardized errors (n,), ``alpha_i / sqrt([K^-1]_ii)`` (Rasmussen and
+        Williams 2006, eq. 5.12); O(n^3), computed once per model."""
         if self._loo is None:
             L_inv = self._solve(np.eye(self.n))  # (n, n) L^-1
             diag = np.einsum("ij,ij->j", L_inv, L_inv)  # (n,) the diagonal of K^-1
@@ -381,15 +273,7 @@ class GPModel:
         return self._loo
 
     def posterior_cov(self, Xq: np.ndarray) -> np.ndarray:
-        """Joint latent posterior covariance in original units.
-
-        Args:
-            Xq: Query points, shape ``(m, D)``, finite.
-
-        Returns:
-            Symmetric covariance matrix, shape ``(m, m)``; its diagonal equals the ``var``
-            returned by :meth:`predict`.
-        """
+        """Joint latent posterior covariance (m, m) at Xq (m, D); its diagonal is predict's var."""
         Xq = validate_X(Xq, "Xq", self.dim)
         _, V, _ = self._cross(Xq)  # (n, m)
         prior_cov = self.hyper.signal_var * matern52(Xq, Xq, self.hyper.lengthscales)  # (m, m)
@@ -402,19 +286,8 @@ class GPModel:
         return cov
 
     def condition_on(self, x: np.ndarray, y: float) -> GPModel:
-        """Fantasy model with one more observation.
-
-        The new model keeps the same hyperparameters and standardization constants
-        (``y_mean``, ``y_std``) and extends the Cholesky factor by a bordered update in
-        ``O(n^2)`` instead of refactorizing.
-
-        Args:
-            x: New input, shape ``(D,)``, finite.
-            y: New observation in original units, finite.
-
-        Returns:
-            A new :class:`GPModel` on ``n + 1`` points; ``self`` is not modified.
-        """
+        """A new model with one more observation (x (D,), y), same hyperparameters and
+        standardization, by a bordered Cholesky update in O(n^2)."""
         x = np.asarray(x, dtype=float)
         if x.shape != (self.dim,):
             raise ValueError(f"x must have shape ({self.dim},), got {x.shape}.")
@@ -428,10 +301,8 @@ class GPModel:
         k = hyper.signal_var * matern52(x[None, :], self.X, hyper.lengthscales)[0]  # (n,)
         l12 = self._solve(k)  # (n,)
         diag = hyper.signal_var + hyper.noise_var + self._jitter
-        # NOTE(gp): The Schur complement equals (noise + jitter) + latent posterior variance at x,
-        # so in exact arithmetic it is >= noise + jitter; rounding can push it below (even
-        # negative) for x on top of training points, hence the floor. A zero floor (noise = 0 and
-        # no jitter) falls back to the relative variance floor.
+        # NOTE(gp): the Schur complement is noise + jitter + the latent variance at x; rounding
+        # can push it below (x on a training point), hence the floors.
         schur = diag - float(l12 @ l12)
         schur = max(schur, hyper.noise_var + self._jitter, _VAR_FLOOR_REL * hyper.signal_var)
         l22 = math.sqrt(schur)
@@ -444,14 +315,20 @@ class GPModel:
         w[:n] = self._w
         w[n] = (r_new - float(l12 @ self._w)) / l22
         model = GPModel.__new__(GPModel)
-        model._set_state(
-            np.vstack([self.X, x[None, :]]),
-            np.append(self.y, y),
-            self.y_mean,
-            self.y_std,
-            hyper,
-            L,
-            w,
-            self._jitter,
-        )
+        X, ys = np.vstack([self.X, x[None, :]]), np.append(self.y, y)  # (n+1, D), (n+1,)
+        model._set_state(X, ys, self.y_mean, self.y_std, hyper, L, w, self._jitter)
         return model
+
+
+def with_pending(
+    model: GPModel, X_running: np.ndarray | None, y_running: np.ndarray | None = None
+) -> GPModel:
+    """``model`` conditioned on the running trials' points (r, D) at their reported finals
+    (``y_running``, (r,)) where finite, else at its own mean: a kriging believer, so parallel
+    workers do not propose the same point."""
+    if X_running is not None:
+        for i, x_r in enumerate(X_running):
+            told = np.nan if y_running is None else float(y_running[i])
+            value = told if np.isfinite(told) else float(model.predict(x_r[None, :])[0][0])
+            model = model.condition_on(x_r, value)
+    return model

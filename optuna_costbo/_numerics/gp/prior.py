@@ -1,13 +1,4 @@
-"""Weak priors of the GP hyperparameters (the "P" of the MAP fit in :mod:`.fit`).
-
-Packing of the log-parameter vector ``theta`` (length ``D + 2``)::
-
-    theta[:D]  = log(lengthscales)   # (D,)
-    theta[D]   = log(signal_var)
-    theta[D+1] = log(noise_var)
-
-This module imports only numpy.
-"""
+"""Weak priors of the GP hyperparameters: the "P" of the MAP fit in :mod:`.fit`."""
 
 from __future__ import annotations
 
@@ -17,10 +8,8 @@ import math
 import numpy as np
 
 
-__all__ = ["LENGTHSCALE_PRIOR_WEIGHT", "MEAN_PRIOR_VAR", "LogPrior", "log_prior"]
-
 LogPrior = Callable[[np.ndarray], tuple[float, np.ndarray]]
-"""A negative log-prior of the packed log-parameters ``theta (D+2,) -> (value, grad (D+2,))``."""
+"""``theta (D+2,) -> (value, grad (D+2,))``: a negative log-prior of the packed parameters."""
 
 # NOTE(gp): Lengthscale prior: a penalty of LENGTHSCALE_PRIOR_WEIGHT * (ls^2 + ls^-2) nats per
 # dimension, i.e. 0.1 / q + 0.1 q on the inverse squared lengthscale q = ls^-2, the form of
@@ -48,20 +37,8 @@ MEAN_PRIOR_VAR: float = 1.0
 
 
 def log_prior(log_params: np.ndarray) -> tuple[float, np.ndarray]:
-    """Negative log-prior (up to a constant) of the packed log-parameters and its gradient.
-
-    The terms are: ``w * (ls_d^2 + ls_d^-2)`` per lengthscale (``w`` =
-    :data:`LENGTHSCALE_PRIOR_WEIGHT`, smallest at ``ls_d = 1``), a Gamma(2, 1) penalty on
-    ``signal_var`` and a Gamma(1.1, 30) penalty on ``noise_var`` (written on the variances
-    themselves, as in Optuna). The N(0, :data:`MEAN_PRIOR_VAR`) prior on the constant
-    mean is handled by :func:`neg_log_marginal_likelihood` because the mean is not packed.
-
-    Args:
-        log_params: ``[log ls (D), log signal_var, log noise_var]``, shape ``(D + 2,)``.
-
-    Returns:
-        ``(value, grad)`` with ``grad`` of shape ``(D + 2,)``.
-    """
+    """Negative log-prior (up to a constant) of theta (D+2,) and its gradient (D+2,); the
+    mean's N(0, MEAN_PRIOR_VAR) prior is added by the fit, since the mean is not packed."""
     theta = np.asarray(log_params, dtype=float)  # (D+2,)
     D = theta.shape[0] - 2
     # NOTE(gp): clipped by maximum and minimum, np.clip's values without its per-call cost

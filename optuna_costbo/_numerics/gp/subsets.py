@@ -1,9 +1,4 @@
-"""Which observations a GP uses when there are many: the subset its hyperparameters are
-fitted on (:func:`fit_subset`) and the working set a model is conditioned on
-(:func:`model_subset`).
-
-This module imports only numpy.
-"""
+"""Which observations a GP uses when there are many: its fit's subset and its working set."""
 
 from __future__ import annotations
 
@@ -12,19 +7,9 @@ import numpy as np
 from optuna_costbo._numerics.checks import is_int
 
 
-__all__ = ["fit_subset", "model_subset"]
-
-
 def fit_subset(y: np.ndarray, max_points: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of the observations the hyperparameters are fitted on when there are many.
-
-    The marginal likelihood costs O(k^3) per evaluation, so past ``max_points`` observations
-    it is evaluated on a subset (subset of data; Rasmussen and Williams, "Gaussian Processes
-    for Machine Learning", 2006, section 8.3.2): the best quarter of ``max_points`` by value
-    (the region an optimizer cares about, where the lengthscales matter most) and the rest
-    drawn uniformly at random from the other observations (the function's global scale).
-    Sorted, shape (max_points,).
-    """
+    """Sorted indices (max_points,) the hyperparameters are fitted on: the best quarter by
+    value and a uniform draw of the rest (subset of data, Rasmussen and Williams 2006, 8.3.2)."""
     n = y.shape[0]
     if not (is_int(max_points) and max_points >= 1):
         raise ValueError(f"max_points must be a positive integer, got {max_points!r}.")
@@ -43,18 +28,8 @@ def model_subset(
     rng: np.random.Generator,
     X: np.ndarray | None = None,  # (n, D)
 ) -> np.ndarray:
-    """Indices of the observations the models are conditioned on when there are very many.
-
-    Conditioning on n observations costs O(n^3) once and O(n) per predicted point, so past
-    ``max_points`` the models keep a working set (subset of data; Rasmussen and Williams,
-    2006, section 8.3.2): the best quarter of ``max_points`` by value (where an optimizer
-    looks), the last quarter of the rest in row order (the newest trials: where the sampler is
-    searching now, so it does not propose next to them as if unseen) and, for the rest, the
-    observations farthest from those kept so far, one at a time (with ``X``: every region
-    that was evaluated keeps points, so the model does not take it for unexplored), or drawn
-    uniformly at random (without ``X``). Sorted, shape (max_points,); all of them
-    (``arange(n)``) when ``n <= max_points``.
-    """
+    """Sorted indices (max_points,) the models are conditioned on: the best quarter by value,
+    the newest quarter of the rest, and the rest farthest-first from those (random without X)."""
     n = y.shape[0]
     if not (is_int(max_points) and max_points >= 4):
         raise ValueError(f"max_points must be an integer >= 4, got {max_points!r}.")

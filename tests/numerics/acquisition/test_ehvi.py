@@ -16,12 +16,16 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from optuna_costbo._numerics.acquisition.ehvi import ehvi
 from optuna_costbo._numerics.acquisition.ehvi import log_ehvi
 from optuna_costbo._numerics.acquisition.ehvi import log_ehvi_and_grad
 from optuna_costbo._numerics.pareto import non_dominated_boxes
 from optuna_costbo._numerics.pareto import pareto_front
 from optuna_costbo._numerics.pareto import reference_point
+
+
+def ehvi(mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.exp(log_ehvi(mean, std, lower, upper))  # (n,)
+    return out
 
 
 Problem = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]

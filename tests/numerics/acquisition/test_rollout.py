@@ -20,16 +20,16 @@ from optuna_costbo._numerics.acquisition import rollout as rollout_acquisition
 from optuna_costbo._numerics.acquisition.rollout import PaperRollout
 from optuna_costbo._numerics.acquisition.rollout import Screening
 from optuna_costbo._numerics.cost_model import KnownCost
-from optuna_costbo._numerics.policy import Proposal
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
 
 
 _SCREENING = Screening(n_inner=128, n_shortlist=4)
 
 
 # The paper's rollout (its budget rule: a step only where the budget left covers its cost).
-_SETTINGS = PaperRollout(horizon=2, n_samples=64, screening=_SCREENING)
+_SETTINGS = PaperRollout(horizon=2, screening=_SCREENING)
 
 
 def _propose_1d(remaining: float, seed: int, **kwargs: object) -> Proposal:
@@ -43,7 +43,7 @@ def _propose_1d(remaining: float, seed: int, **kwargs: object) -> Proposal:
 
 @pytest.mark.parametrize("horizon", [2, 3])
 def test_propose_rollout_is_deterministic(horizon: int) -> None:
-    settings = PaperRollout(horizon=horizon, n_samples=64, screening=_SCREENING)
+    settings = PaperRollout(horizon=horizon, screening=_SCREENING)
     a = _propose_1d(6.0, seed=3, rollout=settings)
     b = _propose_1d(6.0, seed=3, rollout=settings)
     np.testing.assert_array_equal(a.z, b.z)
@@ -54,7 +54,7 @@ def test_propose_rollout_is_deterministic(horizon: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_propose_rollout_never_picks_an_unaffordable_point(horizon: int, seed: int) -> None:
     # c(x) = 1 + 3 x and tau = 1.9: only x <= 0.3 is affordable, while EI peaks at x ~ 0.35.
-    settings = PaperRollout(horizon=horizon, n_samples=64, screening=_SCREENING)
+    settings = PaperRollout(horizon=horizon, screening=_SCREENING)
     p = _propose_1d(1.9, seed, rollout=settings)
     assert p.message is None and math.isfinite(p.value)
     assert _linear_cost(p.z[None])[0] <= 1.9
@@ -103,7 +103,7 @@ def test_propose_with_a_state_dependent_known_cost(horizon: int, seed: int) -> N
         return _pair(Z_from, Z_to)
 
     known = KnownCost(fn=lambda Z: _pair(_X_LAST[None], Z)[0], pair_fn=pair_fn)
-    settings = PaperRollout(horizon=horizon, n_samples=64, screening=_SCREENING)
+    settings = PaperRollout(horizon=horizon, screening=_SCREENING)
     X = np.array([[0.2], [0.45], [0.55], [0.7], [0.85], [0.05]])
     runs = [
         propose(
@@ -138,9 +138,7 @@ def test_the_default_rollout_choice_is_stable_across_qmc_scramblings() -> None:
     from _rollout_agreement import STATES
     from _rollout_agreement import state_agreement
 
-    shares = [
-        state_agreement(name, n, state, horizon=2, n_samples=64) for name, n, state in STATES
-    ]
+    shares = [state_agreement(name, n, state, horizon=2) for name, n, state in STATES]
     assert len(shares) == 12
     assert np.mean(shares) >= 0.9, shares
     assert min(shares) >= 0.7, shares  # no state where the pick is a coin toss

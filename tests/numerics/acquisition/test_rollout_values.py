@@ -2,7 +2,7 @@
 small problems (``tests/helpers/_rollout_reference.py``: the definition read literally with
 continuous inner argmax and plain Monte Carlo, and the same definition on the estimator's own
 action set one trajectory at a time), special cases of the definition, and the cost-aware
-variants (per unit of budget, best prefix, cooled exponent, noise-free fantasies).
+rate (per unit of budget, best prefix, cooled exponent, noise-free fantasies).
 """
 
 from __future__ import annotations
@@ -332,23 +332,35 @@ def test_fixed_seed_gives_identical_values(problem_1d: _Problem) -> None:
     np.testing.assert_array_equal(first, problem_1d.fast(6.0, 3, _linear_cost, b))
 
 
+def _ref_flags(rate: bool, last_overruns: bool, cost_exponent: float = 1.0) -> dict[str, Any]:
+    """The reference's flags of ``rollout_values(rate=..., last_overruns=...)``."""
+    return dict(
+        noise_free=rate, per_unit_cost=rate, best_prefix=rate, last_overruns=last_overruns,
+        cost_exponent=cost_exponent,
+    )  # fmt: skip
+
+
+def _whole_rate(args: tuple[Any, ...]) -> np.ndarray:
+    """The reference's rate of the whole trajectory (no prefixes) for ``rollout_values`` args."""
+    mean, cov, noise_var, best, B, cost, tau, horizon, normals = args
+    return _discrete_reference(
+        mean, cov, noise_var, best, B, lambda i: cost, cost[:B], tau, horizon, normals,
+        noise_free=True, per_unit_cost=True, last_overruns=True,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("tau", [3.0, 6.0, 40.0])
 @pytest.mark.parametrize("horizon", [1, 2, 3])
 @pytest.mark.parametrize(
-    ("noise_free", "per_unit_cost", "last_overruns", "best_prefix", "cost_exponent"),
-    [(True, False, False, False, 1.0), (True, True, False, False, 1.0),
-     (False, True, False, False, 1.0), (True, True, True, False, 1.0),
-     (False, False, True, False, 1.0), (True, True, True, True, 1.0),
-     (True, True, False, True, 1.0), (True, True, True, True, 0.4),
-     (True, True, False, False, 0.7)],
+    ("rate", "last_overruns", "cost_exponent"),
+    [(False, False, 1.0), (False, True, 1.0), (True, False, 1.0), (True, True, 1.0),
+     (True, True, 0.4), (True, False, 0.7)],
 )  # fmt: skip
-def test_cost_aware_variants_match_discrete_reference(
+def test_the_values_match_the_discrete_reference(
     tau: float,
     horizon: int,
-    noise_free: bool,
-    per_unit_cost: bool,
+    rate: bool,
     last_overruns: bool,
-    best_prefix: bool,
     cost_exponent: float,
     problem_2d: _Problem,
 ) -> None:
@@ -356,47 +368,33 @@ def test_cost_aware_variants_match_discrete_reference(
     cost = _linear_cost(problem_2d.points)
     B = len(problem_2d.firsts)
     normals = qmc_normals(32, horizon, seed=3)
-    flags = dict(
-        noise_free=noise_free,
-        per_unit_cost=per_unit_cost,
-        last_overruns=last_overruns,
-        best_prefix=best_prefix,
-        cost_exponent=cost_exponent,
-    )
     fast = rollout_values(
-        mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, horizon, normals, **flags
-    )
+        mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, horizon, normals,
+        rate=rate, last_overruns=last_overruns, cost_exponent=cost_exponent,
+    )  # fmt: skip
     ref = _discrete_reference(
         mean, cov, problem_2d.noise_var, problem_2d.best, B, lambda i: cost, cost[:B], tau,
-        horizon, normals, **flags,
+        horizon, normals, **_ref_flags(rate, last_overruns, cost_exponent),
     )  # fmt: skip
     _assert_same_values(fast, ref, rtol=1e-8)
 
 
-def test_per_unit_cost_with_a_state_dependent_cost_matches_reference(problem_1d: _Problem) -> None:
+def test_the_rate_with_a_state_dependent_cost_matches_reference(problem_1d: _Problem) -> None:
     mean, cov = problem_1d.mean_cov()
     pts = problem_1d.points
     B = len(problem_1d.firsts)
     pair = _pair(pts, pts)  # (P, P): cost of moving from each point to each
     first_cost = _pair(_X_LAST[None], pts[:B])[0]
     normals = qmc_normals(32, 3, seed=4)
-    for last_overruns, best_prefix, alpha in [
-        (False, False, 1.0),
-        (True, False, 1.0),
-        (True, True, 1.0),
-        (False, True, 1.0),
-        (True, True, 0.3),
-    ]:
+    for last_overruns, alpha in [(False, 1.0), (True, 1.0), (True, 0.3)]:
         fast = rollout_values(
             mean, cov, problem_1d.noise_var, problem_1d.best, B, None, 2.0, 3, normals,
-            pair_cost=lambda rows: pair[rows], first_cost=first_cost, per_unit_cost=True,
-            noise_free=True, last_overruns=last_overruns, best_prefix=best_prefix,
-            cost_exponent=alpha,
+            pair_cost=lambda rows: pair[rows], first_cost=first_cost, rate=True,
+            last_overruns=last_overruns, cost_exponent=alpha,
         )  # fmt: skip
         ref = _discrete_reference(
             mean, cov, problem_1d.noise_var, problem_1d.best, B, lambda i: pair[i], first_cost,
-            2.0, 3, normals, per_unit_cost=True, noise_free=True, last_overruns=last_overruns,
-            best_prefix=best_prefix, cost_exponent=alpha,
+            2.0, 3, normals, **_ref_flags(True, last_overruns, alpha),
         )  # fmt: skip
         _assert_same_values(fast, ref, rtol=1e-8)
 
@@ -410,7 +408,7 @@ def test_noise_free_fantasies_keep_the_total_variance() -> None:
     # force. The paper's fantasy (a latent draw conditioned as a noisy observation) is not
     # that law (its mean moves too little, its variance shrinks too little): with noise as
     # large as the signal it misses the joint expectation by far more than the Monte Carlo
-    # error.
+    # error. The rate's fantasies are the noise-free ones; at cost exponent 0 it is Lambda_h.
     mean = np.array([0.0, 0.2])
     cov = np.array([[1.0, 0.9], [0.9, 1.0]])
     cost = np.array([1.5, 0.5])
@@ -422,9 +420,9 @@ def test_noise_free_fantasies_keep_the_total_variance() -> None:
     normals = qmc_normals(4096, 2, seed=0)
     ei_a = float(_ei_ref(mean[0], cov[0, 0], best))
 
-    def second_reward(noise_free: bool) -> float:
+    def second_reward(rate: bool) -> float:
         lam = rollout_values(
-            mean, cov, noise, best, 1, cost, 2.0, 2, normals, noise_free=noise_free
+            mean, cov, noise, best, 1, cost, 2.0, 2, normals, rate=rate, cost_exponent=0.0
         )
         return float(lam[0]) - ei_a
 
@@ -433,26 +431,10 @@ def test_noise_free_fantasies_keep_the_total_variance() -> None:
     # The same point observed exactly has nothing left to give: Lambda_2 = EI when the only
     # action is the first one again (the paper's fantasy still expects an improvement there).
     one = rollout_values(mean[:1], cov[:1, :1], noise, best, 1, np.ones(1), 10.0, 2, normals,
-                         noise_free=True)  # fmt: skip
+                         rate=True, cost_exponent=0.0)  # fmt: skip
     assert one[0] == pytest.approx(ei_a, rel=1e-6)
     paper = rollout_values(mean[:1], cov[:1, :1], noise, best, 1, np.ones(1), 10.0, 2, normals)
     assert paper[0] > 1.05 * ei_a
-
-
-def test_per_unit_cost_reduces_to_lambda_under_uniform_cost(problem_2d: _Problem) -> None:
-    # Every trajectory consumes h steps of cost 1 (tau 40) or strands all of tau (tau 2.5):
-    # the divisor is the same for every first action, so the ranking is Lambda_h's.
-    mean, cov = problem_2d.mean_cov()
-    B = len(problem_2d.firsts)
-    uniform = np.ones(len(mean))
-    for tau, horizon in [(40.0, 3), (2.5, 3), (40.0, 2)]:
-        normals = qmc_normals(32, horizon, seed=1)
-        lam = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, uniform, tau,
-                             horizon, normals)  # fmt: skip
-        rate = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, uniform, tau,
-                              horizon, normals, per_unit_cost=True)  # fmt: skip
-        consumed = min(horizon, tau) if tau >= horizon else tau
-        np.testing.assert_allclose(rate, lam / consumed, rtol=1e-12)
 
 
 def test_best_prefix_is_the_larger_of_eipu_and_the_whole_rate(problem_2d: _Problem) -> None:
@@ -461,36 +443,34 @@ def test_best_prefix_is_the_larger_of_eipu_and_the_whole_rate(problem_2d: _Probl
     # values; and it is never below either.
     args, (ei0, c0) = _two_steps_with_budget_to_spare(problem_2d, seed=2)
     eipu = ei0 / c0
-    whole = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True)
-    best = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True,
-                          best_prefix=True)  # fmt: skip
-    np.testing.assert_allclose(best, np.maximum(eipu, whole), rtol=1e-12)
+    whole = _whole_rate(args)
+    best = rollout_values(*args, rate=True, last_overruns=True)
+    np.testing.assert_allclose(best, np.maximum(eipu, whole), rtol=1e-8)
     # Both prefixes win somewhere on this problem, or the check above would be one-sided.
-    assert np.any(eipu > whole * (1 + 1e-9)) and np.any(whole > eipu)
-    # Without per_unit_cost the flag changes nothing (Lambda_h has no prefixes to compare).
-    np.testing.assert_array_equal(rollout_values(*args, best_prefix=True), rollout_values(*args))
+    assert np.any(eipu > whole * (1 + 1e-6)) and np.any(whole > eipu * (1 + 1e-6))
 
 
 def test_the_cost_exponent_moves_the_rate_from_eipu_to_lambda(problem_2d: _Problem) -> None:
     # Budget to spare, h = 2, best prefix: alpha = 1 is max(EI / c, the whole rate); alpha = 0
     # divides by 1, so the whole prefix is Lambda_2 itself (>= EI, the first prefix) and the
-    # value is the paper's Lambda_2 on the same draws; in between, the first prefix is EI-cool,
-    # EI / c^alpha.
+    # value is Lambda_2 (noise-free) on the same draws; in between, the first prefix is
+    # EI-cool, EI / c^alpha.
     args, (ei0, c0) = _two_steps_with_budget_to_spare(problem_2d, seed=5)
-    flags: dict[str, Any] = dict(
-        per_unit_cost=True, last_overruns=True, noise_free=True, best_prefix=True
-    )
-    lam = rollout_values(*args, last_overruns=True, noise_free=True)
-    np.testing.assert_allclose(rollout_values(*args, **flags, cost_exponent=0.0), lam, rtol=1e-12)
-    whole = rollout_values(*args, per_unit_cost=True, last_overruns=True, noise_free=True)
-    spent = lam / whole  # the mean budget each first action's trajectories consume
+    mean, cov, noise_var, best, B, cost, tau, horizon, normals = args
+    lam = rollout_values(*args, rate=True, last_overruns=True, cost_exponent=0.0)
+    ref_lam = _discrete_reference(
+        mean, cov, noise_var, best, B, lambda i: cost, cost[:B], tau, horizon, normals,
+        noise_free=True, last_overruns=True,
+    )  # fmt: skip
+    np.testing.assert_allclose(lam, ref_lam, rtol=1e-8)
+    spent = lam / _whole_rate(args)  # the mean budget each first action's trajectories consume
     for alpha in (1.0, 0.5):
-        got = rollout_values(*args, **flags, cost_exponent=alpha)
+        got = rollout_values(*args, rate=True, last_overruns=True, cost_exponent=alpha)
         expected = np.maximum(ei0 / c0**alpha, lam / spent**alpha)
-        np.testing.assert_allclose(got, expected, rtol=1e-10)
+        np.testing.assert_allclose(got, expected, rtol=1e-8)
 
 
-def test_per_unit_cost_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: _Problem) -> None:
+def test_the_rate_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: _Problem) -> None:
     mean, cov = problem_2d.mean_cov()
     B = len(problem_2d.firsts)
     cost = _linear_cost(problem_2d.points)
@@ -498,13 +478,13 @@ def test_per_unit_cost_is_eipu_for_one_step_and_ei_at_the_last_step(problem_2d: 
     normals = qmc_normals(16, 1, seed=0)
     # h = 1 with budget to spare: EI / c.
     h1 = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 100.0, 1,
-                        normals, per_unit_cost=True)  # fmt: skip
+                        normals, rate=True)  # fmt: skip
     np.testing.assert_allclose(h1, ei0 / cost[:B], rtol=1e-12)
     # Budget for one step only (every second step unaffordable): every trajectory strands the
     # rest, the divisor is tau for all, and the ranking is EI's.
     tau = float(cost[:B].min()) + 0.5 * float(cost.min())
     last = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, 2,
-                          qmc_normals(16, 2, seed=0), per_unit_cost=True)  # fmt: skip
+                          qmc_normals(16, 2, seed=0), rate=True)  # fmt: skip
     ok = cost[:B] <= tau
     assert ok.any() and np.all(np.isneginf(last[~ok]))
     np.testing.assert_allclose(last[ok], ei0[ok] / tau, rtol=1e-12)
@@ -525,12 +505,12 @@ def test_under_the_overrun_rule_the_last_affordable_step_is_ei_whatever_its_cost
     normals = qmc_normals(16, 2, seed=0)
     args = (mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, tau, 2, normals)
     np.testing.assert_allclose(
-        rollout_values(*args, per_unit_cost=True, last_overruns=True), ei0 / tau, rtol=1e-12
+        rollout_values(*args, rate=True, last_overruns=True), ei0 / tau, rtol=1e-12
     )
-    assert np.all(np.isneginf(rollout_values(*args, per_unit_cost=True)))
+    assert np.all(np.isneginf(rollout_values(*args, rate=True)))
     # Nothing left: nothing may start.
     none = rollout_values(mean, cov, problem_2d.noise_var, problem_2d.best, B, cost, 0.0, 2,
-                          normals, per_unit_cost=True, last_overruns=True)  # fmt: skip
+                          normals, rate=True, last_overruns=True)  # fmt: skip
     assert np.all(np.isneginf(none))
 
 

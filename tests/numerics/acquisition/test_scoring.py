@@ -11,9 +11,8 @@ from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
 from optuna_costbo._numerics.acquisition.scoring import decide
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.gp.fit import fit_gp
-from optuna_costbo._numerics.lbfgsb import local_maximize
-from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import NumericParam
+from optuna_costbo._numerics.optimize import RowFunAndGrad
+from optuna_costbo._numerics.optimize import lbfgsb_runs
 
 
 class _Blocks:
@@ -76,7 +75,6 @@ def test_decide_never_chooses_minus_inf_and_handles_one_block() -> None:
 def test_the_polish_of_two_acquisitions_at_once_is_the_separate_polish(seed: int) -> None:
     # A bowl with its minimum at the centre and a cost rising along x1: EI peaks near the
     # centre, EI per unit cost below it; starts near the centre, inside the trust regions.
-    codec = BoxCodec([NumericParam(0.0, 1.0)] * 2)
     rng = np.random.default_rng(seed)
     X = rng.random((20, 2))  # (20, 2)
     y = (X[:, 0] - 0.5) ** 2 + (X[:, 1] - 0.5) ** 2
@@ -89,12 +87,14 @@ def test_the_polish_of_two_acquisitions_at_once_is_the_separate_polish(seed: int
         acq = LogEIPerCost(model, float(y.min()), cost_model=cost, cost_exponent=each[runs])
         return acq.value_and_grad(Z)
 
-    Z, V = local_maximize(joint, codec, np.tile(starts, (2, 1)), 0.2)
+    def polish(fun: RowFunAndGrad, Z0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        box = np.clip(np.stack([Z0 - 0.2, Z0 + 0.2], axis=-1), 0.0, 1.0)  # (R, 2, 2)
+        return lbfgsb_runs(fun, Z0, fun(Z0, np.arange(len(Z0)))[0], np.arange(2), box)
+
+    Z, V = polish(joint, np.tile(starts, (2, 1)))
     for k, e in enumerate((0.0, 1.0)):
         alone = LogEIPerCost(model, float(y.min()), cost_model=cost, cost_exponent=e)
-        Zk, Vk = local_maximize(
-            lambda Z, _runs, alone=alone: alone.value_and_grad(Z), codec, starts, 0.2
-        )
+        Zk, Vk = polish(lambda Z, _runs, alone=alone: alone.value_and_grad(Z), starts)
         # Each start is a run of its own: the same iterates, to the rounding of a batch.
         np.testing.assert_allclose(V[3 * k : 3 * k + 3], Vk, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(Z[3 * k : 3 * k + 3], Zk, atol=1e-7)

@@ -1,8 +1,10 @@
-"""One screen shared by the maximizers (``screening.py``, ``optimize.maximize_each``) against
+"""One screen shared by the maximizers (``screening.py``, ``optimize.maximize``) against
 the plain path: each maximizer screening its own points, one acquisition at a time."""
 
 from __future__ import annotations
 
+from _maximize import maximize_exponents
+from _maximize import maximize_one
 import numpy as np
 import pytest
 
@@ -11,11 +13,10 @@ from optuna_costbo._numerics.acquisition.screening import screen
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.gp.fit import fit_gp
-from optuna_costbo._numerics.optimize import maximize_acquisition
+from optuna_costbo._numerics.param_specs import CategoricalParam
+from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.param_specs import Param
 from optuna_costbo._numerics.search_space import BoxCodec
-from optuna_costbo._numerics.search_space import CategoricalParam
-from optuna_costbo._numerics.search_space import NumericParam
-from optuna_costbo._numerics.search_space import Param
 
 
 _CONTINUOUS: list[Param] = [NumericParam(0.0, 1.0)] * 3
@@ -66,11 +67,11 @@ def test_a_screened_maximization_is_the_plain_one_on_the_same_points(
     # values, the screened path makes the same search.
     ctx = _context(params, 1)
     acq = LogEIPerCost(ctx.model, ctx.best, cost_model=ctx.cost, cost_exponent=0.7)
-    plain = maximize_acquisition(
+    plain = maximize_one(
         acq.value_and_grad, ctx.codec, np.random.default_rng(5), n_candidates=300, fun=acq
     )
     points = ctx.codec.latin_hypercube_points(300, np.random.default_rng(5))
-    screened = maximize_acquisition(
+    screened = maximize_one(
         acq.value_and_grad, ctx.codec, np.random.default_rng(99), fun=acq,
         screened=(points, acq(points)),
     )  # fmt: skip
@@ -88,10 +89,11 @@ def test_maximizing_each_exponent_at_once_finds_the_separate_maximizers(
     ctx = _context(params, seed)
     exponents = (0.0, 1.0, 0.35)
     pool = ctx.screen()
-    together, values = ctx.maximize_each(exponents, pool)
+    together, values = maximize_exponents(ctx, exponents, pool)
     assert together.shape == (3, ctx.codec.dim)
     for k, e in enumerate(exponents):
-        z, value = ctx.maximize(e, pool)
+        Z1, V1 = maximize_exponents(ctx, (e,), pool)
+        z, value = Z1[0], V1[0]
         np.testing.assert_allclose(values[k], value, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(together[k], z, atol=2e-3)
         acq = LogEIPerCost(ctx.model, ctx.best, cost_model=ctx.cost, cost_exponent=e)
@@ -102,7 +104,7 @@ def test_maximizing_each_exponent_at_once_finds_the_separate_maximizers(
 def test_the_shared_maximizers_beat_the_screen_and_every_start() -> None:
     ctx = _context(_CONTINUOUS, 4)
     pool = ctx.screen(512)
-    Z, values = ctx.maximize_each((0.0, 1.0), pool)
+    Z, values = maximize_exponents(ctx, (0.0, 1.0), pool)
     for k, e in enumerate((0.0, 1.0)):
         assert values[k] >= pool.values(e).max()
         acq = LogEIPerCost(ctx.model, ctx.best, cost_model=ctx.cost, cost_exponent=e)
@@ -129,26 +131,17 @@ def test_per_row_cost_exponents_are_the_scalar_acquisitions_row_by_row() -> None
         LogEIPerCost(ctx.model, ctx.best, cost_exponent=each)
 
 
-def test_equal_exponents_are_maximized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_equal_exponents_are_maximized_once() -> None:
     # Without a budget EI-cool's alpha is exactly 1: the rollout asks for (0, 1, 1). The
     # repeated exponent is one column of the L-BFGS-B problem, and its row is the same.
-    from optuna_costbo._numerics.acquisition import strategies
-
-    columns: list[int] = []
-    real = strategies.maximize_each
-
-    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
-        columns.append(args[3][1].shape[1])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(strategies, "maximize_each", counting)
     ctx = _context(_CONTINUOUS, 3)
     pool = ctx.screen()
-    Z2, v2 = ctx.maximize_each((0.0, 1.0), pool)
-    Z3, v3 = _context(_CONTINUOUS, 3).maximize_each((0.0, 1.0, 1.0 + 1e-12), pool)
-    assert columns == [2, 2]
+    search = ctx.search((0.0, 1.0, 1.0 + 1e-12), pool)
+    assert search.screened is not None and search.screened[1].shape[1] == 2
+    Z2, v2 = maximize_exponents(ctx, (0.0, 1.0), pool)
+    Z3, v3 = maximize_exponents(_context(_CONTINUOUS, 3), (0.0, 1.0, 1.0 + 1e-12), pool)
     np.testing.assert_array_equal(Z3, np.vstack([Z2, Z2[1:]]))
     np.testing.assert_array_equal(v3, [*v2, v2[1]])
     # Exponents further apart than the tolerance stay separate maximizations.
-    ctx.maximize_each((0.0, 1.0, 0.999), pool)
-    assert columns[-1] == 3
+    search = ctx.search((0.0, 1.0, 0.999), pool)
+    assert search.screened is not None and search.screened[1].shape[1] == 3

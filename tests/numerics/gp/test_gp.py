@@ -30,8 +30,9 @@ from sklearn.gaussian_process.kernels import WhiteKernel
 from threadpoolctl import threadpool_limits
 
 from optuna_costbo._numerics.gp.fit import LENGTHSCALE_BOUNDS
+from optuna_costbo._numerics.gp.fit import _nll_core
+from optuna_costbo._numerics.gp.fit import _sq_diffs
 from optuna_costbo._numerics.gp.fit import fit_gp
-from optuna_costbo._numerics.gp.fit import neg_log_marginal_likelihood
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.kernel import matern52
 from optuna_costbo._numerics.gp.kernel import scaled_sq_dist
@@ -59,6 +60,24 @@ def _hyper(D: int, seed: int = 1, noise_var: float = 1e-3) -> GPHyperparams:
         noise_var=noise_var,
         mean=0.3,
     )
+
+
+def neg_log_marginal_likelihood(
+    theta: np.ndarray,
+    X: np.ndarray,
+    z: np.ndarray,
+    *,
+    mean: float | None = None,
+    prior: bool = False,
+) -> tuple[float, np.ndarray]:
+    """The fit's NLL (and its gradient) of standardized z at the packed theta (D+2,)."""
+    value, grad, _ = _nll_core(theta, _sq_diffs(X), z, mean, log_prior if prior else None)
+    return value, grad
+
+
+def _log_params(h: GPHyperparams) -> np.ndarray:  # (D+2,)
+    out: np.ndarray = np.log(np.r_[h.lengthscales, h.signal_var, h.noise_var])
+    return out
 
 
 def _sklearn_gpr(
@@ -118,50 +137,12 @@ def test_predict_matches_sklearn_with_fixed_hyperparameters(scale: float) -> Non
     assert model.y_mean == pytest.approx(np.mean(y))
 
 
-def test_extra_noise_per_observation_matches_sklearns_per_sample_alpha() -> None:
-    # sklearn adds ``alpha`` (one value per sample) to its kernel matrix's diagonal: the same
-    # heteroscedastic observations, in the standardized units GPModel models.
-    X, y = _toy_data(15, 3, scale=7.0, offset=4.0)
-    hyper = _hyper(3)
-    extra = np.random.default_rng(9).uniform(0.0, 30.0, size=15) * (np.arange(15) % 3 == 0)
-    model = GPModel(X, y, hyper, extra_noise=extra)
-    plain = GPModel(X, y, hyper)
-    gpr = _sklearn_gpr(X, _residuals(plain), hyper)
-    gpr = GaussianProcessRegressor(
-        kernel=gpr.kernel, alpha=extra / plain.y_std**2, optimizer=None, normalize_y=False
-    ).fit(X, _residuals(plain))
-    Xq = np.random.default_rng(5).uniform(size=(20, 3))
-    mean, var = model.predict(Xq)
-    mu_sk, std_sk = gpr.predict(Xq, return_std=True)
-    np.testing.assert_allclose(mean, model.y_mean + model.y_std * (hyper.mean + mu_sk), rtol=1e-8)
-    np.testing.assert_allclose(var, model.y_std**2 * (std_sk**2 - hyper.noise_var), rtol=1e-8)
-    assert not np.allclose(mean, plain.predict(Xq)[0])  # the extra noise mattered
-    # conditioning on one more (exact) point equals the model built with it from scratch
-    x_new = np.full(3, 0.5)
-    grown = model.condition_on(x_new, 1.0)
-    scratch = GPModel(
-        np.vstack([X, x_new]),
-        np.append(y, 1.0),
-        hyper,
-        y_mean=model.y_mean,
-        y_std=model.y_std,
-        extra_noise=np.append(extra, 0.0),
-    )
-    np.testing.assert_allclose(grown.predict(Xq)[0], scratch.predict(Xq)[0], rtol=1e-9)
-
-
-@pytest.mark.parametrize("extra", [np.array([1.0, -1.0]), np.array([1.0]), np.array([np.nan, 0])])
-def test_bad_extra_noise_is_refused(extra: np.ndarray) -> None:
-    with pytest.raises(ValueError, match="extra_noise must be 2 finite variances >= 0"):
-        GPModel(np.array([[0.1], [0.9]]), np.array([0.0, 1.0]), _hyper(1), extra_noise=extra)
-
-
 def test_nll_and_gradient_match_sklearn() -> None:
     X, y = _toy_data(15, 3, scale=3.0)
     hyper = _hyper(3)
     model = GPModel(X, y, hyper)
     z = (y - model.y_mean) / model.y_std  # standardized targets
-    value, grad = neg_log_marginal_likelihood(hyper.log_params(), X, z, mean=hyper.mean)
+    value, grad = neg_log_marginal_likelihood(_log_params(hyper), X, z, mean=hyper.mean)
 
     gpr = _sklearn_gpr(X, z - hyper.mean, hyper, fixed=False)
     lml, lml_grad = gpr.log_marginal_likelihood(gpr.kernel_.theta, eval_gradient=True)
@@ -177,7 +158,7 @@ def test_nll_and_gradient_match_sklearn() -> None:
 def test_profiled_mean_minimizes_nll_over_the_mean(prior: bool) -> None:
     X, y = _toy_data(12, 2)
     z = (y - y.mean()) / y.std()
-    theta = _hyper(2).log_params()
+    theta = _log_params(_hyper(2))
     profiled, _ = neg_log_marginal_likelihood(theta, X, z, prior=prior)
     res = minimize_scalar(
         lambda m: neg_log_marginal_likelihood(theta, X, z, mean=m, prior=prior)[0],
@@ -205,7 +186,7 @@ def test_nll_gradient_finite_differences(mean: float | None, prior: bool) -> Non
     X, y = _toy_data(12, 3, seed=3)
     z = (y - y.mean()) / y.std()
     rng = np.random.default_rng(4)
-    for theta in (_hyper(3).log_params(), rng.normal(size=5) * 0.7 - 0.5):
+    for theta in (_log_params(_hyper(3)), rng.normal(size=5) * 0.7 - 0.5):
         _, grad = neg_log_marginal_likelihood(theta, X, z, mean=mean, prior=prior)
         fd = _central_diff(
             lambda t: neg_log_marginal_likelihood(t, X, z, mean=mean, prior=prior)[0], theta, 1e-6
@@ -578,7 +559,7 @@ def test_warm_start_reaches_a_fit_at_least_as_good() -> None:
     z = (y - warm.y_mean) / warm.y_std
 
     def objective(h: GPHyperparams) -> float:
-        return neg_log_marginal_likelihood(h.log_params(), X, z, prior=True)[0]
+        return neg_log_marginal_likelihood(_log_params(h), X, z, prior=True)[0]
 
     assert objective(warm.hyper) <= objective(cold.hyper) + 1e-9
     full = fit_gp(X, y, rng=np.random.default_rng(0))
@@ -596,15 +577,15 @@ def test_a_warm_fit_on_one_more_observation_is_within_hundredths_of_a_nat_of_a_t
     X, y = _toy_data(n + 1, D, seed=n)
     before = fit_gp(X[:-1], y[:-1], rng=np.random.default_rng(0))
     warm = fit_gp(X, y, rng=np.random.default_rng(1), n_restarts=0, warm_start=before.hyper)
-    tight_options = {"gtol": 1e-9, "ftol": 1e-15, "max_iter": 2000}
+    tight_options = {"pgtol": 1e-9, "factr": 1e-15 / fit_module._EPS, "maxiter": 2000}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fit_module, "_LBFGS_OPTIONS", tight_options)
-        patch.setattr(fit_module, "_WARM_LBFGS_OPTIONS", tight_options)
+        patch.setattr(fit_module, "_LBFGS", tight_options)
+        patch.setattr(fit_module, "_WARM_LBFGS", tight_options)
         tight = fit_gp(X, y, rng=np.random.default_rng(1), n_restarts=0, warm_start=before.hyper)
     z = (y - warm.y_mean) / warm.y_std
 
     def objective(h: GPHyperparams) -> float:
-        return neg_log_marginal_likelihood(h.log_params(), X, z, prior=True)[0]
+        return neg_log_marginal_likelihood(_log_params(h), X, z, prior=True)[0]
 
     assert objective(tight.hyper) <= objective(warm.hyper) + 1e-9
     assert objective(warm.hyper) <= objective(tight.hyper) + 0.05
@@ -661,7 +642,7 @@ def test_fit_without_optimizing_keeps_the_kernel_and_profiles_the_mean() -> None
     assert kept.n == 40
     # The mean is the profiled one of these data: the NLL is smallest there over the mean.
     z = (y + 5.0 - kept.y_mean) / kept.y_std
-    theta = kept.hyper.log_params()
+    theta = _log_params(kept.hyper)
 
     def nll(m: float) -> float:
         return neg_log_marginal_likelihood(theta, X, z, mean=m, prior=True)[0]
@@ -740,17 +721,17 @@ def test_the_fitted_mean_is_looked_up_not_evaluated_again(
     start = fit_gp(X, y[::-1].copy(), rng=np.random.default_rng(0)).hyper if warm else None
     calls, by_optimizer = [0], [0]
     built: list[tuple[np.ndarray, float]] = []
-    core, minimize = fit_module._nll_core, fit_module.lbfgsb_minimize
+    core, minimize = fit_module._nll_core, fit_module.fmin_l_bfgs_b
     from_log_params = GPHyperparams.from_log_params
 
     def counting_core(*args: Any) -> tuple[float, np.ndarray, float]:
         calls[0] += 1
         return core(*args)
 
-    def counting_minimize(fun: Any, *args: Any, **kwargs: Any) -> tuple[np.ndarray, float]:
-        def counted(theta: np.ndarray) -> tuple[float, np.ndarray]:
+    def counting_minimize(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        def counted(theta: np.ndarray, *more: Any) -> tuple[float, np.ndarray]:
             by_optimizer[0] += 1
-            return fun(theta)  # type: ignore[no-any-return]
+            return fun(theta, *more)  # type: ignore[no-any-return]
 
         return minimize(counted, *args, **kwargs)
 
@@ -759,7 +740,7 @@ def test_the_fitted_mean_is_looked_up_not_evaluated_again(
         return from_log_params(theta, mean)
 
     monkeypatch.setattr(fit_module, "_nll_core", counting_core)
-    monkeypatch.setattr(fit_module, "lbfgsb_minimize", counting_minimize)
+    monkeypatch.setattr(fit_module, "fmin_l_bfgs_b", counting_minimize)
     monkeypatch.setattr(fit_module.GPHyperparams, "from_log_params", recording)
     fit_gp(X, y, rng=np.random.default_rng(1), warm_start=start, max_points=max_points)
     assert calls[0] == by_optimizer[0] > 0

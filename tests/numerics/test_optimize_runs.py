@@ -1,18 +1,20 @@
 """L-BFGS-B runs from many starts, each its own run, evaluated in batches.
 
 The reference is scipy itself: each run must make the iterates of ``scipy.optimize.minimize``
-on that run alone (the same L-BFGS-B core, driven here for all runs at once).
+on that run alone (each run is ``minimize`` in a thread of its own, evaluated in batches).
 """
 
 from __future__ import annotations
+
+import threading
+import time
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from optuna_costbo._numerics import lbfgsb
-from optuna_costbo._numerics.lbfgsb import lbfgsb_minimize
-from optuna_costbo._numerics.lbfgsb import lbfgsb_runs
+from optuna_costbo._numerics import optimize
+from optuna_costbo._numerics.optimize import lbfgsb_runs
 
 
 D = 4
@@ -70,8 +72,6 @@ def test_each_run_is_scipys_run_alone(seed: int) -> None:
 def test_batched_and_sequential_runs_agree_and_obey_the_evaluation_cap(
     max_evals: int | None,
 ) -> None:
-    if not lbfgsb.batched():
-        pytest.skip("this scipy's L-BFGS-B core has another interface: runs are sequential")
     rng = np.random.default_rng(7)
     R = 12
     Z0 = rng.random((R, D))
@@ -92,19 +92,60 @@ def test_batched_and_sequential_runs_agree_and_obey_the_evaluation_cap(
     assert sequential.calls - 1 == (sequential.evals - 1).sum()
 
 
-def test_without_the_batched_core_the_runs_are_sequential(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_runs_from_stationary_starts_end_after_one_evaluation_as_scipys() -> None:
+    # Runs 0 and 1 start where scipy stops at once (at the interior maximum; at a corner the
+    # gradient pushes out of), runs 2 and 3 where it does not.
+    fun, seq = _Bowls(4, 0), _Bowls(4, 0)
+    for bowls in (fun, seq):
+        bowls.centres[:] = [[0.5] * D, [1.5] * D, [0.5] * D, [0.5] * D]
+    Z0 = np.array([[0.5] * D, [1.0] * D, [0.2] * D, [1.0] * D])  # (4, D)
+    first = _Bowls(4, 0)  # the ripples move the maximum off 0.5: run 0 starts where one run
+    first.centres[:] = fun.centres  # from 0.5 ended
+    Z0[0] = lbfgsb_runs(first, Z0[:1], first(Z0[:1], np.zeros(1, int))[0], np.arange(D))[0]
+    V0 = fun(Z0, np.arange(4))[0]
+    seq(Z0, np.arange(4))
+    got = lbfgsb_runs(fun, Z0, V0, np.arange(D))
+    expected = lbfgsb_runs(seq, Z0, V0, np.arange(D), sequential=True)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(fun.evals, seq.evals)
+    assert list(fun.evals[:2] - 1) == [1, 1] and np.all(fun.evals[2:] - 1 > 1)
+
+
+def test_the_runs_are_deterministic_and_an_evaluation_error_ends_them_all() -> None:
     rng = np.random.default_rng(3)
-    Z0 = rng.random((5, D))
-    first, second = _Bowls(5, 2), _Bowls(5, 2)
-    V0 = first(Z0, np.arange(5))[0]
+    Z0 = rng.random((6, D))
+    first, second = _Bowls(6, 2), _Bowls(6, 2)
+    V0 = _Bowls(6, 2)(Z0, np.arange(6))[0]
     expected = lbfgsb_runs(first, Z0, V0, np.arange(D))
-    monkeypatch.setattr(lbfgsb, "_SETULB", None)
-    assert not lbfgsb.batched()
     got = lbfgsb_runs(second, Z0, V0, np.arange(D))
     np.testing.assert_array_equal(got[0], expected[0])
-    assert second.calls - 1 >= 5  # one call per evaluation of a run
+    np.testing.assert_array_equal(second.evals, first.evals)
+
+    failing = _Bowls(6, 2)
+
+    def fails_on_the_third_round(Z: np.ndarray, runs: np.ndarray):
+        if failing.calls == 3:
+            raise ZeroDivisionError("the acquisition failed")
+        return failing(Z, runs)
+
+    with pytest.raises(ZeroDivisionError, match="the acquisition failed"):
+        lbfgsb_runs(fails_on_the_third_round, Z0, V0, np.arange(D))
+    # No run is left waiting: every thread of the module's pool goes back to idle.
+    for _ in range(500):
+        threads = [t for t in threading.enumerate() if t.name == "costbo-lbfgsb"]
+        if len(optimize._POOL.idle) == len(threads):
+            break
+        time.sleep(0.01)
+    assert len(optimize._POOL.idle) == len(threads) >= 6
+
+
+def test_a_run_whose_scipy_call_fails_reports_the_error() -> None:
+    Z0 = np.full((3, D), 0.5)
+    bounds = np.stack([np.zeros((3, D)), np.ones((3, D))], axis=-1)  # (3, D, 2)
+    bounds[1, 0] = [0.8, 0.2]  # run 1: a lower bound above its upper bound
+    with pytest.raises(ValueError, match="lower bound"):
+        lbfgsb_runs(_Bowls(3, 0), Z0, np.zeros(3), np.arange(D), bounds)
 
 
 def test_a_run_that_meets_non_finite_values_keeps_its_best_finite_point() -> None:
@@ -123,6 +164,23 @@ def test_a_run_that_meets_non_finite_values_keeps_its_best_finite_point() -> Non
     np.testing.assert_allclose(Z[1], [0.5, 0.5], atol=1e-5)
 
 
+def test_runs_on_quadratics_end_at_their_closed_form_maxima() -> None:
+    # Run r maximizes -sum w (z - c_r)^2 over [0, 1]^D: its maximum is c_r clipped to the box.
+    rng = np.random.default_rng(5)
+    R = 7
+    centres = rng.uniform(-0.5, 1.5, (R, D))  # (R, D)
+
+    def fun(Z: np.ndarray, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = Z - centres[runs]  # (m, D)
+        return -np.sum(_WEIGHTS * d**2, axis=1), -2.0 * _WEIGHTS * d
+
+    Z0 = rng.random((R, D))
+    Z, V = lbfgsb_runs(fun, Z0, fun(Z0, np.arange(R))[0], np.arange(D))
+    best = np.clip(centres, 0.0, 1.0)
+    np.testing.assert_allclose(Z, best, atol=1e-5)  # |gradient| <= gtol = 1e-5 at the end
+    np.testing.assert_allclose(V, fun(best, np.arange(R))[0], atol=1e-9)
+
+
 def test_no_runs_or_no_columns_return_the_starts() -> None:
     fun = _Bowls(3, 0)
     Z0 = np.full((3, D), 0.5)
@@ -132,53 +190,3 @@ def test_no_runs_or_no_columns_return_the_starts() -> None:
     assert fun.calls == 0
     Z, V = lbfgsb_runs(fun, Z0[:0], V0[:0], np.arange(D))
     assert Z.shape == (0, D) and V.shape == (0,)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize(("ftol", "gtol"), [(2.2e-9, 1e-5), (1e-4, 1e-3)])
-def test_one_minimization_is_scipys_minimize(seed: int, ftol: float, gtol: float) -> None:
-    # A GP fit's kind of problem: a smooth function of a few log-parameters in a box, some
-    # optima on its bounds.
-    rng = np.random.default_rng(seed)
-    k = 5
-    centre = rng.uniform(-3.0, 3.0, k)  # (k,)
-    bounds = np.stack([np.full(k, -2.0), np.full(k, 2.0)], axis=1)  # (k, 2)
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        d = x - centre
-        return float(np.sum(_WEIGHTS[0] * d**2 + np.cos(3.0 * x))), 2.0 * d - 3.0 * np.sin(3.0 * x)
-
-    x0 = rng.uniform(-2.5, 2.5, k)  # some outside the box: clipped, as scipy does
-    options = {"ftol": ftol, "gtol": gtol, "maxiter": 200}
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
-    x, value = lbfgsb_minimize(fun, x0, bounds, ftol=ftol, gtol=gtol, max_iter=200)
-    np.testing.assert_array_equal(x, res.x)
-    assert value == res.fun
-
-
-def test_one_minimization_with_open_bounds_is_scipys_minimize() -> None:
-    # x0 free, x1 bounded below only, x2 above only: scipy's bound codes 0, 1 and 3.
-    centre = np.array([3.0, -1.0, 2.0])
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        return float(np.sum((x - centre) ** 2)), 2.0 * (x - centre)
-
-    bounds = np.array([[-np.inf, np.inf], [0.0, np.inf], [-np.inf, 1.0]])
-    x0 = np.array([0.0, 0.5, 0.0])
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds)
-    x, value = lbfgsb_minimize(fun, x0, bounds)
-    np.testing.assert_array_equal(x, res.x)
-    np.testing.assert_allclose(x, [3.0, 0.0, 1.0], atol=1e-6)
-    assert value == res.fun
-
-
-def test_scipy_from_1_15_has_the_batched_core() -> None:
-    # The runs fall back to one minimize call each (the same iterates, several times slower)
-    # when scipy's core has another interface; a scipy that changes it must fail here, not
-    # slow every suggestion down unnoticed.
-    import scipy
-
-    major, minor = (int(part) for part in scipy.__version__.split(".")[:2])
-    if (major, minor) < (1, 15):
-        pytest.skip(f"scipy {scipy.__version__} predates the reverse-communication core")
-    assert lbfgsb.batched()

@@ -1,5 +1,4 @@
-"""Optuna's log lines written above an open progress bar instead of breaking into it (as
-Optuna's own progress bar does), Optuna's handler put back when the bar closes."""
+"""Optuna's log lines written above an open progress bar, as Optuna's own bar does."""
 
 from __future__ import annotations
 
@@ -11,24 +10,15 @@ from typing import Any
 import optuna
 
 
-__all__ = ["BarLogRoute"]
-
-
 class BarLogRoute:
-    """Routes Optuna's default handler through ``tqdm.write`` while ``bar`` is open.
-
-    Args:
-        bar: The open tqdm bar.
-        tqdm: Its class (``tqdm.tqdm`` or ``tqdm.auto.tqdm``), whose ``write`` is used.
-    """
+    """Routes Optuna's default handler through ``tqdm.write`` (``tqdm``: the bar's class)."""
 
     def __init__(self, bar: Any, tqdm: Any) -> None:
-        self.line_open = True
-        """Whether the bar's last frame awaits a newline (set by the bar when it draws)."""
+        self.line_open = True  # the bar's last frame awaits a newline
         self._handlers: tuple[logging.Handler, logging.Handler] | None = None
         root = logging.getLogger("optuna")
         default = getattr(optuna.logging, "_default_handler", None)
-        # Not attached: disabled by the user, or Optuna's own bar has already rerouted it.
+        # not attached: disabled by the user, or rerouted by Optuna's own bar
         if not isinstance(default, logging.StreamHandler) or default not in root.handlers:
             return
         handler = _BarLogHandler(self, bar, tqdm, default.stream)
@@ -39,7 +29,6 @@ class BarLogRoute:
         self._handlers = (handler, default)
 
     def close(self) -> None:
-        """Put Optuna's handler back (idempotent)."""
         self.line_open = False
         if self._handlers is None:
             return
@@ -52,12 +41,8 @@ class BarLogRoute:
 
 
 class _BarLogHandler(logging.Handler):
-    """Writes Optuna's log records to their stream without breaking into an open bar.
-
-    On a terminal, ``tqdm.write`` clears the bar, writes the line and redraws the bar. A file
-    (a log, CI) keeps every frame, so a redraw would repeat a stale state there: the bar's line
-    is ended with a newline instead, and the next update draws the new state.
-    """
+    """Writes Optuna's records with ``tqdm.write``; to a file (which keeps every frame) after
+    a newline ending the bar's line instead, the next update drawing the bar again."""
 
     def __init__(self, route: BarLogRoute, bar: Any, tqdm: Any, stream: IO[str]) -> None:
         super().__init__()
