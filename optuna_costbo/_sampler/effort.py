@@ -118,38 +118,23 @@ class EffortRule:
         paid = self.ratio * s.trial_seconds / s.n_trials
         return QUEUE if paid <= 0.0 else min(QUEUE, math.ceil(s.last_quick / paid))
 
-    def keep_queue(
-        self, study_id: int, key: Any, proposal: Proposal, seconds: float, best: float
-    ) -> None:
-        """A quick suggestion (``proposal``, in the search space ``key``) took ``seconds``
-        afresh while ``best`` was the best value: keep the next points of its queue for the
-        trials that follow (:meth:`take_queued`), as many as :meth:`batch` says."""
-        s = self._state(study_id)
-        s.last_quick = seconds
-        keep = proposal.queue[: self.batch(study_id) - 1]
+    def keep_queue(self, sid: int, key: Any, proposal: Proposal, t: float, best: float) -> None:
+        """A quick ``proposal`` in space ``key`` took ``t`` s with ``best`` the best value: keep
+        the next :meth:`batch` - 1 points of its queue for the next trials."""
+        s = self._state(sid)
+        s.last_quick, s.queue_key, s.queue_best = t, key, best
+        keep = proposal.queue[: self.batch(sid) - 1]
         s.queue = [dataclasses.replace(proposal, z=z, value=v, queue=()) for z, v in keep]
-        s.queue_key, s.queue_best = key, best
 
     def take_queued(
-        self,
-        study_id: int,
-        key: Any,
-        trials: Sequence[FrozenTrial],
-        sign: float,
-        remaining: float | None,
+        self, sid: int, key: Any, trials: Sequence[FrozenTrial], sign: float, left: float
     ) -> Proposal | None:
-        """The next kept point, unless the search space changed, a trial improved on the best
-        value (the data changed materially) or a full suggestion is due: then none, and the
-        queue is dropped."""
-        s = self._state(study_id)
-        if not s.queue:
-            return None
-        if (
-            remaining is None
-            or key != s.queue_key
-            or best_value(trials, sign) < s.queue_best
-            or self.full_allowed(study_id, remaining)
-        ):
+        """The next kept point; none (the queue dropped) if the space changed, a trial improved
+        on the best value or a full suggestion is due."""
+        s = self._state(sid)
+        if s.queue and (key != s.queue_key or best_value(trials, sign) < s.queue_best):
+            s.queue = []
+        if not s.queue or self.full_allowed(sid, left):
             s.queue = []
             return None
         s.n_quick += 1

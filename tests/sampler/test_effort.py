@@ -207,13 +207,13 @@ def test_one_quick_suggestion_serves_as_many_trials_as_its_seconds_need() -> Non
     assert rule.batch(STUDY) == 1  # nothing measured yet
     for _ in range(10):
         rule.add_trial_seconds(STUDY, 0.009)  # 9 ms trials pay for 1 ms each
-    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), seconds=0.0025, best=1.0)
+    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 0.0025, 1.0)
     assert rule.batch(STUDY) == 3  # ceil(2.5 ms / 1 ms)
     trials = _completed(2.0, 1.0)
-    taken = [rule.take_queued(STUDY, "space", trials, 1.0, remaining=1e9) for _ in range(3)]
+    taken = [rule.take_queued(STUDY, "space", trials, 1.0, 1e9) for _ in range(3)]
     assert [float(p.z[0]) for p in taken[:2] if p is not None] == [1.0, 2.0]
     assert taken[2] is None  # the batch is served: a fresh suggestion
-    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), seconds=1.0, best=1.0)
+    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 1.0, 1.0)
     assert rule.batch(STUDY) == QUEUE  # at most QUEUE points from one fit
     assert rule.counts(STUDY) == {"full": 1, "quick": 2}
 
@@ -222,7 +222,7 @@ def test_the_queue_is_dropped_when_the_data_change() -> None:
     rule = _rule_after(0.1, trial_seconds=0.0, full_seconds=1.0)
     rule.add_trial_seconds(STUDY, 0.009)
     for change in ("better", "space", "full"):
-        rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), seconds=1.0, best=1.0)
+        rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 1.0, 1.0)
         trials, key, remaining = _completed(1.0, 1.5), "space", 1e9
         if change == "better":
             trials = _completed(1.0, 0.5)  # a trial improved on the best value
@@ -235,6 +235,6 @@ def test_the_queue_is_dropped_when_the_data_change() -> None:
     # Maximizing: the sign turns values around.
     rule = _rule_after(0.1, trial_seconds=0.0, full_seconds=1.0)
     rule.add_trial_seconds(STUDY, 0.009)
-    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), seconds=1.0, best=-2.0)
+    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 1.0, -2.0)
     assert rule.take_queued(STUDY, "space", _completed(2.0, 1.0), -1.0, 1e9) is not None
     assert rule.take_queued(STUDY, "space", _completed(3.0), -1.0, 1e9) is None
