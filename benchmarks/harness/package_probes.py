@@ -21,7 +21,8 @@ Who uses what:
   start fits (``_numerics.gp.fit.fit_gp``, ``_sampler.space.SpaceBridge``);
 - ``harness/methods.py``: :func:`apply_internal_options`, the method options that were sampler
   parameters before 0.2 (``charge_sampler_time``, ``max_sampler_share``,
-  ``dashboard_chart``), set on one sampler object, so those methods run as before;
+  ``dashboard_chart``), set on one sampler object, so those methods run as before, and
+  ``quick_queue=false`` (the quick route without its queue, as before issue 57);
 - ``harness/gittins.py`` (the ``pbgi`` method): :func:`gittins_index` replaces one
   sampler's strategy; ``_numerics.acquisition.ei`` (``_log_h_parts``),
   ``_numerics.optimize`` (:func:`maximize_acquisition`, :func:`maximize_exponent`),
@@ -217,6 +218,7 @@ INTERNAL_OPTIONS = (
     "charge_sampler_time",
     "max_sampler_share",
     "dashboard_chart",
+    "quick_queue",
 )
 """Method options that are settings of one sampler object, not parameters of the sampler."""
 
@@ -256,6 +258,8 @@ def apply_internal_options(sampler: Any, options: dict[str, Any]) -> None:
         )
     if options.get("dashboard_chart") is False:
         sampler._chart.wanted = lambda study: False
+    if options.get("quick_queue") is False:  # each quick suggestion serves one trial
+        suggester.effort.batch = lambda study_id: 1
 
 
 def without_chart(cls: Any, **kwargs: Any) -> Any:

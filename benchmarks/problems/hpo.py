@@ -56,9 +56,10 @@ configurations (``python -m benchmarks paper runtime``), times about 50: KNN 7 s
 0.75 s, RF 25 s on w2a, KNN 1.3 s on a1a (``BUDGETS``; ``benchmarks/README.md`` has the
 measurements).
 
-Also the live problems of ``benchmarks/cheap_trials.py`` (:func:`live_problems`): bundled or
-generated data, no download; two whose trials take about 5-60 ms and two whose trials take
-about 0.05-2 s, each with a wall-clock budget for the whole study (``clock="wall"``).
+Also the live problems of ``benchmarks/cheap_trials.py`` (:func:`live_problems`), each with a
+wall-clock budget for the whole study (``clock="wall"``): on bundled or generated data, two
+whose trials take about 5-60 ms and two whose trials take about 0.05-2 s; and the paper's DT
+on w2a and KNN on a1a (trials of 1-20 and 3-180 ms), their data loaded on first use.
 
 The suite's group ``noisy-live`` (:func:`noisy_live_problems`, issue 51): decision trees on
 two of those datasets with the validation split drawn per trial, scored by the mean error over
@@ -74,6 +75,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+import functools
 import gc
 import json
 import math
@@ -86,6 +88,7 @@ import numpy as np
 from benchmarks.harness.problem import Param
 from benchmarks.harness.problem import Problem
 from benchmarks.problems.data import Dataset
+from benchmarks.problems.data import load_dataset
 
 
 # Budgets in seconds: about 50x the mean cost (CPU time, i.e. idle wall-clock) of a random
@@ -450,12 +453,44 @@ _TREE_SPACE = (
     Param("max_features", "float", 0.05, 1.0),
     Param("criterion", "cat", choices=("gini", "entropy")),
 )
-LIVE_BUDGETS = {"sgd-digits": 3.0, "tree-synth": 3.0, "hgb-synth": 10.0, "mlp-digits": 10.0}
+LIVE_BUDGETS = {
+    "sgd-digits": 3.0,
+    "tree-synth": 3.0,
+    "hgb-synth": 10.0,
+    "mlp-digits": 10.0,
+    "dt-w2a": 5.0,
+    "knn-a1a": 6.0,
+}
+PAPER_LIVE = {"dt-w2a": ("dt", "w2a"), "knn-a1a": ("knn", "a1a")}
+"""Cheap-trials problems on the paper's datasets: (model of :data:`MODELS`, dataset)."""
+
+
+@functools.cache
+def _paper_dataset(name: str) -> Dataset:
+    return load_dataset(name)
+
+
+class PaperLiveEvaluator:
+    """:class:`HpoEvaluator` of a paper model on its dataset, loaded on first use
+    (:func:`.data.load_dataset`: OpenML, else the LIBSVM files of ``COSTBO_DATA_DIR``)."""
+
+    def __init__(self, model: str, dataset: str) -> None:
+        self.model = model
+        self.dataset = dataset
+
+    def load(self) -> HpoEvaluator:
+        """The evaluator with its data (raises ``DataUnavailableError`` without them)."""
+        return HpoEvaluator(self.model, _paper_dataset(self.dataset))
+
+    def __call__(
+        self, params: dict[str, Any], previous: dict[str, Any] | None = None
+    ) -> tuple[float, float]:
+        return self.load()(params, previous)
 
 
 def live_problems(scale: float = 1.0) -> dict[str, Problem]:
     """The cheap-trials problems, each budget (wall-clock seconds of the whole study)
-    multiplied by ``scale``; group "cheap" (trials of 5-60 ms) or "expensive" (0.05-2 s)."""
+    multiplied by ``scale``; group "cheap" (trials of 1-180 ms) or "expensive" (0.05-2 s)."""
     digits = _digits()
     small = _synthetic(2000, 20)
     large = _synthetic(4000, 30)
@@ -485,7 +520,7 @@ def live_problems(scale: float = 1.0) -> dict[str, Problem]:
             ),
         ),
     }
-    return {
+    out = {
         name: Problem(
             name=name,
             group=group,
@@ -498,6 +533,20 @@ def live_problems(scale: float = 1.0) -> dict[str, Problem]:
         )
         for name, (group, build, data, params) in spaces.items()
     }
+    for name, (model, dataset) in PAPER_LIVE.items():
+        out[name] = Problem(
+            name=name,
+            group="cheap",
+            budget=LIVE_BUDGETS[name] * scale,
+            evaluator=PaperLiveEvaluator(model, dataset),
+            params=MODELS[model].params,
+            description=f"{MODELS[model].label} on {dataset} (the paper's space): validation "
+            "error, wall-clock budget of the whole study",
+            clock="wall",
+            max_trials=100_000,
+            settings={"dataset": dataset, "split_seed": 0, "valid_fraction": 0.3},
+        )
+    return out
 
 
 # -- noisy live problems: the validation split drawn per trial (issue 51) -------------------

@@ -16,26 +16,45 @@ from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.search_space import rows_among
 
 
-__all__ = ["QUICK", "QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
+__all__ = ["QUEUE", "QUICK", "QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
 
 # NOTE(quick): local steps near the best points (as TPE's draws) matter once a basin is found.
 QUICK_N_UNIFORM = 256
 QUICK_N_LOCAL = 256
 _LOCAL_SIGMA = 0.05
 _N_BEST = 3
+QUEUE = 8  # most points one quick suggestion ranks for the trials that follow (.effort)
+_QUEUE_SPACING = 0.05
 
 
 def candidates(
     request: ProposalRequest, rng: np.random.Generator, best_points: np.ndarray
 ) -> np.ndarray:
-    """Legal uniform points and Gaussian steps around ``best_points`` (k, D): (u + l, D)."""
+    """Legal uniform points, Gaussian steps around ``best_points`` (k, D) and their discrete
+    neighbours (another choice of one categorical, an adjacent integer): (u + l + n, D)."""
     codec = request.codec
     uniform = codec.random_points(QUICK_N_UNIFORM, rng)  # (u, D)
     centers = best_points[rng.integers(len(best_points), size=QUICK_N_LOCAL)]  # (l, D)
     steps = centers + _LOCAL_SIGMA * rng.standard_normal(centers.shape)  # (l, D)
     local = codec.project(np.clip(steps, 0.0, 1.0))  # (l, D)
-    out: np.ndarray = np.vstack([uniform, local])
+    # NOTE(quick): Gaussian steps leave a one-hot categorical where it was.
+    neighbours, _ = codec.discrete_neighbors_many(best_points)  # (n, D)
+    out: np.ndarray = np.vstack([uniform, local, neighbours])
     return out
+
+
+def ranked(Z: np.ndarray, values: np.ndarray, k: int, spacing: float) -> np.ndarray:
+    """Rows of the ``k`` best finite ``values`` of ``Z`` (m, D), each at least ``spacing``
+    from those before it (greedy), best first: (<= k,)."""
+    order = np.argsort(-values, kind="stable")  # (m,)
+    order = order[np.isfinite(values[order])]
+    chosen: list[int] = []
+    for i in order:
+        if len(chosen) == k:
+            break
+        if not chosen or np.min(np.linalg.norm(Z[chosen] - Z[i], axis=1)) >= spacing:
+            chosen.append(int(i))
+    return np.asarray(chosen, dtype=int)
 
 
 QUICK = Route(quick=True)  # reusing the hyperparameters, nothing added to the costs
@@ -67,4 +86,9 @@ def quick_propose(
         if not taken.all():
             values = np.where(taken, -np.inf, values)
     i = int(np.argmax(values))
-    return models.proposal(Choice(Z[i].copy(), float(values[i])), request)
+    proposal = models.proposal(Choice(Z[i].copy(), float(values[i])), request)
+    if request.constraints is None and request.overrun_risk is None:
+        # NOTE(quick): the next best points, for the trials that follow while the data stay.
+        rows = ranked(Z, values, QUEUE, _QUEUE_SPACING)  # (<= QUEUE,)
+        proposal.queue = tuple((Z[j].copy(), float(values[j])) for j in rows if j != i)
+    return proposal

@@ -103,3 +103,4 @@ class Proposal:
     over_budget: str | None = None  # under a hard budget: why no configuration fits
     overrun_chance: float | None = None  # under a hard budget: 1 - P(the cost at z fits)
     recommended: int | None = None  # row of X with the best posterior mean, Models.recommended
+    queue: tuple[tuple[np.ndarray, float], ...] = ()  # quick route: next points (D,), values

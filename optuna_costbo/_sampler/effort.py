@@ -3,15 +3,24 @@ fits in ``share`` of the wall clock and of the budget left, else quick (the last
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
+from dataclasses import field
 import datetime
 import math
+from typing import Any
+
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
 
 from optuna_costbo._logging import get_logger
+from optuna_costbo._numerics.quick import QUEUE
+from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import Route
 
 
-__all__ = ["SHARE", "EffortRule"]
+__all__ = ["SHARE", "EffortRule", "best_value"]
 
 _logger = get_logger(__name__)
 
@@ -27,6 +36,11 @@ class _StudyEffort:
     n_quick: int = 0
     n_fitted: int = 0  # observations when the hyperparameters were last fitted
     overhead: float = 0.0  # recent sampler seconds per trial (moving average)
+    n_trials: int = 0  # trials in trial_seconds
+    last_quick: float = 0.0  # seconds of the latest quick suggestion made afresh
+    queue: list[Proposal] = field(default_factory=list)  # points for the next trials
+    queue_key: Any = None  # the search space the queue was made in
+    queue_best: float = math.inf  # the best value when it was made
 
 
 class EffortRule:
@@ -82,6 +96,7 @@ class EffortRule:
         s = self._state(study_id)
         if math.isfinite(trial_seconds) and trial_seconds > 0.0:
             s.trial_seconds += trial_seconds
+            s.n_trials += 1
         if math.isfinite(sampler_seconds) and sampler_seconds >= 0.0:
             s.overhead += 0.2 * (sampler_seconds - s.overhead)
 
@@ -94,6 +109,37 @@ class EffortRule:
             quick=True, refit=self.refit_due(study_id, n), overhead=self.overhead(study_id)
         )
 
+    def batch(self, study_id: int) -> int:
+        """How many trials one quick suggestion serves: its seconds over what a trial's own
+        seconds pay for at :attr:`ratio`, at most :data:`.quick.QUEUE` (1 before measures)."""
+        s = self._state(study_id)
+        if s.n_trials == 0 or s.last_quick <= 0.0 or math.isinf(self.ratio):
+            return 1
+        paid = self.ratio * s.trial_seconds / s.n_trials
+        return QUEUE if paid <= 0.0 else min(QUEUE, math.ceil(s.last_quick / paid))
+
+    def keep_queue(self, sid: int, key: Any, proposal: Proposal, t: float, best: float) -> None:
+        """A quick ``proposal`` in space ``key`` took ``t`` s with ``best`` the best value: keep
+        the next :meth:`batch` - 1 points of its queue for the next trials."""
+        s = self._state(sid)
+        s.last_quick, s.queue_key, s.queue_best = t, key, best
+        keep = proposal.queue[: self.batch(sid) - 1]
+        s.queue = [dataclasses.replace(proposal, z=z, value=v, queue=()) for z, v in keep]
+
+    def take_queued(
+        self, sid: int, key: Any, trials: Sequence[FrozenTrial], sign: float, left: float
+    ) -> Proposal | None:
+        """The next kept point; none (the queue dropped) if the space changed, a trial improved
+        on the best value or a full suggestion is due."""
+        s = self._state(sid)
+        if s.queue and (key != s.queue_key or best_value(trials, sign) < s.queue_best):
+            s.queue = []
+        if not s.queue or self.full_allowed(sid, left):
+            s.queue = []
+            return None
+        s.n_quick += 1
+        return s.queue.pop(0)
+
     def record_finished(
         self, study_id: int, start: datetime.datetime | None, sampler_seconds: float
     ) -> None:
@@ -105,3 +151,9 @@ class EffortRule:
     def counts(self, study_id: int) -> dict[str, int]:
         s = self._state(study_id)
         return {"full": s.n_full, "quick": s.n_quick}
+
+
+def best_value(trials: Sequence[FrozenTrial], sign: float) -> float:
+    """The best value (times ``sign``: smaller is better) among completed ``trials``."""
+    values = [sign * t.values[0] for t in trials if t.state == TrialState.COMPLETE and t.values]
+    return min((v for v in values if math.isfinite(v)), default=math.inf)

@@ -36,6 +36,7 @@ from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
+from optuna_costbo._sampler.effort import best_value
 from optuna_costbo._sampler.hard_budget import overrun_risk
 from optuna_costbo._sampler.independent import IndependentSampling
 from optuna_costbo._sampler.recommendation import Recommendations
@@ -198,6 +199,12 @@ class Suggester:
         charged = self.charges_time(study, trials)
         ledger = charge_and_sum(study, trials, self.budget, self.cost_attr, charged)
         key = (study._study_id, bridge.key)
+        sign = float(minimize_signs(study.directions)[0])
+        if previous is None and charged:  # a point a recent quick suggestion ranked next
+            queued = self.effort.take_queued(study._study_id, key, trials, sign, ledger.remaining)
+            if queued is not None:
+                return queued
+        begin = time.perf_counter()
         known = (
             self.user_cost.on_box(bridge, previous_params(trials, trial))
             if self.user_cost is not None
@@ -225,8 +232,10 @@ class Suggester:
             return plan
         start = time.perf_counter()
         proposal = propose(request, plan, self.rng, reuse=previous)
-        sid, route = study._study_id, plan.route
-        self.effort.record_suggestion(sid, route, time.perf_counter() - start, len(request.y))
+        sid, route, end = study._study_id, plan.route, time.perf_counter()
+        self.effort.record_suggestion(sid, route, end - start, len(request.y))
+        if route.quick and proposal.queue:
+            self.effort.keep_queue(sid, key, proposal, end - begin, best_value(trials, sign))
         self.warm[key] = proposal.warm
         self.recommendations.note(study, request, proposal)
         if proposal.message is not None:

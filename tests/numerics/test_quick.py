@@ -9,13 +9,16 @@ from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.param_specs import CategoricalParam
 from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.quick import QUEUE
 from optuna_costbo._numerics.quick import candidates
 from optuna_costbo._numerics.quick import quick_propose
+from optuna_costbo._numerics.quick import ranked
 from optuna_costbo._numerics.request import CostData
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.request import WarmStart
 from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import rows_among
 
 
 CODEC = BoxCodec([NumericParam(0.0, 1.0), NumericParam(1, 8, step=1), CategoricalParam(3)])
@@ -103,3 +106,37 @@ def test_refit_moves_the_hyperparameters_from_the_warm_start() -> None:
     assert proposal.warm.objective is proposal.fitted.hyper
     assert not np.allclose(proposal.warm.objective.lengthscales, HYPER.lengthscales)
     assert proposal.warm.n_fits == 7  # the full route's restart schedule is not shifted
+
+
+def test_ranked_takes_the_best_values_spread_apart() -> None:
+    rng = np.random.default_rng(5)
+    Z = rng.uniform(size=(200, 2))  # (m, D)
+    values = -np.sum((Z - 0.3) ** 2, axis=1)  # (m,)
+    values[7] = np.nan
+    rows = ranked(Z, values, 6, 0.1)
+    # Brute force: walk the candidates from the best down, keep those far from every kept.
+    order = sorted((i for i in range(200) if np.isfinite(values[i])), key=lambda i: -values[i])
+    kept: list[int] = []
+    for i in order:
+        if len(kept) < 6 and all(np.linalg.norm(Z[i] - Z[j]) >= 0.1 for j in kept):
+            kept.append(i)
+    assert rows.tolist() == kept
+    assert rows[0] == np.nanargmax(values) and 7 not in rows
+
+
+def test_quick_route_queues_the_next_best_unevaluated_points() -> None:
+    request = _request()
+    proposal = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    queued = np.array([z for z, _ in proposal.queue])  # (k, D)
+    assert 1 <= len(queued) <= QUEUE - 1
+    values = [proposal.value] + [v for _, v in proposal.queue]
+    assert values == sorted(values, reverse=True)
+    assert not rows_among(queued, request.X).any()  # none evaluated
+    points = np.vstack([proposal.z, queued])
+    gaps = np.linalg.norm(points[:, None] - points[None], axis=-1)[np.triu_indices(len(points), 1)]
+    assert gaps.min() > 0.0  # distinct
+
+
+def test_no_queue_with_constraints() -> None:
+    request = _request(constraints=np.zeros((15, 1)))
+    assert quick_propose(request, np.random.default_rng(3), needs_cost=False).queue == ()

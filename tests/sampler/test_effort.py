@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import optuna
 from optuna.distributions import FloatDistribution
 import pytest
@@ -11,6 +12,8 @@ from optuna_costbo import report_cost
 from optuna_costbo._ledger.keys import COST_SOURCE_ATTR
 from optuna_costbo._ledger.units import SamplerTimeCharge
 from optuna_costbo._ledger.units import charges_sampler_time
+from optuna_costbo._numerics.quick import QUEUE
+from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import Route
 from optuna_costbo._sampler.effort import EffortRule
 
@@ -179,3 +182,59 @@ def test_overhead_follows_recent_sampler_seconds_per_trial() -> None:
     for _ in range(60):
         rule.add_trial_seconds(STUDY, 0.05, sampler_seconds=0.01)
     assert rule.overhead(STUDY) == pytest.approx(0.01, rel=1e-3)
+
+
+def _queued_proposal(n: int) -> Proposal:
+    """A quick proposal at 0.0 whose queue holds the points 1.0 .. n (value -k)."""
+    queue = tuple((np.array([float(k)]), -float(k)) for k in range(1, n + 1))
+    return Proposal(
+        z=np.array([0.0]), value=0.0, objective_model=None, cost_model=None, queue=queue
+    )  # type: ignore[arg-type]
+
+
+def _completed(*values: float) -> list[optuna.trial.FrozenTrial]:
+    return [
+        optuna.trial.create_trial(
+            params={"x": 0.5}, distributions={"x": FloatDistribution(0.0, 1.0)}, value=v
+        )
+        for v in values
+    ]
+
+
+def test_one_quick_suggestion_serves_as_many_trials_as_its_seconds_need() -> None:
+    # share 0.1: a trial's own second pays for 1/9 s of the sampler's.
+    rule = _rule_after(0.1, trial_seconds=0.0, full_seconds=1.0)
+    assert rule.batch(STUDY) == 1  # nothing measured yet
+    for _ in range(10):
+        rule.add_trial_seconds(STUDY, 0.009)  # 9 ms trials pay for 1 ms each
+    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 0.0025, 1.0)
+    assert rule.batch(STUDY) == 3  # ceil(2.5 ms / 1 ms)
+    trials = _completed(2.0, 1.0)
+    taken = [rule.take_queued(STUDY, "space", trials, 1.0, 1e9) for _ in range(3)]
+    assert [float(p.z[0]) for p in taken[:2] if p is not None] == [1.0, 2.0]
+    assert taken[2] is None  # the batch is served: a fresh suggestion
+    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 1.0, 1.0)
+    assert rule.batch(STUDY) == QUEUE  # at most QUEUE points from one fit
+    assert rule.counts(STUDY) == {"full": 1, "quick": 2}
+
+
+def test_the_queue_is_dropped_when_the_data_change() -> None:
+    rule = _rule_after(0.1, trial_seconds=0.0, full_seconds=1.0)
+    rule.add_trial_seconds(STUDY, 0.009)
+    for change in ("better", "space", "full"):
+        rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 1.0, 1.0)
+        trials, key, remaining = _completed(1.0, 1.5), "space", 1e9
+        if change == "better":
+            trials = _completed(1.0, 0.5)  # a trial improved on the best value
+        elif change == "space":
+            key = "another space"
+        else:
+            rule.add_trial_seconds(STUDY, 100.0)  # the trials paid for a full suggestion
+        assert rule.take_queued(STUDY, key, trials, 1.0, remaining) is None
+        assert rule.take_queued(STUDY, "space", _completed(1.0), 1.0, remaining) is None  # dropped
+    # Maximizing: the sign turns values around.
+    rule = _rule_after(0.1, trial_seconds=0.0, full_seconds=1.0)
+    rule.add_trial_seconds(STUDY, 0.009)
+    rule.keep_queue(STUDY, "space", _queued_proposal(QUEUE - 1), 1.0, -2.0)
+    assert rule.take_queued(STUDY, "space", _completed(2.0, 1.0), -1.0, 1e9) is not None
+    assert rule.take_queued(STUDY, "space", _completed(3.0), -1.0, 1e9) is None

@@ -200,7 +200,8 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
         return [t.params["x"] for t in study.trials[4:9]], routes
 
     steered_xs, routes = first_model_points(True)
-    assert routes[0] is False and sum(routes) >= 4  # a full suggestion, then quick ones
+    # A full suggestion, then quick ones (each may serve several trials: effort.batch).
+    assert routes[0] is False and len(routes) > 1 and all(routes[1:])
     assert sum(x >= 0.8 for x in steered_xs) >= 4, steered_xs
     default_xs, _ = first_model_points(False)
     assert sum(x >= 0.8 for x in default_xs) <= 1, default_xs
