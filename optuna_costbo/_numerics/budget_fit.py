@@ -48,24 +48,17 @@ class BudgetFit:
         self._log_tau = math.log(self.tau) + _ROUNDING if self.tau > 0.0 else -math.inf
         self._z = float(ndtri(1.0 - self.risk))  # the quantile's standard score
         gp = self.cost.model if isinstance(self.cost, FittedLogCost) else None
-        # NOTE(budget_fit): all-equal log costs leave the GP no scale (it standardizes them by
-        # 1), so it predicted a fixed price within about 1 % at its variance floors and a trial
-        # never fit a budget left of exactly that price (cost 1, budget 30: 29 trials). Costs
-        # observed equal are that price, known exactly; nearly equal ones keep the GP, whose
-        # deviation then scales with their spread.
+        # NOTE(budget_fit): costs observed equal are a fixed price, known exactly (a GP of
+        # all-equal log costs keeps a ~1 % spread: a trial never fit exactly that price left).
         self._price: float | None = None
         if gp is not None and gp.n >= _MIN_SPREAD_N and np.ptp(gp.y) <= _SAME_LOG_COST:
             self._price, gp = float(np.mean(gp.y)), None
         self._gp: GPModel | None = gp
         # The noise of a new observation, in log-cost units (the GP's is standardized).
         self._noise = 0.0 if gp is None else float(gp.hyper.noise_var) * gp.y_std**2
-        # NOTE(budget_fit): the log-cost GP is overconfident where the cost changes faster
-        # than its lengthscales (a cost that jumps tenfold on a thin ring overran the budget
-        # left at a predicted chance of 1 %; docs/design-decisions.md, "The hard budget").
-        # Its leave-one-out errors say how far a new cost lands above the prediction: the
-        # deviation is widened so that the rule's quantile is at least their conformal
-        # 1 - risk quantile (split-conformal with jackknife residuals, Barber et al.,
-        # "Predictive inference with the jackknife+", 2021).
+        # NOTE(budget_fit): the deviation is widened to the conformal 1 - risk quantile of the
+        # GP's leave-one-out errors (jackknife+, Barber et al. 2021): the GP is overconfident
+        # where the cost changes faster than its lengthscales (docs/design-decisions.md).
         self._scale = 1.0
         if gp is not None and gp.n >= _MIN_SPREAD_N:
             self._scale = loo_widening(gp.loo_scores(), self.risk) ** 2

@@ -38,21 +38,8 @@ def plot_cost_history(
     reference_point: Sequence[float] | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """:func:`optuna_costbo.visualization.plot_cost_history` in matplotlib.
-
-    Args:
-        study_or_studies: A study, or studies to overlay.
-        budget: The budget line; ``None`` reads each study's ``cost_budget`` user attr.
-        cost_attr: The trial user attr holding costs.
-        target: A value of a COMPLETE trial to plot instead of the objective value.
-        target_name: The y axis label and the points' legend name.
-        labels: One legend label per study; default the study names.
-        cost_unit: The costs' unit on the x axis; ``None``: as the study says.
-        reference_point: The hypervolume's reference point (several objectives).
-        ax: Axes to draw into; default a new figure's.
-
-    Returns:
-        The :class:`matplotlib.axes.Axes` drawn into.
+    """:func:`optuna_costbo.visualization.plot_cost_history` in matplotlib: the same
+    arguments, and ``ax``, the axes to draw into (default a new figure's); returns the axes.
 
     Raises:
         ImportError: matplotlib is not installed (``pip install "optuna-costbo[plot]"``).

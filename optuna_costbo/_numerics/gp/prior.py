@@ -11,28 +11,13 @@ import numpy as np
 LogPrior = Callable[[np.ndarray], tuple[float, np.ndarray]]
 """``theta (D+2,) -> (value, grad (D+2,))``: a negative log-prior of the packed parameters."""
 
-# NOTE(gp): Lengthscale prior: a penalty of LENGTHSCALE_PRIOR_WEIGHT * (ls^2 + ls^-2) nats per
-# dimension, i.e. 0.1 / q + 0.1 q on the inverse squared lengthscale q = ls^-2, the form of
-# Optuna's GPSampler (optuna/_gp/prior.py). It is smallest at ls = 1 (the width of the box)
-# and costs 10 nats at ls = 0.1 or 10, so neither very wiggly nor almost linear fits are cheap.
-# Why not the dimension-scaled log-normal prior of Hvarfner et al. (ICML 2024): see
-# docs/design-decisions.md, "The lengthscale prior".
-#: Weight of the lengthscale penalty ``w * (ls^2 + ls^-2)`` per dimension, in nats.
+# NOTE(gp): the priors of Optuna's GPSampler (optuna/_gp/prior.py), as penalties in nats:
+# w (ls^2 + ls^-2) per lengthscale (smallest at the box's width), Gamma(2, 1) on the signal and
+# Gamma(1.1, 30) on the noise variance (data are not explained as noise, yet interpolated), a
+# N(0, 1) constant mean; docs/design-decisions.md, "The lengthscale prior".
 LENGTHSCALE_PRIOR_WEIGHT: float = 0.1
-# NOTE(gp): Signal-variance and noise priors follow Optuna's GPSampler
-# (optuna/_gp/prior.py): Gamma(2, 1) on the signal variance (mode 1, the variance of
-# standardized data) and Gamma(1.1, 30) on the noise variance. Both are written as penalties on
-# the variance itself (no log-Jacobian), so the noise penalty is -0.1 log(noise) + 30 noise: it
-# strongly discourages explaining the data as noise (noise ~ 1 costs ~30 nats), but moving the
-# noise from 3e-3 down to the 1e-6 floor costs < 1 nat, so deterministic objectives are still
-# interpolated. Without these, ML-II for small n often picks the degenerate "all noise" or
-# "tiny signal, lengthscale at a bound" optima.
 _SIGNAL_GAMMA = (2.0, 1.0)  # (concentration, rate)
 _NOISE_GAMMA = (1.1, 30.0)  # (concentration, rate)
-# NOTE(gp): The constant mean gets a N(0, 1) prior in standardized units. It keeps the profiled
-# (closed-form) mean finite and near the sample mean when 1^T K^-1 1 is tiny (e.g. very short
-# lengthscales), where the pure GLS estimate is ill-determined.
-#: Variance of the Gaussian prior on the constant mean (standardized units).
 MEAN_PRIOR_VAR: float = 1.0
 
 
