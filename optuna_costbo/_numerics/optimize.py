@@ -229,7 +229,7 @@ def lbfgsb_runs(
             def alone(x: np.ndarray, r: int = r) -> tuple[float, np.ndarray]:  # (k,) -> f, (k,)
                 counted(r)
                 f, g = evaluate(x[None, :], np.array([r]))  # (1,), (1, k)
-                return float(f[0]), g[0]
+                return float(f[0]), np.array(g[0])
 
             with contextlib.suppress(_Stop):
                 fmin_l_bfgs_b(alone, Z0[r, cols], bounds=bounds[r], **options)
@@ -242,7 +242,8 @@ def lbfgsb_runs(
     pg = np.where(g0 < 0, np.maximum(x0 - bounds[..., 1], g0), np.minimum(x0 - bounds[..., 0], g0))
     moving = np.flatnonzero(np.abs(pg).max(axis=1) > _GTOL).tolist()
     asked = list(x0)  # the point (k,) each run asked for last
-    answer = [(float(f), g) for f, g in zip(f0, g0, strict=True)]  # value, gradient (k,)
+    # NOTE: scipy < 1.15 writes into the gradient (Fortran intent(inout)): fresh arrays.
+    answer = [(float(f), np.array(g)) for f, g in zip(f0, g0, strict=True)]  # value, (k,)
     waiting = [False] * R  # run r blocked on go[r] (before it starts, or asking for a point)
     go = [threading.Lock() for _ in range(R)]
     back, stop = threading.Lock(), threading.Event()
@@ -283,7 +284,7 @@ def lbfgsb_runs(
             if runs:
                 f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
                 for i, r in enumerate(runs):
-                    answer[r] = (float(f[i]), g[i])
+                    answer[r] = (float(f[i]), np.array(g[i]))
     finally:  # on an error, the runs still waiting end
         stop.set()
         for r in range(R):

@@ -163,7 +163,7 @@ def _objective(
         return 1e300, np.zeros_like(theta)
     if means is not None:
         means[theta.tobytes()] = mean
-    return value, grad
+    return value, np.array(grad, dtype=float)  # a fresh array: scipy < 1.15 writes into it
 
 
 def fit_gp(
