@@ -225,9 +225,6 @@ class CostRolloutSampler(BaseSampler):
         hint_cost_progress_bar(study, self._budget)
         mark_run(study, trial)  # run under this budget, unlike trials added to the study
         self._suggester.before_trial(study, trial)
-        imported = time.perf_counter()
-        self._chart.warm_imports(study)
-        imported = time.perf_counter() - imported  # a one-time import: not charged
         trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study
         charged = self._suggester.charges_time(study, trials)
         ledger = charge_and_sum(study, trials, self._budget, self._cost_attr, charged)
@@ -241,7 +238,7 @@ class CostRolloutSampler(BaseSampler):
         if end_if_spent(study, ledger, trial):
             self._book.skip(trial._trial_id)
         self._stamps.start(study, trial)  # its last sign of life, should its worker die
-        self._book.begin(trial, time.perf_counter() - started, imported)
+        self._book.begin(trial, time.perf_counter() - started)
 
     def after_trial(
         self,

@@ -35,7 +35,14 @@ class ChartSchedule:
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
         self._told: set[int] = set()  # studies told which package is missing
-        self._missing: list[str] | None = None  # looked up once: find_spec is slow
+        self._missing = _missing()  # looked up once: find_spec is slow
+        if not self._missing:
+            # NOTE: imported with the sampler (seconds), not in a trial of a wall-clock budget
+            # or after a trial's heartbeat has stopped.
+            import optuna_dashboard  # noqa: F401
+            import plotly.graph_objects  # noqa: F401
+
+            import optuna_costbo.dashboard  # noqa: F401
 
     def __getstate__(self) -> dict[str, Any]:
         return {"cost_attr": self.cost_attr}
@@ -46,8 +53,6 @@ class ChartSchedule:
     def wanted(self, study: optuna.Study) -> bool:
         if isinstance(study._storage, optuna.storages.InMemoryStorage):
             return False
-        if self._missing is None:
-            self._missing = _missing()
         missing = self._missing
         if missing and study._study_id not in self._told:
             self._told.add(study._study_id)
@@ -67,14 +72,6 @@ class ChartSchedule:
                 return False
             self._times[study._study_id] = now
         return True
-
-    def warm_imports(self, study: optuna.Study) -> None:
-        """Import the chart's packages (seconds) before a trial, not after its heartbeat stops."""
-        if self.wanted(study):
-            import optuna_dashboard  # noqa: F401
-            import plotly.graph_objects  # noqa: F401
-
-            import optuna_costbo.dashboard  # noqa: F401
 
     def after_trial(self, study: optuna.Study, spent: float, budget: float, **update: Any) -> None:
         """Redraw the chart if wanted and due (``update``: for ``update_dashboard``)."""

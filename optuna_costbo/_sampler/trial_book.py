@@ -42,13 +42,13 @@ class TrialBook:
         with self._lock:
             self._skipped.add(trial_id)
 
-    def begin(self, trial: FrozenTrial, seconds: float, uncharged: float = 0.0) -> None:
-        """``trial`` starts after ``seconds`` of ``before_trial`` (``uncharged`` of them a
-        one-time import), charged with the gap since the thread's last trial unless a pause."""
+    def begin(self, trial: FrozenTrial, seconds: float) -> None:
+        """``trial`` starts after ``seconds`` of ``before_trial``, charged with the thread's
+        last after_trial tail and the gap since, unless that is a pause."""
         with self._lock:
             self._seconds[trial._trial_id] = self._seconds.get(trial._trial_id, 0.0) + seconds
             thread = threading.get_ident()
-            extra = self._tails.pop(thread, 0.0) - uncharged
+            extra = self._tails.pop(thread, 0.0)
             mark = self._marks.get(thread)
             if mark is not None and trial.datetime_start is not None:
                 gap = (trial.datetime_start - mark).total_seconds()

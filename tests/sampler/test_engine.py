@@ -4,7 +4,6 @@ charged to a wall-clock budget, and a suggestion's short way down to scipy."""
 from __future__ import annotations
 
 import datetime
-import importlib.util
 from pathlib import Path
 import time
 from typing import Any
@@ -94,30 +93,3 @@ def test_a_pause_between_optimize_calls_is_not_charged() -> None:
     last = study.get_trials()[-1]
     assert last.datetime_start is not None and last.datetime_start > paused
     assert after - before < 1.0
-
-
-def test_the_charts_one_time_import_is_not_charged(monkeypatch: pytest.MonkeyPatch) -> None:
-    from optuna_costbo._sampler.chart_schedule import ChartSchedule
-
-    monkeypatch.setattr(ChartSchedule, "warm_imports", lambda self, study: time.sleep(0.3))
-    sampler = CostRolloutSampler(budget=1e9, seed=0)
-    study = optuna.create_study(sampler=sampler)
-    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)
-    assert sampler.ledger(study).spent < 0.25  # two trials, each 0.3 s into its clock
-
-
-def test_every_call_into_scipy_optimize_is_at_most_8_package_frames_in_5_files_deep() -> None:
-    # Issue 57: model-based suggestions (the rollout with a constraint and a learned cost,
-    # with cost_fn, under a hard budget; EIpu with cost_fn; EI; two objectives), profiled in a
-    # fresh process by benchmarks/engine.py's depth probe; a call in an L-BFGS-B worker thread
-    # counts the calling thread's frames at the hand-off too.
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("engine", root / "benchmarks" / "engine.py")
-    assert spec is not None and spec.loader is not None
-    engine = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(engine)
-    results = engine._run(root, "depth", {"scenarios": engine.DEPTH_SCENARIOS})
-    assert [r["name"] for r in results] == [s["name"] for s in engine.DEPTH_SCENARIOS]
-    for r in results:
-        assert r["calls"] > 0, r["name"]  # the probe saw the suggestion reach scipy
-        assert r["frames"] <= 8 and r["files"] <= 5, r
