@@ -10,11 +10,17 @@ import numpy as np
 from scipy.special import erfcx
 from scipy.special import ndtr
 
+from optuna_costbo._numerics.cost_model import COST_FLOOR
+from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.cost_model import shares_objective
+from optuna_costbo._numerics.search_space import BoxCodec
 
 
-__all__ = ["LogEIPerCost", "cool_exponent", "ei", "log1mexp", "log_ei", "log_ei_and_grad", "log_h"]
+__all__ = [
+    "LogEIPerCost", "cool_exponent", "cool_floor", "default_cool_exponent", "ei", "log1mexp",
+    "log_ei", "log_ei_and_grad", "log_h",
+]  # fmt: skip
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)  # c1 in Ament et al.
 _LOG_SQRT_HALF_PI = 0.5 * math.log(0.5 * math.pi)  # c2 in Ament et al.
@@ -44,6 +50,30 @@ def cool_exponent(remaining: float, budget: float) -> float:
     if not math.isfinite(budget):
         return 1.0
     return float(np.clip(remaining / budget, 0.0, 1.0))
+
+
+# NOTE(cool): the cooling floor as registered for issue 59
+# (benchmarks/results/extreme-costs/PREREG.md): no floor while costs span <= 100x.
+_SPREAD_POINTS = 1024
+_SPREAD_FREE = math.log(100.0)
+
+
+def cool_floor(spread: float) -> float:
+    """The least cooled exponent a_min = clip(1 - log(100) / S, 0, 1) for a cost spread S."""
+    return float(np.clip(1.0 - _SPREAD_FREE / spread, 0.0, 1.0)) if spread > 0.0 else 0.0
+
+
+def default_cool_exponent(
+    remaining: float, budget: float, cost: CostModel, codec: BoxCodec
+) -> float:
+    """The default's exponent max(r, a_min(S)), S = log(c95 / c5) of ``cost`` over 1,024
+    scrambled Sobol points (seed 0): cost keeps mattering where it spans over 100x."""
+    alpha = cool_exponent(remaining, budget)
+    if alpha >= 1.0:
+        return alpha
+    c = np.maximum(cost.cost(codec.sobol_points(_SPREAD_POINTS, seed=0)), COST_FLOOR)  # (1024,)
+    c5, c95 = np.percentile(c, [5.0, 95.0])
+    return max(alpha, cool_floor(float(np.log(c95 / c5))))
 
 
 def _poly_w(coeffs: np.ndarray, w: np.ndarray) -> np.ndarray:
