@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -56,7 +57,7 @@ class Screening:
 
 
 @dataclass(frozen=True)
-class _RolloutOptions:
+class _RolloutOptions(abc.ABC):
     """What the two rollouts share: the horizon h >= 1, the sizes and the source of the draws."""
 
     needs_cost: ClassVar[bool] = True
@@ -65,10 +66,10 @@ class _RolloutOptions:
     screening: Screening = Screening()
     draws: Draws = qmc_normals
 
+    @abc.abstractmethod
     def settings(self, ctx: AcquisitionContext) -> tuple[tuple[float, ...], bool, bool, float]:
         """The exponents whose maximizers seed the first actions, ``rate``, ``last_overruns``
         and the cost exponent (:func:`.rollout_values.rollout_values`)."""
-        raise NotImplementedError
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
         """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each exponent, with the

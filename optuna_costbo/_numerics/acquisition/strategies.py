@@ -3,6 +3,7 @@ myopic ones (EI, EIpu, EI-cool) live here, the rollouts in :mod:`.rollout`."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,7 +168,7 @@ class AcquisitionStrategy(Protocol):
     def choose(self, ctx: AcquisitionContext) -> Choice: ...
 
 
-class _Myopic:
+class _Myopic(abc.ABC):
     """A one-step acquisition: ``log EI - e * log c`` maximized, ``e`` of its choosing."""
 
     name: ClassVar[str]
@@ -178,8 +179,9 @@ class _Myopic:
     def from_options(cls, options: AcquisitionOptions) -> _Myopic:
         return cls()
 
+    @abc.abstractmethod
     def exponent(self, ctx: AcquisitionContext) -> float:
-        raise NotImplementedError
+        """The cost exponent e of ``log EI - e log c`` (0: EI, 1: EIpu)."""
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
         e = (self.exponent(ctx),)
