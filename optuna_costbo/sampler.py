@@ -37,8 +37,8 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._optuna_compat import heartbeat_thread
 from optuna_costbo._optuna_compat import store_constraints
 from optuna_costbo._sampler.chart_schedule import ChartSchedule
-from optuna_costbo._sampler.hard_budget import check_overrun_risk
 from optuna_costbo._sampler.options import check_options
+from optuna_costbo._sampler.options import check_overrun_risk
 from optuna_costbo._sampler.options import check_stopping
 from optuna_costbo._sampler.recommendation import recommended_trial
 from optuna_costbo._sampler.space import check_distinct_choices

@@ -285,39 +285,29 @@ def _objective_model(
     rng: np.random.Generator,
     route: Route,
 ) -> tuple[GPModel, bool]:
-    """The objective model of the route, and whether its hyperparameters were optimized."""
-    if not route.quick:
-        start, n_restarts, optimize = _schedule(
-            warm.objective, warm.n_fits, X, warm.objective_n, request.schedule
-        )
-        fitted = fit_gp(
-            X,
-            y,
-            rng=rng,
-            n_restarts=n_restarts,
-            min_noise_var=request.min_noise_var,
-            fixed_noise=request.deterministic,
-            warm_start=start,
-            max_points=request.schedule.max_fit_points,
-            optimize=optimize,
-            condition_on=_working_set(X, y, rng, request.schedule),
-        )
-        return fitted, optimize
-    if route.refit and warm.objective is not None:
-        fitted = fit_gp(
-            X,
-            y,
-            rng=rng,
-            n_restarts=0,
-            min_noise_var=request.min_noise_var,
-            fixed_noise=request.deterministic,
-            warm_start=warm.objective,
-            max_points=request.schedule.max_fit_points,
-            condition_on=_working_set(X, y, rng, request.schedule),
-        )
-        return fitted, True
-    fitted = _rebuild(X, y, warm.objective, rng, request, request.min_noise_var)
-    return fitted, warm.objective is None
+    """The objective model of the route, and whether its hyperparameters were optimized: fitted
+    on the full route, refitted from the last fit or rebuilt from it on the quick one."""
+    if route.quick and not (route.refit and warm.objective is not None):
+        fitted = _rebuild(X, y, warm.objective, rng, request, request.min_noise_var)
+        return fitted, warm.objective is None
+    start, n_restarts, optimize = (
+        (warm.objective, 0, True)
+        if route.quick
+        else _schedule(warm.objective, warm.n_fits, X, warm.objective_n, request.schedule)
+    )
+    fitted = fit_gp(
+        X,
+        y,
+        rng=rng,
+        n_restarts=n_restarts,
+        min_noise_var=request.min_noise_var,
+        fixed_noise=request.deterministic,
+        warm_start=start,
+        max_points=request.schedule.max_fit_points,
+        optimize=optimize,
+        condition_on=_working_set(X, y, rng, request.schedule),
+    )
+    return fitted, optimize
 
 
 def _cost_model(

@@ -37,8 +37,8 @@ from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler import clash
 from optuna_costbo._sampler.effort import EffortRule
 from optuna_costbo._sampler.effort import best_value
-from optuna_costbo._sampler.hard_budget import overrun_risk
 from optuna_costbo._sampler.independent import IndependentSampling
+from optuna_costbo._sampler.options import overrun_risk
 from optuna_costbo._sampler.recommendation import Recommendations
 from optuna_costbo._sampler.snapshot import TrialReads
 from optuna_costbo._sampler.snapshot import minimize_signs

@@ -26,7 +26,7 @@ from optuna_costbo._ledger.keys import REMAINING_ATTR
 from optuna_costbo._ledger.keys import RISK_ATTR
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import SPENT_ATTR
-from optuna_costbo._sampler.hard_budget import overrun_risk
+from optuna_costbo._sampler.options import overrun_risk
 from optuna_costbo._sampler.snapshot import risk_left
 
 
