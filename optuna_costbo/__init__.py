@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optuna_costbo._ledger import Ledger
-from optuna_costbo._ledger import report_cost
+from optuna_costbo._ledger.costs import report_cost
+from optuna_costbo._ledger.ledger import Ledger
 from optuna_costbo.pruner import CostBudgetPruner
 from optuna_costbo.sampler import CostRolloutSampler
 

@@ -9,8 +9,8 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger import COST_ATTR
-from optuna_costbo._ledger import storage_trials
+from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._ledger.ledger import storage_trials
 from optuna_costbo._logging import get_logger
 
 

@@ -13,14 +13,14 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger import BUDGET_ATTR
-from optuna_costbo._ledger import COST_ATTR
-from optuna_costbo._ledger import RISK_ATTR
-from optuna_costbo._ledger import charge_and_sum
-from optuna_costbo._ledger import charged_cost
-from optuna_costbo._ledger import charges_sampler_time
-from optuna_costbo._ledger import storage_trials
-from optuna_costbo._ledger import validate_budget
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._ledger.keys import RISK_ATTR
+from optuna_costbo._ledger.ledger import charge_and_sum
+from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger.units import charges_sampler_time
 from optuna_costbo._numerics.checks import is_real
 from optuna_costbo._numerics.curves import step_rank_correlation
 

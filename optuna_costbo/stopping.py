@@ -7,7 +7,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
-from optuna_costbo._ledger import COST_ATTR
+from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._numerics.acquisition.registry import make_acquisition
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.policy import Plan

@@ -15,6 +15,7 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._fresh import FreshWhenCopied
 from optuna_costbo._ledger.keys import ALIVE_ATTR
 from optuna_costbo._numerics.checks import is_real
 from optuna_costbo._numerics.cost_model import COST_FLOOR
@@ -33,18 +34,12 @@ def alive_seconds(trial: FrozenTrial) -> float | None:
     return max(seconds, COST_FLOOR)
 
 
-class LifeStamps:
+class LifeStamps(FreshWhenCopied):
     """The stamping threads of one sampler's running trials (a copy starts with none)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stops: dict[int, tuple[threading.Event, threading.Thread]] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
 
     def start(self, study: optuna.Study, trial: FrozenTrial) -> None:
         """Stamp ``trial`` while it runs, if Optuna watches it by heartbeat."""

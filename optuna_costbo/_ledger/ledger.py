@@ -279,6 +279,9 @@ def store_ledger(
 
 
 def stored_budget(study: optuna.Study) -> float | None:
-    """The budget a :class:`~optuna_costbo.CostRolloutSampler` stored on the study, if any."""
-    value = study._storage.get_study_user_attrs(study._study_id).get(BUDGET_ATTR)
-    return float(value) if isinstance(value, (int, float)) else None
+    """The budget a :class:`~optuna_costbo.CostRolloutSampler` stored on the study, if any (a
+    positive finite number)."""
+    raw = study._storage.get_study_user_attrs(study._study_id).get(BUDGET_ATTR)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return None
+    return float(raw) if math.isfinite(raw) and raw > 0.0 else None

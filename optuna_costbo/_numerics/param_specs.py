@@ -151,30 +151,14 @@ class NumericEncoding:
     def decode(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
         if self.constant:
             return np.full(u.shape, self.low)
-        if self.step is None:
-            return self._decode_continuous(u)
+        if self.step is None:  # the block's decoding, bit for bit
+            out_c: np.ndarray = ContinuousBlock([self]).decode(u[:, None])[:, 0]
+            return out_c
         k = np.clip(np.rint((self._raw_decode(u) - self.low) / self.step), 0, self.n_steps)
         v = self.low + k * self.step
         v[k == self.n_steps] = self.top
         out: np.ndarray = np.minimum(v, self.top)
         return out
-
-    def _decode_continuous(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
-        w = self._snap(u)
-        for _ in range(_MAX_FIX_ITERS):
-            w_next = self._snap(self.encode(w))
-            moved = w_next != w
-            if not moved.any():
-                break
-            w = w_next
-        return w
-
-    def _snap(self, u: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
-        w: np.ndarray = np.clip(self._raw_decode(u), self.low, self.top)
-        # The end points decode exactly (exp(log(low)) need not equal low).
-        w[u <= 0.0] = self.low
-        w[u >= 1.0] = self.top
-        return w
 
 
 class ContinuousBlock:

@@ -12,6 +12,8 @@ import optuna
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._fresh import FreshWhenCopied
+
 
 PROPOSED_ATTR = "costbo:proposed_params"  # trial system attr: the proposed parameters
 CHECKED_ATTR = "costbo:proposal_checked"  # trial system attr: the proposal is final
@@ -23,19 +25,12 @@ POLL_SECONDS = 0.02
 MAX_ROUNDS = 4
 
 
-class Pending:
+class Pending(FreshWhenCopied):
     """This process's proposals for trials still running: trial id -> params (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._params: dict[int, dict[str, Any]] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"_params": {}}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._lock = threading.Lock()
-        self._params = dict(state["_params"])
 
     def set(self, trial_id: int, params: dict[str, Any]) -> None:
         with self._lock:

@@ -8,6 +8,7 @@ import threading
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._fresh import FreshWhenCopied
 from optuna_costbo._ledger.keys import RECOMMENDED_ATTR
 from optuna_costbo._numerics.policy import recommend
 from optuna_costbo._numerics.request import FitSchedule
@@ -20,18 +21,12 @@ from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-class Recommendations:
+class Recommendations(FreshWhenCopied):
     """Stores each suggestion's recommendation on its study when it changes (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stored: dict[int, int] = {}  # study id -> the trial number last stored
-
-    def __getstate__(self) -> dict[str, int]:
-        return {}
-
-    def __setstate__(self, state: dict[str, int]) -> None:
-        self.__init__()  # type: ignore[misc]
 
     def note(self, study: optuna.Study, request: ProposalRequest, proposal: Proposal) -> None:
         row = proposal.recommended

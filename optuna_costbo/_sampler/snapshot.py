@@ -17,6 +17,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
+from optuna_costbo._fresh import FreshWhenCopied
 from optuna_costbo._ledger.costs import objective_cost
 from optuna_costbo._ledger.finished import FinishedScan
 from optuna_costbo._ledger.finished import per_storage
@@ -137,7 +138,7 @@ def completed_search_space(
     return fresh.space()
 
 
-class TrialReads:
+class TrialReads(FreshWhenCopied):
     """The one read of the study per trial, shared by the ledger, the search space, the
     proposal and the independent parameters; dropped when the trial finishes."""
 
@@ -147,12 +148,6 @@ class TrialReads:
         self._lock = threading.Lock()
         self._reads: dict[int, list[FrozenTrial]] = {}
         self._activity: dict[int, Activity] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
 
     def read(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
         with self._lock:

@@ -7,11 +7,11 @@ import contextlib
 import datetime
 import threading
 import time
-from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial
 
+from optuna_costbo._fresh import FreshWhenCopied
 from optuna_costbo._ledger.keys import SKIPPED_ATTR
 
 
@@ -20,7 +20,7 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 MAX_GAP_SECONDS = 1.0
 
 
-class TrialBook:
+class TrialBook(FreshWhenCopied):
     """Per-trial records of one sampler object (thread-safe; a copy starts empty)."""
 
     def __init__(self) -> None:
@@ -30,12 +30,6 @@ class TrialBook:
         self._gaps: dict[int, float] = {}  # trial id -> seconds charged beyond its sampler's
         self._marks: dict[int, datetime.datetime] = {}  # thread -> its last cost measurement
         self._tails: dict[int, float] = {}  # thread -> seconds of after_trial after it
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
 
     def skip(self, trial_id: int) -> None:
         """Cut ``trial_id`` short at its first suggestion (the budget is spent)."""

@@ -13,16 +13,16 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._front import front_size_and_hypervolume
-from optuna_costbo._ledger import BUDGET_ATTR
-from optuna_costbo._ledger import COST_ATTR
-from optuna_costbo._ledger import STOP_REASON_ATTR
-from optuna_costbo._ledger import charges_sampler_time
-from optuna_costbo._ledger import compute_ledger
-from optuna_costbo._ledger import cost_unit as _cost_unit
-from optuna_costbo._ledger import imported_rule
-from optuna_costbo._ledger import storage_trials
-from optuna_costbo._ledger import stored_budget
-from optuna_costbo._ledger import validate_budget
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.keys import BUDGET_ATTR
+from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._ledger.keys import STOP_REASON_ATTR
+from optuna_costbo._ledger.ledger import compute_ledger
+from optuna_costbo._ledger.ledger import imported_rule
+from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger.ledger import stored_budget
+from optuna_costbo._ledger.units import charges_sampler_time
+from optuna_costbo._ledger.units import cost_unit as _cost_unit
 from optuna_costbo.progress._log_routing import BarLogRoute
 from optuna_costbo.progress.hint import OPEN_BARS
 from optuna_costbo.progress.hint import PROGRESS_EXTRA_HINT

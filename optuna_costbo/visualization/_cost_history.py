@@ -14,14 +14,14 @@ from optuna.trial import FrozenTrial
 from optuna.trial import TrialState
 
 from optuna_costbo._front import hypervolume_history
-from optuna_costbo._ledger import BUDGET_ATTR
-from optuna_costbo._ledger import COST_ATTR
-from optuna_costbo._ledger import FINISHED_STATES
-from optuna_costbo._ledger import charged_cost
-from optuna_costbo._ledger import charges_sampler_time
-from optuna_costbo._ledger import cost_unit as _cost_unit
-from optuna_costbo._ledger import storage_trials
-from optuna_costbo._ledger import validate_budget
+from optuna_costbo._ledger.costs import charged_cost
+from optuna_costbo._ledger.costs import validate_budget
+from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._ledger.keys import FINISHED_STATES
+from optuna_costbo._ledger.ledger import storage_trials
+from optuna_costbo._ledger.ledger import stored_budget
+from optuna_costbo._ledger.units import charges_sampler_time
+from optuna_costbo._ledger.units import cost_unit as _cost_unit
 from optuna_costbo._optuna_compat import trial_constraints
 
 
@@ -98,10 +98,7 @@ def history_arrays(
     if target is None:
         # fmin/fmax skip NaN: non-COMPLETE and infeasible trials carry the best forward.
         counted = np.where(feasible_mask(ordered), values, np.nan)  # (n,)
-        if direction == StudyDirection.MAXIMIZE:
-            best = np.fmax.accumulate(counted) if n else counted.copy()  # (n,)
-        else:
-            best = np.fmin.accumulate(counted) if n else counted.copy()  # (n,)
+        best = (np.fmax if direction == StudyDirection.MAXIMIZE else np.fmin).accumulate(counted)
     return numbers, costs, cumulative, values, best
 
 
@@ -111,15 +108,6 @@ def feasible_mask(trials: Sequence[FrozenTrial]) -> np.ndarray:
         [all(v <= 0.0 for v in (trial_constraints(t) or ())) for t in trials], dtype=bool
     )
     return out
-
-
-def study_budget(study: optuna.Study) -> float | None:
-    """The study user attr ``cost_budget``, if a positive finite number."""
-    raw = study.user_attrs.get(BUDGET_ATTR)
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        return None
-    value = float(raw)
-    return value if math.isfinite(value) and value > 0.0 else None
 
 
 def as_study_list(study_or_studies: optuna.Study | Sequence[optuna.Study]) -> list[optuna.Study]:
@@ -187,7 +175,7 @@ def get_cost_histories(
                 cumulative_costs=cumulative,
                 values=values,
                 best_values=best,
-                budget=budget if budget is not None else study_budget(study),
+                budget=budget if budget is not None else stored_budget(study),
                 cost_unit=_cost_unit(
                     study_trials,
                     cost_attr,

@@ -11,7 +11,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
-from optuna_costbo._ledger import COST_ATTR
+from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import CostHistory

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import optuna
 from optuna.trial import FrozenTrial
 
-from optuna_costbo._ledger import COST_ATTR
+from optuna_costbo._ledger.keys import COST_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo.visualization import _cost_history as ch
 from optuna_costbo.visualization._cost_history import get_cost_histories

@@ -695,7 +695,7 @@ def test_dashboard_chart_names_the_unit_the_user_gives() -> None:
 
 
 def test_the_study_unit_names_the_plots_and_the_bar_unless_they_are_given_one() -> None:
-    from optuna_costbo._ledger import cost_unit
+    from optuna_costbo._ledger.units import cost_unit
 
     study = optuna.create_study()
     study.add_trial(optuna.create_trial(value=1.0, user_attrs={"cost": 2.0}))
