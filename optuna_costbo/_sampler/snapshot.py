@@ -161,6 +161,20 @@ class TrialReads(FreshWhenCopied):
                 self._reads[trial._trial_id] = trials
         return trials
 
+    def current(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
+        """The trial's read, read again if it may be out of date (another trial ran, or was
+        added since): a hard budget must see every other trial's cost, spent or reserved."""
+        trials = self.read(study, trial)
+        root = root_study(study)
+        others = any(
+            t.state == TrialState.RUNNING and t._trial_id != trial._trial_id for t in trials
+        )
+        if others or root._storage.get_n_trials(root._study_id) != len(trials):
+            trials = root.get_trials(deepcopy=False)
+            with self._lock:
+                self._reads[trial._trial_id] = trials
+        return trials
+
     def search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         space, activity = completed_search_space(study, self.read(study, trial))
         with self._lock:

@@ -170,6 +170,8 @@ class Suggester:
         # this one's proposal as pending, and this one must see its.
         with self.lock:
             trials = self.reads.read(study, trial)
+            if self.overrun_risk(study, trials) is not None:  # hard: no trial may be missed
+                trials = self.reads.current(study, trial)
             proposal = self.propose(study, trial, bridge, trials)
             if not isinstance(proposal, Proposal):
                 return proposal  # the start-up design's point

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import itertools
 import math
 from pathlib import Path
 import subprocess
@@ -308,3 +309,19 @@ def test_imported_trials_take_none_of_the_risk_and_unpriced_ones_no_cost() -> No
     imported = {t._trial_id for t in frozen[:4]}
     rule = lambda t: t._trial_id in imported  # noqa: E731
     assert risk_left(0.05, frozen[:4], frozen[-1], rule) == pytest.approx(0.05)
+
+
+def test_parallel_threads_under_a_hard_budget_never_overrun_with_a_known_cost() -> None:
+    # Each proposal reserves what the other thread's running trial is predicted to cost (exactly,
+    # with cost_fn), so two workers together stay within the budget as one does.
+    overlapped = 0
+    for seed in range(8):
+        sampler = CostRolloutSampler(budget=12.0, seed=seed, cost_fn=_cost, overrun_risk=0.05)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(_objective(False), n_trials=300, n_jobs=2)
+        ledger = sampler.ledger(study)
+        assert ledger.spent <= 12.0 and ledger.overrun == 0.0, (seed, ledger)
+        assert ledger.n_finished >= 6 and sampler.stop_reason(study) is not None
+        spans = sorted((t.datetime_start, t.datetime_complete) for t in study.trials)
+        overlapped += sum(b[0] < a[1] for a, b in itertools.pairwise(spans))
+    assert overlapped > 0  # the two threads did run trials at the same time
