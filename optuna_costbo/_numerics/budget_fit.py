@@ -63,6 +63,17 @@ class BudgetFit:
         if gp is not None and gp.n >= _MIN_SPREAD_N:
             self._scale = loo_widening(gp.loo_scores(), self.risk) ** 2
 
+    @property
+    def binds(self) -> bool:
+        """Whether some configuration may not fit: False when a bound on the log cost's quantile
+        over the whole space (:meth:`.GPModel.bounds`, z at least 7: a chance under 1.3e-12 of
+        not fitting) is within ``log tau``, so the fit weighs nothing and is left out."""
+        if self._gp is None:
+            return True
+        mean, var = self._gp.bounds()
+        quantile = mean + max(self._z, 7.0) * math.sqrt((var + self._noise) * self._scale)
+        return quantile > self._log_tau
+
     def _log_cost_dist(self, Z: np.ndarray, return_grad: bool) -> tuple[np.ndarray, ...]:
         """A new trial's log cost at Z (m, D): mean (m,), variance (m,) and, if asked, their
         gradients (m, D) each; variance 0 for a cost known exactly."""
@@ -144,10 +155,12 @@ def loo_widening(scores: np.ndarray, risk: float) -> float:
 
 def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | None:
     """Under a hard budget, the fit of the remaining budget less the running trials' predicted
-    costs; None under a soft budget or before anything predicts a cost."""
+    costs; None under a soft budget, before anything predicts a cost, or while every
+    configuration fits (:attr:`BudgetFit.binds`)."""
     if request.overrun_risk is None or cost is None:
         return None
     reserved = 0.0
     if request.X_running is not None and len(request.X_running) > 0:
         reserved = float(np.sum(cost.cost(request.X_running)))
-    return BudgetFit(cost, request.remaining - reserved, request.overrun_risk)
+    fit = BudgetFit(cost, request.remaining - reserved, request.overrun_risk)
+    return fit if fit.binds else None

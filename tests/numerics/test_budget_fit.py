@@ -179,3 +179,30 @@ def test_a_cost_equal_to_the_budget_left_fits_up_to_the_ledgers_rounding() -> No
     assert left < 0.1
     assert BudgetFit(cost, tau=left, risk=0.05).fits(np.zeros((1, 1))).all()
     assert not BudgetFit(cost, tau=0.0999, risk=0.05).fits(np.zeros((1, 1))).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_bounds_of_a_gp_hold_at_every_point_of_a_dense_sample(seed: int) -> None:
+    # The bound on the posterior mean (Cauchy-Schwarz in the kernel's space) and on its variance
+    # (the prior's), against the model's predictions at 20,000 points, its data included.
+    rng = np.random.default_rng(seed)
+    X = rng.random((25, 2))
+    log_c = 3.0 * np.sin(6.0 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(25)
+    ls = rng.uniform(0.05, 1.0, 2)
+    hyper = GPHyperparams(lengthscales=ls, signal_var=rng.uniform(0.5, 3.0), noise_var=1e-3,
+                          mean=rng.uniform(-0.5, 0.5))  # fmt: skip
+    model = GPModel(X, log_c, hyper)
+    top_mean, top_var = model.bounds()
+    mean, var = model.predict(np.vstack([X, rng.random((20_000, 2))]))
+    assert mean.max() <= top_mean and var.max() <= top_var * (1.0 + 1e-12)
+    assert mean.max() > model.y_mean  # a bound above a mean that does rise
+
+
+def test_a_budget_that_every_configuration_fits_is_left_out_and_one_that_binds_is_kept() -> None:
+    cost = _fitted()  # costs from 1 to 10
+    loose = BudgetFit(cost, tau=1e6, risk=0.05)
+    assert not loose.binds
+    Z = np.random.default_rng(3).random((5000, 2))
+    assert loose.pf(Z).min() >= 1.0 - 1e-12  # what leaving it out changes: nothing
+    assert BudgetFit(cost, tau=4.0, risk=0.05).binds
+    assert BudgetFit(KnownCost(lambda Z: np.ones(len(Z))), tau=1e6, risk=0.05).binds  # exact

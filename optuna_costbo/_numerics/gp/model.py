@@ -171,6 +171,14 @@ class GPModel:
     def dim(self) -> int:
         return int(self.X.shape[1])
 
+    def bounds(self) -> tuple[float, float]:
+        """Upper bounds on the posterior mean and variance anywhere, in y units: the mean is
+        within sqrt(signal_var) ||L^-1 resid|| of the prior's (Cauchy-Schwarz in the kernel's
+        RKHS), the variance within the prior's signal variance."""
+        s2 = self.hyper.signal_var
+        spread = math.sqrt(s2) * float(np.linalg.norm(self._w))
+        return self.y_mean + self.y_std * (self.hyper.mean + spread), s2 * self.y_std**2
+
     def _solve(self, B: np.ndarray, trans: int = 0) -> np.ndarray:
         """L^-1 B (``trans=0``) or L^-T B (``trans=1``) for B (n, m), by LAPACK's trtrs."""
         out, info = lapack.dtrtrs(self._L, B, lower=1, trans=trans)  # (n, m)
