@@ -15,6 +15,7 @@ from optuna_costbo._numerics.cost_model import COST_FLOOR
 from optuna_costbo._numerics.cost_model import CostModel
 from optuna_costbo._numerics.cost_model import FittedLogCost
 from optuna_costbo._numerics.cost_model import PrunedCost
+from optuna_costbo._numerics.cost_model import reserved_cost
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.request import ProposalRequest
 
@@ -159,8 +160,6 @@ def budget_fit(request: ProposalRequest, cost: CostModel | None) -> BudgetFit | 
     configuration fits (:attr:`BudgetFit.binds`)."""
     if request.overrun_risk is None or cost is None:
         return None
-    reserved = 0.0
-    if request.X_running is not None and len(request.X_running) > 0:
-        reserved = float(np.sum(cost.cost(request.X_running)))
+    reserved = reserved_cost(cost, request.X_running)
     fit = BudgetFit(cost, request.remaining - reserved, request.overrun_risk)
     return fit if fit.binds else None

@@ -124,6 +124,13 @@ class KnownCost:
         return mean, np.where(np.abs(dmean) > _JUMP_SLOPE, 0.0, dmean)
 
 
+def reserved_cost(cost: CostModel | None, X_running: np.ndarray | None) -> float:
+    """The predicted cost of the running trials X_running (r, D): committed, not yet spent."""
+    if cost is None or X_running is None or len(X_running) == 0:
+        return 0.0
+    return float(np.sum(cost.cost(X_running)))
+
+
 def shares_objective(cost: object, model: object) -> TypeGuard[PrunedCost]:
     """Whether ``cost`` is a :class:`PrunedCost` reading the very objective ``model``: an
     acquisition that just predicted ``model`` hands its prediction over (``log_cost(Z, told)``)."""

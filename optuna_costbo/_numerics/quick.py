@@ -16,8 +16,6 @@ from optuna_costbo._numerics.request import Route
 from optuna_costbo._numerics.search_space import rows_among
 
 
-__all__ = ["QUEUE", "QUICK", "QUICK_N_LOCAL", "QUICK_N_UNIFORM", "candidates", "quick_propose"]
-
 # NOTE(quick): local steps near the best points (as TPE's draws) matter once a basin is found.
 QUICK_N_UNIFORM = 256
 QUICK_N_LOCAL = 256

@@ -20,8 +20,6 @@ from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import Route
 
 
-__all__ = ["SHARE", "EffortRule", "best_value"]
-
 _logger = get_logger(__name__)
 
 SHARE = 0.1  # of the wall clock, for full suggestions (docs/concepts.md)

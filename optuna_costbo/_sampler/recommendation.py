@@ -16,7 +16,7 @@ from optuna_costbo._numerics.request import Proposal
 from optuna_costbo._numerics.request import ProposalRequest
 from optuna_costbo._optuna_compat import root_study
 from optuna_costbo._sampler.snapshot import completed_search_space
-from optuna_costbo._sampler.snapshot import minimize_sign
+from optuna_costbo._sampler.snapshot import minimize_signs
 from optuna_costbo._sampler.snapshot import read_snapshot
 from optuna_costbo._sampler.space import SpaceBridge
 
@@ -61,7 +61,7 @@ def fresh_request(
         trials,
         trials[-1],
         SpaceBridge(space, activity),
-        sign=minimize_sign(root),
+        sign=float(minimize_signs(root.directions)[0]),
         cost_attr=cost_attr,
         pending={},
         remaining=remaining,

@@ -43,13 +43,8 @@ from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
 
 
-def minimize_sign(study: optuna.Study) -> float:
-    """1 for a minimize study, -1 for maximize: turns its values into values to minimize."""
-    return -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-
-
 def minimize_signs(directions: Sequence[StudyDirection]) -> np.ndarray:
-    """:func:`minimize_sign` of each objective, (m,)."""
+    """Per objective 1 (minimized) or -1 (maximized), (m,): values times these are minimized."""
     return np.array([-1.0 if d == StudyDirection.MAXIMIZE else 1.0 for d in directions])
 
 

@@ -63,22 +63,11 @@ def check_distinct_choices(name: str, distribution: BaseDistribution) -> None:
 def _to_param(distribution: BaseDistribution) -> Param:
     if isinstance(distribution, CategoricalDistribution):
         return CategoricalParam(n_choices=len(distribution.choices))
-    if isinstance(distribution, FloatDistribution):
-        return NumericParam(
-            low=distribution.low,
-            high=distribution.high,
-            log=distribution.log,
-            step=distribution.step,
-            integer=False,
-        )
-    if isinstance(distribution, IntDistribution):
-        return NumericParam(
-            low=float(distribution.low),
-            high=float(distribution.high),
-            log=distribution.log,
-            step=float(distribution.step),
-            integer=True,
-        )
+    if isinstance(distribution, (FloatDistribution, IntDistribution)):
+        step = None if distribution.step is None else float(distribution.step)
+        low, high = float(distribution.low), float(distribution.high)
+        integer = isinstance(distribution, IntDistribution)
+        return NumericParam(low, high, log=distribution.log, step=step, integer=integer)
     raise ValueError(
         f"unsupported distribution {type(distribution).__name__}; allowed: FloatDistribution, "
         "IntDistribution, CategoricalDistribution"

@@ -35,9 +35,8 @@ def startup_count(option: int | None, n_params: int, ledger: Ledger | None = Non
     """The user's ``n_startup_trials`` (``option``), else :func:`startup_size` of the ledger."""
     if option is not None:
         return option
-    if ledger is None:
-        return startup_size(n_params)
-    return startup_size(n_params, ledger.n_finished, ledger.spent, ledger.remaining)
+    known = () if ledger is None else (ledger.n_finished, ledger.spent, ledger.remaining)
+    return startup_size(n_params, *known)
 
 
 class StartupDesign:

@@ -16,7 +16,7 @@ from optuna_costbo._ledger.keys import SKIPPED_ATTR
 from optuna_costbo._ledger.keys import STOP_REASON_ATTR
 from optuna_costbo._logging import get_logger
 from optuna_costbo._optuna_compat import in_optimize_loop
-from optuna_costbo._sampler.snapshot import minimize_sign
+from optuna_costbo._sampler.snapshot import minimize_signs
 from optuna_costbo._sampler.study_control import stop
 
 
@@ -118,7 +118,7 @@ class StopRule:
         k = 1.0
         if chosen_log_ei is not None and math.isfinite(chosen_log_ei):
             study._storage.set_trial_system_attr(trial._trial_id, CHOSEN_EI_ATTR, chosen_log_ei)
-            k = calibration(trials, minimize_sign(study), chosen_log_ei)
+            k = calibration(trials, float(minimize_signs(study.directions)[0]), chosen_log_ei)
         reason = self.reason(best_log_rate, k)
         if reason is not None:
             end_study(study, trial, reason)

@@ -14,8 +14,6 @@ from optuna_costbo._numerics.cost_model import PrunedCost
 from optuna_costbo._numerics.cost_model import shares_objective
 
 
-__all__ = ["LogEIPerCost", "cool_exponent", "ei", "log1mexp", "log_ei", "log_ei_and_grad", "log_h"]
-
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)  # c1 in Ament et al.
 _LOG_SQRT_HALF_PI = 0.5 * math.log(0.5 * math.pi)  # c2 in Ament et al.
 _SQRT_HALF_PI = math.sqrt(0.5 * math.pi)

@@ -21,6 +21,7 @@ from optuna_costbo._numerics.acquisition.strategies import AcquisitionContext
 from optuna_costbo._numerics.acquisition.strategies import AcquisitionOptions
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.cost_model import CostModel
+from optuna_costbo._numerics.cost_model import reserved_cost
 from optuna_costbo._numerics.feasibility import Feasibility
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.optimize import clean
@@ -30,8 +31,6 @@ from optuna_costbo._numerics.optimize import maximize
 from optuna_costbo._numerics.optimize import on_active
 from optuna_costbo._numerics.search_space import BoxCodec
 
-
-__all__ = ["PaperRollout", "Rollout", "Screening", "rollout_choice", "top_indices"]
 
 Draws = Callable[[int, int, np.random.Generator], np.ndarray]  # (N, h, rng) -> (N, max(h-1, 1))
 
@@ -84,8 +83,9 @@ class _RolloutOptions(abc.ABC):
             return Choice(Z[0], float(values[0]))
         pool = ctx.screen(max(self.screening.n_pool, default_n_candidates(ctx.codec.dim)))
         seeds, _ = ctx.record(exponents, *maximize(ctx.search(exponents, pool)))  # (s, D)
+        left = ctx.remaining - reserved_cost(ctx.cost, ctx.X_running)
         return rollout_choice(
-            ctx.model, ctx.codec, ctx.rng, ctx.best, ctx.remaining - ctx.reserved(), seeds,
+            ctx.model, ctx.codec, ctx.rng, ctx.best, left, seeds,
             ctx.cost, pool, horizon=self.horizon, rate=rate, last_overruns=last_overruns,
             screening=self.screening, excluded=ctx.excluded, draws=self.draws,
             cost_exponent=cost_exponent, feasibility=ctx.feasibility,

@@ -86,12 +86,6 @@ class AcquisitionContext:
         has_evaluated = self.evaluated is not None and len(self.evaluated) > 0
         return self.excluded if has_evaluated or self.budget_fit is not None else None
 
-    def reserved(self) -> float:
-        """Predicted cost of the running trials, not yet spent but committed."""
-        if self.cost is None or self.X_running is None or len(self.X_running) == 0:
-            return 0.0
-        return float(np.sum(self.cost.cost(self.X_running)))
-
     def screen(self, n_points: int | None = None) -> Screen:
         """A :class:`.screening.Screen` of ``n_points`` scrambled Sobol points."""
         n = default_n_candidates(self.codec.dim) if n_points is None else n_points
