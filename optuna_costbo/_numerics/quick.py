@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
-from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.ei import default_cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
@@ -72,7 +72,11 @@ def quick_propose(
     (log EI without a cost model); ``warm`` changes only if the objective model was fitted."""
     models = models or build_models(request, rng, needs_cost=needs_cost, route=route)
     cost, y = models.cost, models.y
-    alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
+    alpha = (
+        0.0
+        if cost is None
+        else default_cool_exponent(request.remaining, request.budget, cost, request.codec)
+    )
     acq = LogEIPerCost(models.model, models.best, feasibility=models.feasibility)
 
     Z = candidates(request, rng, models.X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)

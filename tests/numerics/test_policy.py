@@ -285,7 +285,9 @@ def test_the_one_step_rollout_maximizes_ei_cool(fraction: float) -> None:
         return LogEIPerCost(out.objective_model, float(y.min()), cost_model=out.cost_model,
                             cost_exponent=alpha)  # fmt: skip
 
-    ours = acq(fraction)
+    from optuna_costbo._numerics.acquisition.ei import default_cool_exponent
+
+    ours = acq(default_cool_exponent(1e6 * fraction, 1e6, out.cost_model, CODEC))
     assert ours(out.z[None])[0] >= ours(grid).max() - 1e-3
     # The exponent matters here: at alpha = 0.3 the choice is not EIpu's maximizer.
     if fraction < 1.0:

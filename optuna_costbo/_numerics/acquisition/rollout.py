@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
-from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.ei import default_cool_exponent
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.acquisition.rollout_values import qmc_normals
 from optuna_costbo._numerics.acquisition.scoring import decide
@@ -118,7 +118,8 @@ class Rollout(_RolloutOptions):
         return cls(options.horizon)
 
     def settings(self, ctx: AcquisitionContext) -> tuple[tuple[float, ...], bool, bool, float]:
-        alpha = cool_exponent(ctx.remaining, ctx.budget)
+        assert ctx.cost is not None
+        alpha = default_cool_exponent(ctx.remaining, ctx.budget, ctx.cost, ctx.codec)
         # Under a hard budget a step of a trajectory starts only where the budget left covers it.
         return (0.0, 1.0, alpha), True, ctx.budget_fit is None, alpha
 

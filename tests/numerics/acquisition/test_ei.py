@@ -11,11 +11,17 @@ from scipy.special import log_ndtr
 from scipy.special import ndtr
 
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
+from optuna_costbo._numerics.acquisition.ei import cool_exponent
+from optuna_costbo._numerics.acquisition.ei import cool_power
+from optuna_costbo._numerics.acquisition.ei import default_cool_exponent
 from optuna_costbo._numerics.acquisition.ei import ei
 from optuna_costbo._numerics.acquisition.ei import log_ei
 from optuna_costbo._numerics.acquisition.ei import log_ei_and_grad
 from optuna_costbo._numerics.acquisition.ei import log_h
 from optuna_costbo._numerics.cost_model import FittedLogCost
+from optuna_costbo._numerics.cost_model import KnownCost
+from optuna_costbo._numerics.search_space import BoxCodec
+from optuna_costbo._numerics.search_space import NumericParam
 
 
 def _classical_ei(mean: np.ndarray, var: np.ndarray, best: float) -> np.ndarray:
@@ -273,3 +279,39 @@ def test_for_rows_is_the_acquisition_constructed_with_those_exponents(pruned: bo
         assert every.for_rows(which)(Z).tobytes() == new(Z).tobytes()
     with pytest.raises(ValueError, match="array of cost exponents"):
         LogEIPerCost(model, float(y.min()), cost_model=cost, cost_exponent=1.0).for_rows(Z)
+
+
+def _step_cost(ratio: float) -> KnownCost:
+    """Cost 1 on the lower half of the first coordinate, ``ratio`` on the upper half: over a
+    Sobol sample c5 = 1 and c95 = ratio exactly, so S = log(ratio)."""
+    return KnownCost(lambda Z: np.where(Z[:, 0] < 0.5, 1.0, ratio))
+
+
+@pytest.mark.parametrize(("ratio", "power"), [(1e3, 2 / 3), (1e4, 1 / 2), (1e5, 2 / 5)])
+def test_cool_power_is_log100_over_the_spread(ratio: float, power: float) -> None:
+    assert cool_power(math.log(ratio)) == pytest.approx(power, rel=1e-12)
+    assert cool_power(math.log(100.0)) == 1.0
+    assert cool_power(math.log(30.0)) == 1.0
+    assert cool_power(0.0) == 1.0
+
+
+@pytest.mark.parametrize("ratio", [1.0, 30.0, 99.0])
+def test_the_default_cools_as_today_while_costs_span_at_most_100x(ratio: float) -> None:
+    codec = BoxCodec([NumericParam(0.0, 1.0)] * 2)
+    for remaining in (0.0, 0.05, 3.0, 7.5, 10.0, 12.0):
+        today = cool_exponent(remaining, 10.0)
+        assert default_cool_exponent(remaining, 10.0, _step_cost(ratio), codec) == today
+    assert default_cool_exponent(1.0, math.inf, _step_cost(1e5), codec) == 1.0
+
+
+def test_the_default_cools_as_r_to_the_power_log100_over_the_spread() -> None:
+    codec = BoxCodec([NumericParam(0.0, 1.0)] * 3)
+    cost = _step_cost(1e4)  # S = log 1e4: alpha = sqrt(r)
+    for remaining, alpha in [(0.0, 0.0), (2.5, 0.5), (4.0, 0.4**0.5), (10.0, 1.0)]:
+        assert default_cool_exponent(remaining, 10.0, cost, codec) == pytest.approx(alpha)
+    # A smooth cost: S is read off the percentiles of the predicted costs (a plain reference).
+    smooth = KnownCost(lambda Z: np.exp(12.0 * Z[:, 1]))
+    c = smooth.cost(codec.sobol_points(1024, seed=0))
+    spread = math.log(np.percentile(c, 95) / np.percentile(c, 5))  # about 0.9 * 12
+    expected = 0.1 ** (math.log(100.0) / spread)
+    assert default_cool_exponent(1.0, 10.0, smooth, codec) == pytest.approx(expected, rel=1e-12)
