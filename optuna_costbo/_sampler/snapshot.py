@@ -143,29 +143,38 @@ class TrialReads(FreshWhenCopied):
         self._lock = threading.Lock()
         self._reads: dict[int, list[FrozenTrial]] = {}
         self._activity: dict[int, Activity] = {}
+        self._events = 0  # reads made and trials dropped by this process: its other trials
+        self._seen: dict[int, int] = {}  # trial id -> _events when its read was made
 
     def read(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
         with self._lock:
             trials = self._reads.get(trial._trial_id)
         if trials is None:
+            with self._lock:
+                self._events += 1
+                mark = self._events  # taken first: a read another thread begins meanwhile counts
             trials = root_study(study).get_trials(deepcopy=False)
             with self._lock:
                 if len(self._reads) >= self._KEEP:
                     self._reads.clear()
                     self._activity.clear()
+                    self._seen.clear()
                 self._reads[trial._trial_id] = trials
+                self._seen[trial._trial_id] = mark
         return trials
 
     def current(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
-        """The trial's read, read again if it may be out of date (another trial ran, or was
-        added since): a hard budget must see every other trial's cost, spent or reserved."""
+        """The trial's read, read again if it may be out of date (another trial was running, or
+        this process began or finished one since): a hard budget must see every other trial's
+        cost, spent or reserved. Alone, no read more."""
         trials = self.read(study, trial)
-        root = root_study(study)
         others = any(
             t.state == TrialState.RUNNING and t._trial_id != trial._trial_id for t in trials
         )
-        if others or root._storage.get_n_trials(root._study_id) != len(trials):
-            trials = root.get_trials(deepcopy=False)
+        with self._lock:
+            moved = self._seen.get(trial._trial_id) != self._events
+        if others or moved:
+            trials = root_study(study).get_trials(deepcopy=False)
             with self._lock:
                 self._reads[trial._trial_id] = trials
         return trials
@@ -182,6 +191,8 @@ class TrialReads(FreshWhenCopied):
 
     def drop(self, trial: FrozenTrial) -> None:
         with self._lock:
+            self._events += 1
+            self._seen.pop(trial._trial_id, None)
             self._reads.pop(trial._trial_id, None)
             self._activity.pop(trial._trial_id, None)
 
