@@ -158,7 +158,7 @@ class CostRolloutSampler(BaseSampler):
             independent_sampler=independent_sampler,
             overrun_risk=overrun_risk,
         )
-        self._chart = ChartSchedule(cost_attr)
+        self._chart = ChartSchedule()
         self._book = TrialBook()  # the sampler's seconds per trial, trials cut short
         self._stamps = LifeStamps()  # running trials' signs of life (_ledger.dead_trials)
 
@@ -280,8 +280,9 @@ class CostRolloutSampler(BaseSampler):
         charged = self._suggester.trial_finished(study, trial, inside + beyond)
         spent, read = store_ledger(study, self._budget, self._cost_attr, charged, trial._trial_id)
         self._chart.after_trial(
-            study, spent, self._budget, trial=trial, state=state, values=values, trials=read
-        )
+            study, spent, self._budget, cost_attr=self._cost_attr, trial=trial, state=state,
+            values=values, trials=read,
+        )  # fmt: skip
         if spent >= self._budget:
             record_stop(study, f"the budget is spent ({spent:.6g} of {self._budget:.6g})")
             stop(study)

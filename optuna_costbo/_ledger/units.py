@@ -32,8 +32,7 @@ def measured_costs(trials: Sequence[FrozenTrial]) -> bool | None:
 
 def charges_sampler_time(trials: Sequence[FrozenTrial]) -> bool:
     """Whether the sampler's time counts against the budget of the study of ``trials``."""
-    measured = measured_costs(trials)
-    return True if measured is None else measured
+    return measured_costs(trials) is not False  # nothing priced yet: charged
 
 
 class SamplerTimeCharge:
@@ -63,9 +62,9 @@ class SamplerTimeCharge:
 def is_measured(trial: FrozenTrial, cost_attr: str) -> bool:
     """Whether ``trial`` is charged wall-clock seconds (no source recorded: no cost attr)."""
     source = trial.system_attrs.get(COST_SOURCE_ATTR)
-    if source is not None:
-        return bool(source == CostSource.WALL_CLOCK)
-    return trial.user_attrs.get(cost_attr) is None
+    if source is None:
+        return trial.user_attrs.get(cost_attr) is None
+    return bool(source == CostSource.WALL_CLOCK)
 
 
 def cost_unit(

@@ -10,7 +10,7 @@ from typing import Any
 
 import optuna
 
-from optuna_costbo._ledger.keys import COST_ATTR
+from optuna_costbo._fresh import FreshWhenCopied
 from optuna_costbo._logging import get_logger
 
 
@@ -26,12 +26,11 @@ def _missing() -> list[str]:
     ]
 
 
-class ChartSchedule:
+class ChartSchedule(FreshWhenCopied):
     """Whether a study gets the chart (optuna-dashboard and plotly installed, the storage not
     in memory), and whether it is due for a redraw."""
 
-    def __init__(self, cost_attr: str = COST_ATTR) -> None:
-        self.cost_attr = cost_attr
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._times: dict[int, float] = {}  # study id -> time of the last redraw
         self._told: set[int] = set()  # studies told which package is missing
@@ -43,12 +42,6 @@ class ChartSchedule:
             import plotly.graph_objects  # noqa: F401
 
             import optuna_costbo.dashboard  # noqa: F401
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"cost_attr": self.cost_attr}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["cost_attr"])  # type: ignore[misc]
 
     def wanted(self, study: optuna.Study) -> bool:
         if isinstance(study._storage, optuna.storages.InMemoryStorage):
@@ -78,4 +71,4 @@ class ChartSchedule:
         if self.wanted(study) and self.due(study, spent, budget):
             from optuna_costbo.dashboard import update_dashboard
 
-            update_dashboard(study, budget=budget, cost_attr=self.cost_attr, **update)
+            update_dashboard(study, budget=budget, **update)

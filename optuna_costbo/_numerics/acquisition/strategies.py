@@ -218,9 +218,6 @@ def _distinct(exponents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     index = np.empty(len(exponents), dtype=int)  # (K,)
     for k, e in enumerate(exponents):
         near = [u for u, v in enumerate(kept) if abs(v - e) <= EXPONENT_TOL]
-        if near:
-            index[k] = near[0]
-        else:
-            index[k] = len(kept)
-            kept.append(float(e))
+        index[k] = near[0] if near else len(kept)
+        kept.extend([] if near else [float(e)])
     return np.array(kept), index
