@@ -131,19 +131,14 @@ class CostBudgetPruner(BasePruner):
         return ledger.spent + own > budget
 
 
-def _value_at(intermediate: dict[int, float], step: int) -> float:
-    """The latest report at or before ``step`` (nan if none)."""
-    steps = [s for s in intermediate if s <= step]
-    return float(intermediate[max(steps)]) if steps else math.nan
-
-
 def _completed_pairs(trials: Sequence[FrozenTrial], step: int) -> tuple[np.ndarray, np.ndarray]:
     """The COMPLETE ``trials``' values at ``step`` and final values, both finite: (n,), (n,)."""
     early, final = [], []
     for t in trials:
         if t.state != TrialState.COMPLETE or t.value is None:
             continue
-        value = _value_at(t.intermediate_values, step)
+        steps = [s for s in t.intermediate_values if s <= step]  # its latest report by step
+        value = float(t.intermediate_values[max(steps)]) if steps else math.nan
         if math.isfinite(value) and math.isfinite(t.value):
             early.append(value)
             final.append(float(t.value))
@@ -162,15 +157,12 @@ def _pairs_correlation(
     return step_rank_correlation(early, final), len(early)
 
 
-def _step_informs(
-    study: optuna.Study, trial: FrozenTrial, trials: Sequence[FrozenTrial] | None = None
-) -> bool:
-    """Whether ``trial``'s step ranks the COMPLETE trials (``informative_steps``); True without
-    evidence. ``trials``: the study's trials, if just read."""
+def _step_informs(study: optuna.Study, trial: FrozenTrial, trials: Sequence[FrozenTrial]) -> bool:
+    """Whether ``trial``'s step ranks the COMPLETE ``trials`` (``informative_steps``); True
+    without evidence."""
     step = trial.last_step
     if step is None:
         return True
-    trials = storage_trials(study) if trials is None else trials
     # NOTE: the better half first, the trials a pruner must not lose (docs/design-decisions.md).
     early, final = _completed_pairs(trials, step)  # (n,), (n,): read once for both checks
     rho, n = _pairs_correlation(early, final, better_half_of=study.direction)

@@ -188,7 +188,7 @@ def lbfgsb_runs(
 
     NOTE(optimize): scipy has no batched L-BFGS-B; Optuna's ``batched_lbfgsb`` suspends each
     run in a greenlet. Here each run is ``fmin_l_bfgs_b`` in a kept thread whose objective hands
-    its point to this thread and waits; one thread runs at a time, so the result is
+    its point to this thread and waits; a run sees only its own answers, so the result is
     deterministic (docs/design-decisions.md, "L-BFGS-B runs").
     """
     R, k = len(Z0), len(cols)
@@ -246,16 +246,23 @@ def lbfgsb_runs(
     answer = [(float(f), np.array(g)) for f, g in zip(f0, g0, strict=True)]  # value, (k,)
     waiting = [False] * R  # run r blocked on go[r] (before it starts, or asking for a point)
     go = [threading.Lock() for _ in range(R)]
-    back, stop = threading.Lock(), threading.Event()
+    back, stop, count = threading.Lock(), threading.Event(), threading.Lock()
+    left = [0]  # runs of this round still going on
     errors: list[BaseException] = []
     for lock in [*go, back]:
         lock.acquire()
+
+    def arrived() -> None:  # a run asked for a point or ended: the round's last wakes this one
+        with count:
+            left[0] -= 1
+            if left[0] == 0:
+                back.release()
 
     def handed(x: np.ndarray, r: int) -> tuple[float, np.ndarray]:  # (k,) -> value, grad (k,)
         counted(r)
         if counts[r] > 1:  # the start was evaluated in the first round
             asked[r], waiting[r] = x, True
-            back.release()
+            arrived()
             go[r].acquire()
             if stop.is_set():
                 raise _Stop
@@ -268,7 +275,14 @@ def lbfgsb_runs(
     def end(error: BaseException | None) -> None:
         if error is not None:
             errors.append(error)
-        back.release()
+        arrived()
+
+    def release(runs: list[int]) -> None:  # the runs go on together until each asks or ends
+        left[0] = len(runs)
+        for r in runs:
+            waiting[r] = False
+            go[r].release()
+        back.acquire()
 
     for r in moving:
         waiting[r] = True
@@ -276,10 +290,7 @@ def lbfgsb_runs(
     try:
         runs = moving
         while runs:
-            for r in runs:  # run r goes on (this thread waits) until it asks for a point or ends
-                waiting[r] = False
-                go[r].release()
-                back.acquire()
+            release(runs)
             runs = [r for r in runs if waiting[r]]
             if runs:
                 f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
@@ -287,11 +298,8 @@ def lbfgsb_runs(
                     answer[r] = (float(f[i]), np.array(g[i]))
     finally:  # on an error, the runs still waiting end
         stop.set()
-        for r in range(R):
-            if waiting[r]:
-                waiting[r] = False
-                go[r].release()
-                back.acquire()
+        if still := [r for r in range(R) if waiting[r]]:
+            release(still)
     if errors:
         raise errors[0]
     return _put(Z0, cols, best_x), best_v

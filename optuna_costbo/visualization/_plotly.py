@@ -30,16 +30,6 @@ PLOT_EXTRA_HINT = 'pip install "optuna-costbo[plot]"'
 _COLORS = "#636EFA #EF553B #00CC96 #AB63FA #FFA15A #19D3F3 #FF6692 #B6E880 #FF97FF #FECB52".split()
 
 
-def _import_plotly() -> Any:
-    try:
-        import plotly.graph_objects as go
-    except ImportError as exc:
-        raise ImportError(
-            f"plot_cost_history needs plotly, which is not installed: {PLOT_EXTRA_HINT}"
-        ) from exc
-    return go
-
-
 def plot_cost_history(
     study_or_studies: optuna.Study | Sequence[optuna.Study],
     *,
@@ -89,7 +79,12 @@ def plot_cost_history(
                 study.add_trial(optuna.create_trial(value=value, user_attrs={"cost": cost}))
             plot_cost_history(study, budget=8.0).show()
     """
-    go = _import_plotly()
+    try:
+        import plotly.graph_objects as go
+    except ImportError as exc:
+        raise ImportError(
+            f"plot_cost_history needs plotly, which is not installed: {PLOT_EXTRA_HINT}"
+        ) from exc
     histories = get_cost_histories(
         study_or_studies,
         budget=budget,

@@ -306,14 +306,14 @@ def test_a_wrapped_median_pruner_is_obeyed_only_at_informative_steps() -> None:
     trial.report(1e9, 1)  # far worse than every trial at step 1: Median says prune
     frozen = study._storage.get_trial(trial._trial_id)
     assert optuna.pruners.MedianPruner().prune(study, frozen)
-    assert not _step_informs(study, frozen)
+    assert not _step_informs(study, frozen, study.get_trials(deepcopy=False))
     assert not CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
     assert CostBudgetPruner(optuna.pruners.MedianPruner(), informative_steps=False).prune(
         study, frozen
     )
     trial.report(1e9, 2)
     frozen = study._storage.get_trial(trial._trial_id)
-    assert _step_informs(study, frozen)
+    assert _step_informs(study, frozen, study.get_trials(deepcopy=False))
     assert CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
     # Off by default for any other pruner; forced on, it guards that one too.
     trial2 = study.ask()
@@ -366,11 +366,11 @@ def test_a_step_that_ranks_the_worse_half_from_the_better_does_not_inform() -> N
     trial.report(1e9, 1)  # Median says prune
     frozen = study._storage.get_trial(trial._trial_id)
     assert optuna.pruners.MedianPruner().prune(study, frozen)
-    assert not _step_informs(study, frozen)
+    assert not _step_informs(study, frozen, study.get_trials(deepcopy=False))
     assert not CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
     trial.report(1e9, 2)
     frozen = study._storage.get_trial(trial._trial_id)
-    assert _step_informs(study, frozen)
+    assert _step_informs(study, frozen, study.get_trials(deepcopy=False))
     assert CostBudgetPruner(optuna.pruners.MedianPruner()).prune(study, frozen)
 
 
