@@ -218,6 +218,7 @@ def _distinct(exponents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     index = np.empty(len(exponents), dtype=int)  # (K,)
     for k, e in enumerate(exponents):
         near = [u for u, v in enumerate(kept) if abs(v - e) <= EXPONENT_TOL]
-        index[k] = near[0] if near else len(kept)
-        kept.extend([] if near else [float(e)])
+        if not near:
+            kept.append(float(e))
+        index[k] = near[0] if near else len(kept) - 1
     return np.array(kept), index
