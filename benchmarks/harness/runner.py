@@ -419,6 +419,11 @@ def run_one(
     return run
 
 
+def _run_task(task: tuple[ProblemSource, str, int, Probe | None]) -> Run:
+    """:func:`run_one` of one task, in a pool's worker."""
+    return run_one(*task)
+
+
 def init_worker(import_torch: bool = True) -> None:
     """One torch thread. ``import_torch=False``: only if torch is already imported (a fresh
     process per run would pay seconds for the import otherwise; torch reads
@@ -467,16 +472,18 @@ def execute(
         ctx = multiprocessing.get_context("forkserver")
         modules = ["__main__", "numpy", "scipy", "optuna", "optuna_costbo", *preload]
         ctx.set_forkserver_preload(modules)
-        pool = concurrent.futures.ProcessPoolExecutor(
-            max(jobs, 1),
-            mp_context=ctx,
-            initializer=init_worker,
-            initargs=(False,),
-            max_tasks_per_child=1,
-        )
-    else:
-        pool = concurrent.futures.ProcessPoolExecutor(jobs, initializer=init_worker)
-    with pool:
+        # NOTE: multiprocessing's Pool, for maxtasksperchild on every Python the package
+        # supports (ProcessPoolExecutor's max_tasks_per_child needs 3.11).
+        with ctx.Pool(
+            max(jobs, 1), initializer=init_worker, initargs=(False,), maxtasksperchild=1
+        ) as fresh:
+            runs = fresh.imap_unordered(_run_task, [(p, m, s, probe) for p, m, s in tasks])
+            for k, run in enumerate(runs, 1):
+                results.append(run)
+                if on_done is not None:
+                    on_done(k, len(tasks), time.perf_counter() - start, run)
+        return results, time.perf_counter() - start
+    with concurrent.futures.ProcessPoolExecutor(jobs, initializer=init_worker) as pool:
         futures = [pool.submit(run_one, p, m, s, probe) for p, m, s in tasks]
         for k, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             results.append(fut.result())
