@@ -473,7 +473,8 @@ def execute(
         modules = ["__main__", "numpy", "scipy", "optuna", "optuna_costbo", *preload]
         ctx.set_forkserver_preload(modules)
         # NOTE: multiprocessing's Pool, for maxtasksperchild on every Python the package
-        # supports (ProcessPoolExecutor's max_tasks_per_child needs 3.11).
+        # supports (ProcessPoolExecutor's max_tasks_per_child needs 3.11). Unlike the executor
+        # it waits for ever on a worker killed outright (out of memory): stop it and --resume.
         with ctx.Pool(
             max(jobs, 1), initializer=init_worker, initargs=(False,), maxtasksperchild=1
         ) as fresh:
