@@ -461,13 +461,17 @@ def execute(
     """
     results: list[Run] = []
     start = time.perf_counter()
+
+    def collect(runs: Iterable[Run]) -> tuple[list[Run], float]:  # in the order they finish
+        for k, run in enumerate(runs, 1):
+            results.append(run)
+            if on_done is not None:
+                on_done(k, len(tasks), time.perf_counter() - start, run)
+        return results, time.perf_counter() - start
+
     if jobs <= 1 and not fresh_process:
         init_worker(import_torch=False)
-        for k, (p, m, s) in enumerate(tasks, 1):
-            results.append(run_one(p, m, s, probe))
-            if on_done is not None:
-                on_done(k, len(tasks), time.perf_counter() - start, results[-1])
-        return results, time.perf_counter() - start
+        return collect(run_one(p, m, s, probe) for p, m, s in tasks)
     if fresh_process:
         ctx = multiprocessing.get_context("forkserver")
         modules = ["__main__", "numpy", "scipy", "optuna", "optuna_costbo", *preload]
@@ -478,19 +482,10 @@ def execute(
         with ctx.Pool(
             max(jobs, 1), initializer=init_worker, initargs=(False,), maxtasksperchild=1
         ) as fresh:
-            runs = fresh.imap_unordered(_run_task, [(p, m, s, probe) for p, m, s in tasks])
-            for k, run in enumerate(runs, 1):
-                results.append(run)
-                if on_done is not None:
-                    on_done(k, len(tasks), time.perf_counter() - start, run)
-        return results, time.perf_counter() - start
+            return collect(fresh.imap_unordered(_run_task, [(*t, probe) for t in tasks]))
     with concurrent.futures.ProcessPoolExecutor(jobs, initializer=init_worker) as pool:
         futures = [pool.submit(run_one, p, m, s, probe) for p, m, s in tasks]
-        for k, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            results.append(fut.result())
-            if on_done is not None:
-                on_done(k, len(tasks), time.perf_counter() - start, results[-1])
-    return results, time.perf_counter() - start
+        return collect(fut.result() for fut in concurrent.futures.as_completed(futures))
 
 
 def print_progress(k: int, n: int, elapsed: float, run: Run) -> None:
