@@ -224,7 +224,7 @@ class CostRolloutSampler(BaseSampler):
         started = time.perf_counter()
         hint_cost_progress_bar(study, self._budget)
         mark_run(study, trial)  # run under this budget, unlike trials added to the study
-        self._suggester.before_trial(study, trial)
+        self._suggester.independent.sampler.before_trial(study, trial)
         trials = self._suggester.reads.read(study, trial)  # the trial's one read of the study
         charged = self._suggester.charges_time(study, trials)
         ledger = charge_and_sum(study, trials, self._budget, self._cost_attr, charged)
@@ -248,7 +248,7 @@ class CostRolloutSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         self._stamps.stop(trial._trial_id)
-        self._suggester.after_trial(study, trial, state, values)
+        self._suggester.independent.sampler.after_trial(study, trial, state, values)
         # NOTE: Optuna has stopped this trial's heartbeat by now; keep it beating while the
         # cost, the ledger and the chart are written, or another worker's fail_stale_trials
         # could fail a trial that finished fine.

@@ -193,7 +193,8 @@ def maximize_exponent(ctx: Any, exponent: float) -> tuple[Any, float]:
 def cold_objective_fit(trials: Any, seed: int) -> Any:
     """The package's GP of the (minimized) values of ``trials``, fitted as a suggestion
     without a warm start fits it: 3 restarts, the request's noise floor."""
-    X = module("space").SpaceBridge(trials[0].distributions).encode_trials(trials)  # (n, D)
+    bridge = module("space").SpaceBridge(trials[0].distributions)
+    X = bridge.encode_params([t.params for t in trials])  # (n, D)
     y = np.array([t.value for t in trials], dtype=float)  # (n,)
     request = module("request")
     floor = request.ProposalRequest.__dataclass_fields__["min_noise_var"].default

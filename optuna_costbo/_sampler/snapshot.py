@@ -145,6 +145,7 @@ class TrialReads(FreshWhenCopied):
         self._activity: dict[int, Activity] = {}
         self._events = 0  # reads made and trials dropped by this process: its other trials
         self._seen: dict[int, int] = {}  # trial id -> _events when its read was made
+        self._bridge: tuple[Any, SpaceBridge] = ((), SpaceBridge({}))  # (key, the last bridge)
 
     def read(self, study: optuna.Study, trial: FrozenTrial) -> list[FrozenTrial]:
         with self._lock:
@@ -189,6 +190,15 @@ class TrialReads(FreshWhenCopied):
         with self._lock:
             return self._activity.get(trial._trial_id, Activity())
 
+    def bridge(self, space: Mapping[str, BaseDistribution], trial: FrozenTrial) -> SpaceBridge:
+        """The bridge of ``space`` and the trial's activity: the last one while both are alike."""
+        activity = self.activity(trial)
+        key = (tuple((n, repr(d)) for n, d in space.items()), activity.key)
+        with self._lock:
+            if self._bridge[0] != key:
+                self._bridge = (key, SpaceBridge(space, activity))
+            return self._bridge[1]
+
     def drop(self, trial: FrozenTrial) -> None:
         with self._lock:
             self._events += 1
@@ -224,9 +234,7 @@ def read_snapshot(
     that reported is censored, its cost scaled to a full trial's (:mod:`.._numerics.curves`).
     ``imported``: which trials were added (warm starts): priced only by a ``cost_attr``."""
     done = [t for t in trials if t.state in FINISHED_STATES]
-    held_done = bridge.holds_many([t.params for t in done])  # (len(done),)
-    finished = [t for t, ok in zip(done, held_done, strict=True) if ok]
-    encoded = bridge.encode_trials(finished)  # (f, D)
+    finished, encoded = bridge.held_finished(done)  # encoded (f, D)
     # A trial whose reported cost was invalid counts as failed: its value stays out.
     complete = np.array([_usable(t) for t in finished], dtype=bool)  # (f,)
     signs = np.atleast_1d(np.asarray(sign, dtype=float))  # (m,)

@@ -75,7 +75,7 @@ def _to_param(distribution: BaseDistribution) -> Param:
 
 
 class SpaceBridge:
-    """An Optuna search space (name -> distribution, in a fixed order) with its codec."""
+    """An Optuna search space (name -> distribution, in a fixed order), its codec, its rows."""
 
     def __init__(
         self, search_space: Mapping[str, BaseDistribution], activity: Activity | None = None
@@ -106,10 +106,21 @@ class SpaceBridge:
             (n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True)
         )
         self.key = (*key, ("activity", activity.key)) if self.conditional else key
+        self._rows: dict[int, tuple[Any, np.ndarray | None]] = {}  # trial id -> params, row/None
 
-    def encode_trials(self, trials: Sequence[FrozenTrial]) -> np.ndarray:
-        """Encode the parameters of ``trials``: (n, D)."""
-        return self.encode_params([t.params for t in trials])
+    def held_finished(self, done: Sequence[FrozenTrial]) -> tuple[list[FrozenTrial], np.ndarray]:
+        """The finished trials ``done`` the space holds and their rows (f, D), kept per trial."""
+        # NOTE: finished trials' params never change; compared anyway: ids coincide across storages
+        rows = [self._rows.get(t._trial_id, (None, None)) for t in done]
+        new = [i for i, (t, r) in enumerate(zip(done, rows, strict=True)) if r[0] != t.params]
+        ok = self.holds_many([done[i].params for i in new])  # (len(new),)
+        X = iter(self.encode_params([done[i].params for i, o in zip(new, ok, strict=True) if o]))
+        for i, o in zip(new, ok, strict=True):
+            rows[i] = (done[i].params, next(X) if o else None)
+        self._rows = {t._trial_id: r for t, r in zip(done, rows, strict=True)}  # done's only
+        held = [t for t, r in zip(done, rows, strict=True) if r[1] is not None]
+        X_held = np.array([r[1] for r in rows if r[1] is not None], dtype=float)
+        return held, X_held.reshape(len(held), self.codec.dim)  # (f, D)
 
     def encode_params(self, params: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Encode parameter dicts: (n, D)."""

@@ -139,18 +139,6 @@ class Suggester:
             study, trial, name, dist, n_complete, startup_count(self.n_startup_trials, 1)
         )
 
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.independent.sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.independent.sampler.after_trial(study, trial, state, values)
-
     def trial_finished(self, study: optuna.Study, trial: FrozenTrial, seconds: float) -> bool:
         """Forget ``trial``'s proposal and read, tell the effort rule; whether time is charged."""
         self.pending.discard(trial._trial_id)
@@ -165,7 +153,7 @@ class Suggester:
         self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         """The start-up design's point, or the proposal after the stopping rule and clashes."""
-        bridge = SpaceBridge(search_space, self.reads.activity(trial))
+        bridge = self.reads.bridge(search_space, trial)
         # The lock covers reading the trials too: a thread that proposes meanwhile must see
         # this one's proposal as pending, and this one must see its.
         with self.lock:
