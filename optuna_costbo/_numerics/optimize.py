@@ -277,29 +277,26 @@ def lbfgsb_runs(
             errors.append(error)
         arrived()
 
-    def release(runs: list[int]) -> None:  # the runs go on together until each asks or ends
+    for r in moving:
+        waiting[r] = True
+        _POOL.start((lambda x, r=r: handed(x, r)), x0[r], bounds[r], options, begin, r, end)
+    runs = moving
+    while runs:  # the runs go on together until each asks or ends; this frame waits (depth)
         left[0] = len(runs)
         for r in runs:
             waiting[r] = False
             go[r].release()
         back.acquire()
-
-    for r in moving:
-        waiting[r] = True
-        _POOL.start((lambda x, r=r: handed(x, r)), x0[r], bounds[r], options, begin, r, end)
-    try:
-        runs = moving
-        while runs:
-            release(runs)
-            runs = [r for r in runs if waiting[r]]
-            if runs:
+        runs = [r for r in runs if waiting[r]]
+        if runs and not stop.is_set():
+            try:
                 f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
-                for i, r in enumerate(runs):
-                    answer[r] = (float(f[i]), np.array(g[i]))
-    finally:  # on an error, the runs still waiting end
-        stop.set()
-        if still := [r for r in range(R) if waiting[r]]:
-            release(still)
+            except BaseException as caught:  # the runs still waiting end, then it is raised
+                errors.insert(0, caught)
+                stop.set()
+                continue
+            for i, r in enumerate(runs):
+                answer[r] = (float(f[i]), np.array(g[i]))
     if errors:
         raise errors[0]
     return _put(Z0, cols, best_x), best_v

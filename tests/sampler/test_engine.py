@@ -4,6 +4,7 @@ charged to a wall-clock budget, and a suggestion's short way down to scipy."""
 from __future__ import annotations
 
 import datetime
+import importlib.util
 from pathlib import Path
 import time
 from typing import Any
@@ -96,3 +97,20 @@ def test_a_pause_between_optimize_calls_is_not_charged() -> None:
     last = study.get_trials()[-1]
     assert last.datetime_start is not None and last.datetime_start > paused
     assert after - before < 1.0
+
+
+def test_every_call_into_scipy_optimize_is_at_most_8_package_frames_in_5_files_deep() -> None:
+    # Issue 57: model-based suggestions (the rollout with a constraint and a learned cost,
+    # with cost_fn, under a hard budget; EIpu with cost_fn; EI; two objectives), profiled in a
+    # fresh process by benchmarks/engine.py's depth probe; a call in an L-BFGS-B worker thread
+    # counts the calling thread's frames at the hand-off too.
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("engine", root / "benchmarks" / "engine.py")
+    assert spec is not None and spec.loader is not None
+    engine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(engine)
+    results = engine._run(root, "depth", {"scenarios": engine.DEPTH_SCENARIOS})
+    assert [r["name"] for r in results] == [s["name"] for s in engine.DEPTH_SCENARIOS]
+    for r in results:
+        assert r["calls"] > 0, r["name"]  # the probe saw the suggestion reach scipy
+        assert r["frames"] <= 8 and r["files"] <= 5, r
