@@ -54,7 +54,11 @@ if kind == "depth":
     def ours(frame):
         return [f for f in traceback.extract_stack(frame) if f.filename.startswith(pkg)]
     def probe(frame, event, c_func):
-        if on[0] and event == "call" and "scipy/optimize" in frame.f_code.co_filename:
+        # a compiled routine of scipy.optimize called from our own frame counts too (a package
+        # that drives scipy's private _lbfgsb.setulb itself, as 7aafb4ce did)
+        into = "scipy/optimize" in frame.f_code.co_filename if event == "call" else (
+            event == "c_call" and "scipy.optimize" in str(getattr(c_func, "__module__", "")))
+        if on[0] and into:
             chain = ours(frame)
             if threading.get_ident() != main:
                 chain = ours(sys._current_frames()[main]) + chain
