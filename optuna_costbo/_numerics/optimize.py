@@ -286,17 +286,17 @@ def lbfgsb_runs(
         for r in runs:
             waiting[r] = False
             go[r].release()
-        back.acquire()
-        runs = [r for r in runs if waiting[r]]
-        if runs and not stop.is_set():
-            try:
+        try:
+            back.acquire()
+            runs = [r for r in runs if waiting[r]]
+            if runs and not stop.is_set():
                 f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
-            except BaseException as caught:  # the runs still waiting end, then it is raised
-                errors.insert(0, caught)
-                stop.set()
-                continue
-            for i, r in enumerate(runs):
-                answer[r] = (float(f[i]), np.array(g[i]))
+                for i, r in enumerate(runs):
+                    answer[r] = (float(f[i]), np.array(g[i]))
+        except BaseException as caught:  # an error, or an interrupt: the waiting runs end first
+            errors.insert(0, caught)
+            stop.set()
+            runs = [r for r in range(R) if waiting[r]]
     if errors:
         raise errors[0]
     return _put(Z0, cols, best_x), best_v
