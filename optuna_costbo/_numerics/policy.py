@@ -53,9 +53,8 @@ class Plan:
 def needs_cost_model(
     acquisition: AcquisitionStrategy, request: ProposalRequest, route: Route
 ) -> bool:
-    """Whether the suggestion needs a cost model: the acquisition uses one, a hard budget
-    checks what fits, or, on the full route, a stopping rule reads the largest EI per unit
-    cost."""
+    """Whether a cost model is needed: the acquisition uses one, a hard budget checks what fits,
+    or, on the full route, a stopping rule reads the largest EI per unit cost."""
     return (
         acquisition.needs_cost
         or request.overrun_risk is not None
@@ -92,8 +91,9 @@ def propose(
             reuse=None if route.quick else reuse,
         )
         if route.quick:
+            e = plan.acquisition.exponent(request.remaining, request.budget)  # its one-step e
             proposal = quick_propose(
-                request, rng, needs_cost=plan.needs_cost, route=route, models=models
+                request, rng, needs_cost=plan.needs_cost, exponent=e, route=route, models=models
             )
             return _within_budget(proposal, request, models.budget_fit, rng)
         ctx = AcquisitionContext(

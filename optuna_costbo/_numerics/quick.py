@@ -1,12 +1,12 @@
-"""The quick route: the models rebuilt from the last hyperparameters, EI-cool scored once on
-uniform points and Gaussian steps around the best ones, the best point no trial has returned."""
+"""The quick route: the models rebuilt from the last hyperparameters, the acquisition's one-step
+EI / c^e (EI-cool for the rollouts) scored once on uniform points and Gaussian steps around the
+best ones, the best point no trial has returned."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from optuna_costbo._numerics.acquisition.ei import LogEIPerCost
-from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.strategies import Choice
 from optuna_costbo._numerics.models import Models
 from optuna_costbo._numerics.models import build_models
@@ -63,21 +63,21 @@ def quick_propose(
     rng: np.random.Generator,
     *,
     needs_cost: bool,
+    exponent: float,
     route: Route = QUICK,
     models: Models | None = None,
 ) -> Proposal:
-    """A proposal from the last hyperparameters and one batched look at a candidate set
-    (log EI without a cost model); ``warm`` changes only if the objective model was fitted."""
+    """A proposal from the last hyperparameters and one look at candidates: log EI - ``exponent``
+    log c (log EI without a cost model); ``warm`` changes only if the objective was fitted."""
     models = models or build_models(request, rng, needs_cost=needs_cost, route=route)
     cost, y = models.cost, models.y
-    alpha = cool_exponent(request.remaining, request.budget) if cost is not None else 0.0
     acq = LogEIPerCost(models.model, models.best, feasibility=models.feasibility)
 
     Z = candidates(request, rng, models.X[np.argsort(y)[: min(_N_BEST, len(y))]])  # (m, D)
     values = np.asarray(acq(Z), dtype=float)  # (m,)
-    if cost is not None and alpha > 0.0:
+    if cost is not None and exponent > 0.0:
         # NOTE(quick): log(c + overhead): the sampler's time is charged to every trial too.
-        values = values - alpha * np.log(cost.cost(Z) + max(route.overhead, 0.0))
+        values = values - exponent * np.log(cost.cost(Z) + max(route.overhead, 0.0))
     values = np.where(np.isfinite(values), values, -np.inf)
     if request.evaluated is not None and len(request.evaluated) > 0:
         taken = rows_among(Z, request.evaluated)  # (m,)

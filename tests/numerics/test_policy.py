@@ -249,7 +249,10 @@ def test_models_are_conditioned_on_a_bounded_working_set() -> None:
     assert again.fitted is fitted
     # The quick route keeps the same bound.
     quick = quick_propose(
-        dataclasses.replace(request, warm=out.warm), np.random.default_rng(3), needs_cost=True
+        dataclasses.replace(request, warm=out.warm),
+        np.random.default_rng(3),
+        needs_cost=True,
+        exponent=eipu.exponent(request.remaining, request.budget),
     )
     assert quick.fitted is not None and quick.fitted.n == 40
     assert quick.cost_model.model.n == 40  # type: ignore[union-attr]

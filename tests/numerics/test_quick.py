@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from optuna_costbo._numerics.acquisition.ei import cool_exponent
 from optuna_costbo._numerics.acquisition.ei import log_ei
+from optuna_costbo._numerics.acquisition.rollout import PaperRollout
+from optuna_costbo._numerics.acquisition.rollout import Rollout
+from optuna_costbo._numerics.acquisition.strategies import EI
+from optuna_costbo._numerics.acquisition.strategies import EICool
+from optuna_costbo._numerics.acquisition.strategies import EIPerCost
 from optuna_costbo._numerics.gp.hyperparams import GPHyperparams
 from optuna_costbo._numerics.gp.model import GPModel
 from optuna_costbo._numerics.param_specs import CategoricalParam
 from optuna_costbo._numerics.param_specs import NumericParam
+from optuna_costbo._numerics.policy import Plan
+from optuna_costbo._numerics.policy import propose
 from optuna_costbo._numerics.quick import QUEUE
 from optuna_costbo._numerics.quick import candidates
 from optuna_costbo._numerics.quick import quick_propose
@@ -43,7 +51,7 @@ def _request(evaluated: np.ndarray | None = None, **kw: object) -> ProposalReque
 
 def test_quick_route_takes_the_ei_argmax_of_its_candidates() -> None:
     request = _request()
-    proposal = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    proposal = quick_propose(request, np.random.default_rng(3), needs_cost=False, exponent=0.0)
     # Brute force: the same candidates, the GP with the same hyperparameters, log EI.
     best_points = request.X[np.argsort(request.y)[:3]]
     Z = candidates(request, np.random.default_rng(3), best_points)  # (m, D)
@@ -60,7 +68,9 @@ def test_quick_route_skips_evaluated_points() -> None:
     Z = candidates(request, np.random.default_rng(3), best_points)
     keep = len(Z) // 2
     taken = np.delete(Z, keep, axis=0)  # every candidate but one is evaluated
-    proposal = quick_propose(_request(evaluated=taken), np.random.default_rng(3), needs_cost=False)
+    proposal = quick_propose(
+        _request(evaluated=taken), np.random.default_rng(3), needs_cost=False, exponent=0.0
+    )
     assert np.array_equal(proposal.z, Z[keep])
 
 
@@ -71,15 +81,15 @@ def test_quick_route_divides_by_cost_while_budget_remains() -> None:
     cost_hyper = GPHyperparams(np.array([0.5, 1.0, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
     request = _request(cost_data=CostData(X_cost, costs))
     request = ProposalRequest(**{**request.__dict__, "warm": WarmStart(HYPER, cost_hyper, 7)})
-    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False)
-    aware = quick_propose(request, np.random.default_rng(3), needs_cost=True)
+    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False, exponent=0.0)
+    aware = quick_propose(request, np.random.default_rng(3), needs_cost=True, exponent=0.5)
     assert plain.cost_model is None and aware.cost_model is not None
     assert aware.cost_model.cost(aware.z[None])[0] <= aware.cost_model.cost(plain.z[None])[0]
 
 
 def test_quick_route_fits_once_without_a_warm_start() -> None:
     request = ProposalRequest(**{**_request().__dict__, "warm": None})
-    proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False)
+    proposal = quick_propose(request, np.random.default_rng(0), needs_cost=False, exponent=0.0)
     assert proposal.warm.objective is not None  # the quick fit is kept for next time
     assert np.isfinite(proposal.value)
 
@@ -90,9 +100,13 @@ def test_a_large_overhead_flattens_the_cost_to_plain_ei() -> None:
     cost_hyper = GPHyperparams(np.array([0.5, 1.0, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
     base = _request(cost_data=CostData(X_cost, np.exp(4.0 * X_cost[:, 0])))
     request = ProposalRequest(**{**base.__dict__, "warm": WarmStart(HYPER, cost_hyper, 7)})
-    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    plain = quick_propose(request, np.random.default_rng(3), needs_cost=False, exponent=0.0)
     flat = quick_propose(
-        request, np.random.default_rng(3), needs_cost=True, route=Route(quick=True, overhead=1e9)
+        request,
+        np.random.default_rng(3),
+        needs_cost=True,
+        exponent=0.5,
+        route=Route(quick=True, overhead=1e9),
     )
     assert np.array_equal(flat.z, plain.z)
 
@@ -100,7 +114,11 @@ def test_a_large_overhead_flattens_the_cost_to_plain_ei() -> None:
 def test_refit_moves_the_hyperparameters_from_the_warm_start() -> None:
     request = _request()
     proposal = quick_propose(
-        request, np.random.default_rng(0), needs_cost=False, route=Route(quick=True, refit=True)
+        request,
+        np.random.default_rng(0),
+        needs_cost=False,
+        exponent=0.0,
+        route=Route(quick=True, refit=True),
     )
     assert proposal.warm.objective is not None and proposal.fitted is not None
     assert proposal.warm.objective is proposal.fitted.hyper
@@ -126,7 +144,7 @@ def test_ranked_takes_the_best_values_spread_apart() -> None:
 
 def test_quick_route_queues_the_next_best_unevaluated_points() -> None:
     request = _request()
-    proposal = quick_propose(request, np.random.default_rng(3), needs_cost=False)
+    proposal = quick_propose(request, np.random.default_rng(3), needs_cost=False, exponent=0.0)
     queued = np.array([z for z, _ in proposal.queue])  # (k, D)
     assert 1 <= len(queued) <= QUEUE - 1
     values = [proposal.value] + [v for _, v in proposal.queue]
@@ -139,4 +157,35 @@ def test_quick_route_queues_the_next_best_unevaluated_points() -> None:
 
 def test_no_queue_with_constraints() -> None:
     request = _request(constraints=np.zeros((15, 1)))
-    assert quick_propose(request, np.random.default_rng(3), needs_cost=False).queue == ()
+    assert (
+        quick_propose(request, np.random.default_rng(3), needs_cost=False, exponent=0.0).queue
+        == ()
+    )
+
+
+def test_each_acquisition_gives_the_quick_route_its_own_cost_exponent() -> None:
+    # EI ignores cost, EIpu divides by it to the end, EI-cool and the rollouts cool it.
+    for acquisition, expected in [(EI(), 0.0), (EIPerCost(), 1.0), (EICool(), 0.3)]:
+        assert acquisition.exponent(30.0, 100.0) == expected
+    for rollout in (Rollout(), PaperRollout()):
+        assert rollout.exponent(30.0, 100.0) == cool_exponent(30.0, 100.0) == 0.3
+
+
+def test_the_policy_hands_the_plans_exponent_to_the_quick_route() -> None:
+    rng = np.random.default_rng(1)
+    X_cost = CODEC.random_points(15, rng)
+    cost_hyper = GPHyperparams(np.array([0.5, 1.0, 1.0, 1.0, 1.0]), 1.0, 1e-4, 0.0)
+    base = _request(cost_data=CostData(X_cost, np.exp(4.0 * X_cost[:, 0])))
+    # The budget spent: EI-cool's exponent is 0, EIpu's still 1.
+    request = ProposalRequest(
+        **{**base.__dict__, "remaining": 0.0, "warm": WarmStart(HYPER, cost_hyper, 7)}
+    )
+    quick = Route(quick=True)
+    made = {
+        e: quick_propose(request, np.random.default_rng(3), needs_cost=True, exponent=e).z
+        for e in (0.0, 1.0)
+    }
+    for acquisition, e in [(EICool(), 0.0), (Rollout(), 0.0), (EIPerCost(), 1.0)]:
+        got = propose(request, Plan(acquisition, route=quick), np.random.default_rng(3))
+        assert np.array_equal(got.z, made[e]), acquisition.name
+    assert not np.array_equal(made[0.0], made[1.0])  # the exponent changes the choice here

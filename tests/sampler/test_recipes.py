@@ -159,7 +159,7 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
     )
     # With the fitted cost model (every cost 1, no hyperparameters yet: no cost model), the
     # quick route is EI: near 0.7.
-    plain = quick_propose(request, np.random.default_rng(1), needs_cost=True)
+    plain = quick_propose(request, np.random.default_rng(1), needs_cost=True, exponent=1.0)
     assert plain.cost_model is None and abs(float(plain.z[0]) - 0.7) < 0.1
     model: CostModel = CheapRight()
 
@@ -169,7 +169,7 @@ def test_the_quick_route_uses_the_cost_model_chosen_in_the_same_place(
 
     monkeypatch.setattr(models_mod, "_cost_model", choose)
     monkeypatch.setattr(CheapRight, "calls", 0)
-    steered = quick_propose(request, np.random.default_rng(1), needs_cost=True)
+    steered = quick_propose(request, np.random.default_rng(1), needs_cost=True, exponent=1.0)
     assert steered.cost_model is model and CheapRight.calls > 0
     assert float(steered.z[0]) >= 0.8
     monkeypatch.undo()

@@ -70,6 +70,9 @@ class _RolloutOptions(abc.ABC):
         """The exponents whose maximizers seed the first actions, ``rate``, ``last_overruns``
         and the cost exponent (:func:`.rollout_values.rollout_values`)."""
 
+    def exponent(self, remaining: float, budget: float) -> float:
+        return cool_exponent(remaining, budget)  # the quick route's one-step stand-in: EI-cool
+
     def choose(self, ctx: AcquisitionContext) -> Choice:
         """:func:`rollout_choice` from the maximizers of ``EI / c^e`` for each exponent, with the
         budget left after the running trials."""

@@ -141,8 +141,7 @@ class AcquisitionContext:
 def excluded_rows(
     Z: np.ndarray, evaluated: np.ndarray | None, fit: BudgetFit | None
 ) -> np.ndarray:
-    """Which rows of Z (m, D) are among ``evaluated`` (k, D) or, under a hard budget, do not fit
-    it: (m,) bool."""
+    """Rows of Z (m, D) among ``evaluated`` (k, D) or not fitting a hard budget: (m,) bool."""
     bad = np.zeros(len(Z), dtype=bool) if evaluated is None else rows_among(Z, evaluated)
     if fit is not None:
         bad = bad | ~fit.fits(Z)
@@ -161,6 +160,8 @@ class AcquisitionStrategy(Protocol):
 
     def choose(self, ctx: AcquisitionContext) -> Choice: ...
 
+    def exponent(self, remaining: float, budget: float) -> float: ...  # the quick route's e
+
 
 class _Myopic(abc.ABC):
     """A one-step acquisition: ``log EI - e * log c`` maximized, ``e`` of its choosing."""
@@ -174,11 +175,11 @@ class _Myopic(abc.ABC):
         return cls()
 
     @abc.abstractmethod
-    def exponent(self, ctx: AcquisitionContext) -> float:
+    def exponent(self, remaining: float, budget: float) -> float:
         """The cost exponent e of ``log EI - e log c`` (0: EI, 1: EIpu)."""
 
     def choose(self, ctx: AcquisitionContext) -> Choice:
-        e = (self.exponent(ctx),)
+        e = (self.exponent(ctx.remaining, ctx.budget),)
         Z, values = ctx.record(e, *maximize(ctx.search(e), ctx.rng))
         return Choice(Z[0], float(values[0]))
 
@@ -189,7 +190,7 @@ class EI(_Myopic):
     name: ClassVar[str] = "ei"
     needs_cost: ClassVar[bool] = False
 
-    def exponent(self, ctx: AcquisitionContext) -> float:
+    def exponent(self, remaining: float, budget: float) -> float:
         return 0.0
 
 
@@ -198,7 +199,7 @@ class EIPerCost(_Myopic):
 
     name: ClassVar[str] = "eipu"
 
-    def exponent(self, ctx: AcquisitionContext) -> float:
+    def exponent(self, remaining: float, budget: float) -> float:
         return 1.0
 
 
@@ -207,13 +208,12 @@ class EICool(_Myopic):
 
     name: ClassVar[str] = "ei-cool"
 
-    def exponent(self, ctx: AcquisitionContext) -> float:
-        return cool_exponent(ctx.remaining, ctx.budget)
+    def exponent(self, remaining: float, budget: float) -> float:
+        return cool_exponent(remaining, budget)
 
 
 def _distinct(exponents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct exponents (U,) of ``exponents`` (K,), first seen first, and the index into
-    them of each one (K,)."""
+    """The distinct ``exponents`` (U,) of (K,), first seen first, and each one's index (K,)."""
     kept: list[float] = []
     index = np.empty(len(exponents), dtype=int)  # (K,)
     for k, e in enumerate(exponents):
