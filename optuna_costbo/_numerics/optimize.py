@@ -263,8 +263,7 @@ def lbfgsb_runs(
         if counts[r] > 1:  # the start was evaluated in the first round
             asked[r], waiting[r] = x, True
             arrived()
-            go[r].acquire()
-            if stop.is_set():
+            if stop.is_set() or (go[r].acquire() and stop.is_set()):  # stopped: not to block
                 raise _Stop
         return answer[r]
 
@@ -277,26 +276,28 @@ def lbfgsb_runs(
             errors.append(error)
         arrived()
 
-    for r in moving:
-        waiting[r] = True
-        _POOL.start((lambda x, r=r: handed(x, r)), x0[r], bounds[r], options, begin, r, end)
     runs = moving
-    while runs:  # the runs go on together until each asks or ends; this frame waits (depth)
-        left[0] = len(runs)
-        for r in runs:
-            waiting[r] = False
-            go[r].release()
-        try:
+    try:
+        for r in moving:
+            waiting[r] = True
+            _POOL.start((lambda x, r=r: handed(x, r)), x0[r], bounds[r], options, begin, r, end)
+        while runs:  # the runs go on together until each asks or ends; this frame waits (depth)
+            left[0] = len(runs)
+            for r in runs:
+                waiting[r] = False
+                go[r].release()
             back.acquire()
             runs = [r for r in runs if waiting[r]]
-            if runs and not stop.is_set():
+            if runs:
                 f, g = evaluate(np.stack([asked[r] for r in runs]), np.array(runs))  # (m,), (m, k)
                 for i, r in enumerate(runs):
                     answer[r] = (float(f[i]), np.array(g[i]))
-        except BaseException as caught:  # an error, or an interrupt: the waiting runs end first
-            errors.insert(0, caught)
-            stop.set()
-            runs = [r for r in range(R) if waiting[r]]
+    except BaseException:  # an error or an interrupt: every run ends on its own
+        stop.set()
+        for lock in go:  # a run waiting now or asking later sees the stop
+            with contextlib.suppress(RuntimeError):  # released already: its run has it
+                lock.release()
+        raise
     if errors:
         raise errors[0]
     return _put(Z0, cols, best_x), best_v

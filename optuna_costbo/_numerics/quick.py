@@ -1,6 +1,5 @@
-"""The quick route: the models rebuilt from the last hyperparameters, the acquisition's one-step
-EI / c^e (EI-cool for the rollouts) scored once on uniform points and Gaussian steps around the
-best ones, the best point no trial has returned."""
+"""The quick route: models on the last hyperparameters, the acquisition's one-step EI / c^e scored
+once on uniform points and steps around the best ones; the best point no trial has returned."""
 
 from __future__ import annotations
 
