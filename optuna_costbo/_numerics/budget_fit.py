@@ -130,8 +130,7 @@ class BudgetFit:
 
     @property
     def exact(self) -> bool:
-        """Whether the cost is known exactly (``cost_fn``, or a fixed price observed), so
-        fitting is certain."""
+        """Whether the cost is known exactly (``cost_fn``, a fixed price): fitting is certain."""
         return self._gp is None
 
     def fits(self, Z: np.ndarray) -> np.ndarray:

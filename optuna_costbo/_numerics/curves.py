@@ -42,8 +42,7 @@ def _moves(complete: Sequence[Curve], stopped: Sequence[Curve]) -> tuple[np.ndar
 def finals_and_bounds(
     complete: Sequence[Curve], stopped: Sequence[Curve]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each stopped curve's imputed final value and lower bound on it (NaN without completed
-    curves), (p,) each."""
+    """Each stopped curve's imputed final value and lower bound, (p,) each (NaN: none complete)."""
     last, moves = _moves(complete, stopped)  # (p,), (p, c)
     if moves.shape[1] == 0:
         return last, np.full(len(stopped), np.nan)

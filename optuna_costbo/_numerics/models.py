@@ -115,10 +115,9 @@ def build_models(
     route: Route = _FULL_ROUTE,
     reuse: Proposal | None = None,
 ) -> Models:
-    """The objective model (conditioned on the running trials), the cost model if
-    ``needs_cost``, the constraints' and the budget's, and the next warm start, for ``route``;
-    ``reuse``: this suggestion's proposal before a parallel clash, whose fits are kept when the
-    data are the same."""
+    """The objective model (conditioned on the running trials), the cost model if ``needs_cost``,
+    the constraints' and the budget's, the next warm start, for ``route``; ``reuse``: this
+    suggestion's proposal before a parallel clash, its fits kept while the data are the same."""
     X = request.X  # (n, D)
     failed = np.isposinf(np.asarray(request.y, dtype=float))  # (n,)
     y = finite_values(np.asarray(request.y, dtype=float))  # (n,)

@@ -41,6 +41,7 @@ from optuna_costbo._optuna_compat import trial_constraints
 from optuna_costbo._sampler.clash import point_of
 from optuna_costbo._sampler.space import Activity
 from optuna_costbo._sampler.space import SpaceBridge
+from optuna_costbo._sampler.space import space_key
 
 
 def minimize_signs(directions: Sequence[StudyDirection]) -> np.ndarray:
@@ -193,7 +194,7 @@ class TrialReads(FreshWhenCopied):
     def bridge(self, space: Mapping[str, BaseDistribution], trial: FrozenTrial) -> SpaceBridge:
         """The bridge of ``space`` and the trial's activity: the last one while both are alike."""
         activity = self.activity(trial)
-        key = (tuple((n, repr(d)) for n, d in space.items()), activity.key)
+        key = (space_key(space), activity.key)
         with self._lock:
             if self._bridge[0] != key:
                 self._bridge = (key, SpaceBridge(space, activity))

@@ -74,6 +74,11 @@ def _to_param(distribution: BaseDistribution) -> Param:
     )
 
 
+def space_key(search_space: Mapping[str, BaseDistribution]) -> tuple[Any, ...]:
+    """What identifies a space, for state kept per space: its names and distributions."""
+    return tuple((n, repr(d)) for n, d in search_space.items())
+
+
 class SpaceBridge:
     """An Optuna search space (name -> distribution, in a fixed order), its codec, its rows."""
 
@@ -101,10 +106,7 @@ class SpaceBridge:
         self.codec = BoxCodec(
             [_to_param(d) for d in self.distributions], conditions=conditions, optional=optional
         )
-        # identifies the space, for state kept per space
-        key: tuple[Any, ...] = tuple(
-            (n, repr(d)) for n, d in zip(self.names, self.distributions, strict=True)
-        )
+        key = space_key(search_space)
         self.key = (*key, ("activity", activity.key)) if self.conditional else key
         self._rows: dict[int, tuple[Any, np.ndarray | None]] = {}  # trial id -> params, row/None
 
